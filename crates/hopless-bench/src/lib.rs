@@ -1,0 +1,22 @@
+//! # hopless-bench
+//!
+//! Side-by-side benchmarks: every workload runs on glibc (`System`), jemalloc, mimalloc and hopless in one
+//! invocation, in alternating rounds (the order rotates each round), and reports the median of the rounds
+//! with each allocator's ratio to mimalloc. These machines are shared and noisy: a ratio measured in one
+//! run means far more than an absolute time.
+//!
+//! # Layout
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`peers`] | the allocators under test, behind one enum |
+//! | [`alloc`] | `hopless bench alloc`: the allocator micro-workloads and their runner |
+//! | [`report`] | medians, tables and JSON |
+
+pub mod alloc;
+pub mod peers;
+pub mod report;
+
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL: hopless::Hopless = hopless::Hopless;

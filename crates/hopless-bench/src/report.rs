@@ -1,0 +1,128 @@
+//! Medians, tables and JSON output.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::peers::Peer;
+
+/// The median of a set of samples (the mean of the middle two for an even count).
+pub fn median(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One row of `hopless bench alloc --json`.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct AllocResult {
+    pub workload: String,
+    pub allocator: String,
+    pub ns_per_op: f64,
+}
+
+#[derive(Serialize)]
+struct Results<'a, T> {
+    results: &'a [T],
+}
+
+/// Writes `{"results": [...]}` to `path`.
+pub fn write_json<T: Serialize>(path: &std::path::Path, results: &[T]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    let text = serde_json::to_string_pretty(&Results { results }).map_err(std::io::Error::other)?;
+    std::fs::write(path, text + "\n")
+}
+
+/// A table of ns/op per workload and allocator, each cell with its ratio to mimalloc.
+pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
+    let mut by: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for r in results {
+        by.insert((r.workload.as_str(), r.allocator.as_str()), r.ns_per_op);
+    }
+    let mut out = String::new();
+    let _ = write!(out, "{:<18}", "workload (ns/op)");
+    for p in Peer::ALL {
+        let _ = write!(out, " {:>18}", p.name());
+    }
+    out.push('\n');
+    for w in workloads {
+        let _ = write!(out, "{w:<18}");
+        let base = by.get(&(w, "mimalloc")).copied();
+        for p in Peer::ALL {
+            match (by.get(&(w, p.name())), base) {
+                (Some(v), Some(b)) => {
+                    let _ = write!(out, " {:>9.2} ({:>5.2}x)", v, v / b);
+                }
+                (Some(v), None) => {
+                    let _ = write!(out, " {v:>18.2}");
+                }
+                _ => {
+                    let _ = write!(out, " {:>18}", "-");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str("(ratio in parentheses: time relative to mimalloc in the same run; lower is better)\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn table_shows_ratios_to_mimalloc() {
+        let r = |w: &str, a: &str, v: f64| AllocResult {
+            workload: w.into(),
+            allocator: a.into(),
+            ns_per_op: v,
+        };
+        let rs = vec![
+            r("pair-16", "mimalloc", 10.0),
+            r("pair-16", "hopless", 5.0),
+            r("pair-16", "system", 20.0),
+        ];
+        let t = alloc_table(&rs, &["pair-16"]);
+        assert!(t.contains("( 0.50x)"), "{t}");
+        assert!(t.contains("( 2.00x)"), "{t}");
+        assert!(t.contains(" -"), "{t}");
+    }
+
+    #[test]
+    fn json_has_the_documented_shape() {
+        let dir = std::env::temp_dir().join(format!("hopless-json-{}", std::process::id()));
+        let path = dir.join("out.json");
+        let rs = vec![AllocResult {
+            workload: "pair-16".into(),
+            allocator: "hopless".into(),
+            ns_per_op: 1.5,
+        }];
+        write_json(&path, &rs).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["results"][0]["workload"], "pair-16");
+        assert_eq!(v["results"][0]["allocator"], "hopless");
+        assert_eq!(v["results"][0]["ns_per_op"], 1.5);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

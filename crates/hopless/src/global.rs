@@ -1,0 +1,380 @@
+//! hopless as the process's allocator: one static heap over the OS, one thread cache per thread.
+//!
+//! A thread's cache pointer lives in a `const`-initialised thread-local of a type without `Drop`, so
+//! reading it never allocates or registers anything. A new thread's pointer is the static empty cache,
+//! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
+//! cache from the heap's registry (memory from the page source, never from this allocator's public path)
+//! and registers a pthread key whose destructor returns the cache's blocks when the thread exits.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::{Cell, UnsafeCell};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+
+use crate::heap::Heap;
+use crate::platform::OsPages;
+use crate::size_class::{self, small_class, SMALL_MAX};
+use crate::stats::{stat, Stats};
+use crate::thread_cache::ThreadCache;
+
+/// The process's heap.
+pub(crate) static HEAP: Heap<OsPages> = Heap::new(OsPages);
+
+/// The cache every thread starts with: capacity 0 everywhere, never written.
+struct EmptyCache(UnsafeCell<ThreadCache>);
+// SAFETY: nobody writes the empty cache: with capacity 0 neither `pop` nor `push` stores into it.
+unsafe impl Sync for EmptyCache {}
+static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
+
+thread_local! {
+    static CACHE: Cell<*mut ThreadCache> = const { Cell::new(EMPTY_CACHE.0.get()) };
+    /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
+    static RETIRED: Cell<bool> = const { Cell::new(false) };
+}
+
+#[inline(always)]
+fn current() -> *mut ThreadCache {
+    CACHE.with(|c| c.get())
+}
+
+#[inline(always)]
+fn empty() -> *mut ThreadCache {
+    EMPTY_CACHE.0.get()
+}
+
+/// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
+/// destructor, or out of memory): callers then go straight to the central heap.
+#[cold]
+#[inline(never)]
+fn cache_or_init() -> *mut ThreadCache {
+    let tc = current();
+    if tc != empty() {
+        return tc;
+    }
+    if RETIRED.with(|r| r.get()) {
+        return ptr::null_mut();
+    }
+    let tc = HEAP.new_thread_cache();
+    if tc.is_null() {
+        return tc;
+    }
+    register_exit(tc);
+    CACHE.with(|c| c.set(tc));
+    tc
+}
+
+const KEY_NONE: u8 = 0;
+const KEY_BUSY: u8 = 1;
+const KEY_READY: u8 = 2;
+const KEY_FAILED: u8 = 3;
+static KEY_STATE: AtomicU8 = AtomicU8::new(KEY_NONE);
+static KEY: AtomicU32 = AtomicU32::new(0);
+
+/// Arranges for `tc` to be retired when the thread exits (pthread keys neither allocate on creation nor,
+/// for the first 32 keys of a process, on set).
+fn register_exit(tc: *mut ThreadCache) {
+    loop {
+        match KEY_STATE.load(Ordering::Acquire) {
+            KEY_READY => break,
+            KEY_FAILED => return,
+            KEY_NONE => {
+                if KEY_STATE
+                    .compare_exchange(KEY_NONE, KEY_BUSY, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    let mut key: libc::pthread_key_t = 0;
+                    // SAFETY: `key` is a valid out-pointer; the destructor is an `extern "C"` fn.
+                    let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+                    if rc == 0 {
+                        KEY.store(key, Ordering::Relaxed);
+                        KEY_STATE.store(KEY_READY, Ordering::Release);
+                    } else {
+                        KEY_STATE.store(KEY_FAILED, Ordering::Release);
+                    }
+                }
+            }
+            _ => crate::platform::yield_now(),
+        }
+    }
+    // SAFETY: the key was created above; the value is only passed back to `on_thread_exit`.
+    unsafe { libc::pthread_setspecific(KEY.load(Ordering::Relaxed), tc.cast()) };
+}
+
+unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
+    let tc = arg.cast::<ThreadCache>();
+    CACHE.with(|c| c.set(empty()));
+    RETIRED.with(|r| r.set(true));
+    // SAFETY: `arg` is the cache this thread registered; the thread is exiting and no longer uses it
+    // (its thread-local now points at the empty cache, and RETIRED stops a new one being set up).
+    unsafe { HEAP.retire_thread_cache(tc) };
+}
+
+/// The hopless allocator. Zero-sized: every instance uses the one process heap.
+///
+/// ```
+/// #[global_allocator]
+/// static GLOBAL: hopless::Hopless = hopless::Hopless;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hopless;
+
+#[cold]
+#[inline(never)]
+unsafe fn alloc_slow(class: usize) -> *mut u8 {
+    let tc = cache_or_init();
+    if tc.is_null() {
+        return HEAP.alloc_uncached(class);
+    }
+    // SAFETY: `tc` is this thread's live cache.
+    unsafe {
+        let p = ThreadCache::pop(tc, class);
+        if p.is_null() {
+            HEAP.alloc_refill(tc, class)
+        } else {
+            stat!((*tc).counters[class].alloc_fast.bump());
+            p
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn free_slow(class: usize, p: *mut u8) {
+    // SAFETY: the caller frees an in-use block of `class`; the cache is this thread's or null.
+    unsafe { HEAP.free_class(cache_or_init(), class, p) }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
+    unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
+}
+
+impl Hopless {
+    /// Frees a block without its size (the C `free` contract): the slab header tells its class.
+    ///
+    /// # Safety
+    ///
+    /// `p` was returned by this allocator and is not used afterwards.
+    pub unsafe fn free(p: *mut u8) {
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: per the caller.
+        unsafe { HEAP.free_ptr(cache_or_init(), p) }
+    }
+
+    /// The usable size of a block: at least what was asked for.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live block returned by this allocator.
+    pub unsafe fn usable_size(p: *const u8) -> usize {
+        // SAFETY: per the caller.
+        unsafe { HEAP.usable_size(p.cast_mut()) }
+    }
+
+    /// Allocates `out.len()` blocks of one layout in one call (the seed's `pool_malloc_batch`): from the
+    /// thread's magazine first, then straight from the central heap, one lock hold per batch. Returns how
+    /// many were allocated; fewer than asked only when memory ran out. A zero-size layout fills `out` with
+    /// dangling, aligned pointers.
+    pub fn alloc_batch(&self, layout: Layout, out: &mut [*mut u8]) -> usize {
+        if layout.size() == 0 {
+            out.fill(ptr::without_provenance_mut(layout.align()));
+            return out.len();
+        }
+        // SAFETY: the cache is this thread's or null; size > 0 and align a power of two.
+        unsafe { HEAP.alloc_batch(cache_or_init(), layout.size(), layout.align(), out) }
+    }
+
+    /// Frees blocks allocated with `layout` in one call: into the magazine while it has room, the rest
+    /// straight to the central heap.
+    ///
+    /// # Safety
+    ///
+    /// Every pointer was allocated by this allocator with `layout` and is not used afterwards.
+    pub unsafe fn free_batch(&self, layout: Layout, blocks: &[*mut u8]) {
+        if layout.size() == 0 {
+            return;
+        }
+        // SAFETY: per the caller.
+        unsafe { HEAP.free_batch(cache_or_init(), layout.size(), layout.align(), blocks) }
+    }
+
+    /// Returns the calling thread's cached blocks to the central heap.
+    pub fn flush_thread_cache() {
+        let tc = current();
+        if tc != empty() {
+            // SAFETY: the thread's own live cache.
+            unsafe { HEAP.flush_all(tc) };
+        }
+    }
+
+    /// Flushes the calling thread's cache, then gives every fully free slab and every cached large
+    /// mapping back to the OS (like `malloc_trim`).
+    pub fn trim() {
+        Self::flush_thread_cache();
+        HEAP.trim();
+    }
+
+    /// A snapshot of the allocator's counters (all zero but slabs and large blocks without the `stats`
+    /// feature).
+    pub fn stats() -> Stats {
+        HEAP.stats()
+    }
+}
+
+// SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
+// (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
+// freed; failure returns null.
+unsafe impl GlobalAlloc for Hopless {
+    #[inline(always)]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        if size <= SMALL_MAX && align <= 16 {
+            let class = small_class(size.max(align));
+            let tc = current();
+            // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
+            let p = unsafe { ThreadCache::pop(tc, class) };
+            if !p.is_null() {
+                // SAFETY: `tc` is live: the empty cache never yields a block.
+                stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
+                return p;
+            }
+            // SAFETY: class in range.
+            return unsafe { alloc_slow(class) };
+        }
+        // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
+        unsafe { alloc_general(size, align, false) }
+    }
+
+    #[inline(always)]
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        let (size, align) = (layout.size(), layout.align());
+        if size <= SMALL_MAX && align <= 16 {
+            let class = small_class(size.max(align));
+            let tc = current();
+            // SAFETY: per the GlobalAlloc contract `p` is a live block of this layout, so of `class`.
+            if unsafe { ThreadCache::push(tc, class, p) } {
+                // SAFETY: `tc` is live: the empty cache never accepts a block.
+                stat!(unsafe { (*tc).counters[class].free_fast.bump() });
+                return;
+            }
+            // SAFETY: as above.
+            return unsafe { free_slow(class, p) };
+        }
+        // SAFETY: as above; the header lookup finds the class or the large mapping.
+        unsafe { Hopless::free(p) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() <= SMALL_MAX && layout.align() <= 16 {
+            // SAFETY: forwarded contract.
+            let p = unsafe { self.alloc(layout) };
+            if !p.is_null() {
+                // SAFETY: the block has at least `size` bytes.
+                unsafe { ptr::write_bytes(p, 0, layout.size()) };
+            }
+            return p;
+        }
+        // SAFETY: forwarded contract; large blocks fresh from mmap skip the memset.
+        unsafe { alloc_general(layout.size(), layout.align(), true) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
+            if size_class::class_for(new_size, layout.align()) == Some(c) {
+                return p;
+            }
+        }
+        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
+        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
+    }
+}
+
+// SAFETY: the same guarantees as the GlobalAlloc impl; zero-size requests get a dangling aligned pointer
+// and are never passed to the heap; grow/shrink keep the contents up to the smaller size.
+unsafe impl allocator_api2::alloc::Allocator for Hopless {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            let p = NonNull::new(ptr::without_provenance_mut(layout.align())).expect("align is non-zero");
+            return Ok(NonNull::slice_from_raw_parts(p, 0));
+        }
+        // SAFETY: non-zero size.
+        let p = unsafe { GlobalAlloc::alloc(self, layout) };
+        NonNull::new(p)
+            .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
+            .ok_or(allocator_api2::alloc::AllocError)
+    }
+
+    #[inline]
+    fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            return self.allocate(layout);
+        }
+        // SAFETY: non-zero size.
+        let p = unsafe { GlobalAlloc::alloc_zeroed(self, layout) };
+        NonNull::new(p)
+            .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
+            .ok_or(allocator_api2::alloc::AllocError)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, p: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: per the Allocator contract, `p` is a live block of `layout`.
+            unsafe { GlobalAlloc::dealloc(self, p.as_ptr(), layout) }
+        }
+    }
+
+    unsafe fn grow(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.resize(p, old, new) }
+    }
+
+    unsafe fn shrink(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.resize(p, old, new) }
+    }
+}
+
+impl Hopless {
+    /// Grow or shrink for the `Allocator` impl: realloc when the alignment stays and neither size is
+    /// zero, otherwise allocate, copy and free.
+    unsafe fn resize(
+        &self,
+        p: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        use allocator_api2::alloc::{AllocError, Allocator};
+        if old.align() == new.align() && old.size() != 0 && new.size() != 0 {
+            // SAFETY: `p` is a live block of `old`; new size non-zero.
+            let q = unsafe { GlobalAlloc::realloc(self, p.as_ptr(), old, new.size()) };
+            return NonNull::new(q)
+                .map(|q| NonNull::slice_from_raw_parts(q, new.size()))
+                .ok_or(AllocError);
+        }
+        let q = self.allocate(new)?;
+        // SAFETY: both blocks hold at least min(old, new) bytes and are distinct; `p` is then freed.
+        unsafe {
+            ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr().cast::<u8>(), old.size().min(new.size()));
+            self.deallocate(p, old);
+        }
+        Ok(q)
+    }
+}

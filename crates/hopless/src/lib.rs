@@ -1,0 +1,62 @@
+//! # hopless
+//!
+//! A slab allocator whose allocation fast path never reads or writes the memory of the block it hands out.
+//! Classic SLUB pops a free object and then loads the next free pointer stored *inside* it, often a cold
+//! cache line; hopless keeps "what is free next" in per-thread metadata (a magazine of pointers per size
+//! class), so alloc is `slots[--count]` and free is `slots[count++] = p`.
+//!
+//! Below the magazines sits the seed KV pool's design: a central heap per size class of slabs with free
+//! bitmaps (the lock held only for a batch move, a double free caught when the bit is already set), and
+//! the OS below that.
+//!
+//! ```
+//! #[global_allocator]
+//! static GLOBAL: hopless::Hopless = hopless::Hopless;
+//!
+//! let v: Vec<u64> = (0..1000).collect();
+//! assert_eq!(v.iter().sum::<u64>(), 499_500);
+//! ```
+//!
+//! # Layout
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`size_class`] | the class table and the (size, align) → class mapping |
+//! | [`thread_cache`] | magazines: the fast path, a screenful of code |
+//! | [`heap`] | the slow path: refill, flush, thread caches, large blocks, realloc, batches, trim, stats |
+//! | [`central`] | per-class partial slabs and the pools of unused slabs, with purging |
+//! | [`segment`] | 4 MiB segments, slab headers and bitmaps; pointer → slab in O(1) |
+//! | [`large`] | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
+//! | [`platform`] | the page source trait (mmap / a test source for Miri) and raw stderr/abort |
+//! | `global` | [`Hopless`]: the process heap, thread-local caches, `GlobalAlloc` and `Allocator` |
+//! | [`stats`] | counters (feature `stats`) and the slabinfo-style table |
+//! | `report` | fatal reports without allocating |
+
+pub mod central;
+mod global;
+pub mod heap;
+pub mod large;
+pub mod lock;
+pub mod platform;
+mod report;
+pub mod segment;
+pub mod size_class;
+pub mod stats;
+pub mod thread_cache;
+
+pub use global::Hopless;
+pub use heap::Heap;
+pub use platform::{OsPages, PageSource, SystemPages};
+pub use stats::Stats;
+
+/// A snapshot of the process heap's counters.
+pub fn stats() -> Stats {
+    Hopless::stats()
+}
+
+#[cfg(all(test, not(miri)))]
+#[global_allocator]
+static GLOBAL: Hopless = Hopless;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,417 @@
+//! Segments and slabs: where blocks live, and how a block pointer finds its slab in O(1).
+//!
+//! A segment is 4 MiB, aligned to 4 MiB. Its first bytes hold a [`SegmentHeader`], then an array of
+//! [`Slab`] headers, one per slab slot. The rest is cut into equal slab slots: 64 KiB for small classes,
+//! 512 KiB for medium ones. The slots that the headers cover are never handed out, so block memory is
+//! aligned to the slot size and no header shares a cache line with a block.
+//!
+//! From any block pointer `p`: `segment = p & !(4 MiB - 1)`, `slot = (p - segment) >> slab_shift`,
+//! `slab = &segment.slabs[slot]`. A large block is a segment of its own kind with the block after the
+//! header page, so the same two lines find its header.
+//!
+//! Invariants:
+//! - a block is in exactly one place: a thread's magazine, free in its slab (bit set, or at or beyond
+//!   `carved`), or in use;
+//! - the bitmap is the truth for "is this block free"; only the owning class's lock holder writes it;
+//! - `free == set bits + (capacity - carved)`.
+
+use core::ptr;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::size_class::{self, CLASS_RECIP};
+
+pub const SEGMENT_SHIFT: usize = 22;
+/// Size and alignment of a segment.
+pub const SEGMENT_SIZE: usize = 1 << SEGMENT_SHIFT;
+pub const SMALL_SLAB_SHIFT: u32 = 16;
+pub const MEDIUM_SLAB_SHIFT: u32 = 19;
+/// Slab slots per segment (small segments; medium ones use the first 8).
+pub const MAX_SLABS: usize = SEGMENT_SIZE >> SMALL_SLAB_SHIFT as usize;
+/// Bitmap words per slab: enough for the 8-byte class in a 64 KiB slab.
+pub const BITMAP_WORDS: usize = (1 << SMALL_SLAB_SHIFT) / 8 / 64;
+
+pub const SEGMENT_MAGIC: u64 = 0x686f_706c_6573_7321; // "hopless!"
+pub const SLAB_MAGIC: u32 = 0x5ab1_ab1e;
+pub const SLAB_POOLED: u32 = 0xf4ee_51ab;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum SegmentKind {
+    Small = 1,
+    Medium = 2,
+    Large = 3,
+}
+
+/// The first bytes of every segment.
+#[repr(C, align(64))]
+pub struct SegmentHeader {
+    /// [`SEGMENT_MAGIC`]: checked on the slow paths to refuse pointers that are not ours.
+    pub magic: u64,
+    pub kind: SegmentKind,
+    /// log2 of the slab slot size (small and medium segments).
+    pub slab_shift: u32,
+    /// First slot not covered by the headers.
+    pub first_slot: u32,
+    /// Large blocks: the mapping's length (the mapping starts at the header), the block's offset from
+    /// the header, and the bytes usable from there.
+    pub map_len: usize,
+    pub data_offset: usize,
+    pub usable: usize,
+    /// Large blocks: the requested alignment the mapping was made for.
+    pub map_align: usize,
+    /// Small and medium segments: the pool's next segment (so a dropped heap can release them all).
+    pub next: *mut SegmentHeader,
+}
+
+/// Where the slab headers start in a small or medium segment.
+pub const SLABS_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum SlabState {
+    /// In its segment pool's dirty or clean list; belongs to no class.
+    Pooled = 0,
+    /// Belongs to a class and is on its partial list (it has free blocks).
+    Partial = 1,
+    /// Belongs to a class and has no free blocks; on no list.
+    Full = 2,
+    /// Taken off the pool's dirty list to be purged; on no list.
+    Purging = 3,
+}
+
+/// A slab header. Lives in the segment's header area, never in block memory.
+#[repr(C)]
+pub struct Slab {
+    /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
+    pub magic: u32,
+    pub class: u32,
+    pub state: SlabState,
+    /// Free blocks (set bits plus the uncarved tail).
+    pub free: u32,
+    pub capacity: u32,
+    /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them.
+    pub carved: u32,
+    /// No bitmap word below `hint` has a set bit.
+    pub hint: u32,
+    /// The memory of this slab was touched since it was last purged.
+    pub dirty: bool,
+    pub start: *mut u8,
+    pub prev: *mut Slab,
+    pub next: *mut Slab,
+    /// Bit `i` set: block `i` is free (for `i < carved`).
+    pub bitmap: [u64; BITMAP_WORDS],
+}
+
+/// Size of the header area (segment header and every slab header), rounded to a page.
+pub const HEADER_AREA: usize =
+    (SLABS_OFFSET + MAX_SLABS * core::mem::size_of::<Slab>()).next_multiple_of(crate::platform::PAGE_SIZE);
+
+/// Which 4 MiB-aligned addresses are hopless segments: one bit per segment-sized slot of the 47-bit user
+/// address space (4 MiB of zero `.bss`, of which only the pages covering used addresses become resident).
+/// The slow paths consult it before reading a header, so freeing a pointer hopless never handed out is
+/// reported instead of faulting on an unmapped header.
+pub struct SegmentMap {
+    words: [AtomicU64; SEGMENT_MAP_BITS / 64],
+}
+
+const SEGMENT_MAP_BITS: usize = 1 << (47 - SEGMENT_SHIFT);
+
+/// The process-wide segment map (shared by every heap in the process).
+pub static SEGMENT_MAP: SegmentMap = SegmentMap { words: [const { AtomicU64::new(0) }; SEGMENT_MAP_BITS / 64] };
+
+impl SegmentMap {
+    #[inline]
+    fn slot(addr: usize) -> Option<(usize, u64)> {
+        let i = addr >> SEGMENT_SHIFT;
+        (i < SEGMENT_MAP_BITS).then_some((i / 64, 1u64 << (i % 64)))
+    }
+
+    /// Records a segment (returns false if its address is outside the map: the segment must not be used).
+    pub fn insert(&self, seg: *mut SegmentHeader) -> bool {
+        match Self::slot(seg.addr()) {
+            Some((w, bit)) => {
+                self.words[w].fetch_or(bit, Ordering::Release);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn remove(&self, seg: *mut SegmentHeader) {
+        if let Some((w, bit)) = Self::slot(seg.addr()) {
+            self.words[w].fetch_and(!bit, Ordering::Release);
+        }
+    }
+
+    /// Whether `p` lies in the first 4 MiB of a hopless segment or large mapping.
+    #[inline]
+    pub fn contains(&self, p: *const u8) -> bool {
+        match Self::slot(p.addr()) {
+            Some((w, bit)) => self.words[w].load(Ordering::Acquire) & bit != 0,
+            None => false,
+        }
+    }
+}
+
+/// The segment a pointer into it (or into its first 4 MiB, for a large block) belongs to.
+#[inline(always)]
+pub fn segment_of(p: *mut u8) -> *mut SegmentHeader {
+    p.map_addr(|a| a & !(SEGMENT_SIZE - 1)).cast()
+}
+
+/// The slab header array of a small or medium segment.
+#[inline(always)]
+pub fn slabs_of(seg: *mut SegmentHeader) -> *mut Slab {
+    // SAFETY-free: pointer arithmetic with wrapping semantics; callers only dereference for small and
+    // medium segments, whose header area holds MAX_SLABS slab headers at this offset.
+    seg.cast::<u8>().wrapping_add(SLABS_OFFSET).cast()
+}
+
+/// The slab holding `p`, in a small or medium segment.
+///
+/// # Safety
+///
+/// `p` points into a live small or medium segment.
+#[inline(always)]
+pub unsafe fn slab_of(seg: *mut SegmentHeader, p: *mut u8) -> *mut Slab {
+    // SAFETY: the caller guarantees `seg` is a live small/medium segment, whose header is initialised.
+    let shift = unsafe { (*seg).slab_shift };
+    let slot = (p.addr() - seg.addr()) >> shift;
+    // SAFETY: slot < MAX_SLABS because p is inside the 4 MiB segment and slots are at least 64 KiB.
+    unsafe { slabs_of(seg).add(slot) }
+}
+
+/// Why a block cannot be freed into its slab.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FreeError {
+    /// The pointer is not inside any hopless segment.
+    Foreign,
+    /// The pointer is inside a slab but not at the start of a block.
+    NotBlockStart,
+    /// The slab belongs to another class than the one the pointer was freed as.
+    WrongClass,
+    /// The slab is not in use by any class (header magic wrong).
+    BadSlab,
+    /// The block was never handed out.
+    NeverAllocated,
+    /// The block's bit is already set: freed twice.
+    DoubleFree,
+}
+
+impl FreeError {
+    pub fn describe(self) -> &'static str {
+        match self {
+            FreeError::Foreign => "free of a pointer hopless did not allocate",
+            FreeError::NotBlockStart => "free of a pointer that is not the start of a block",
+            FreeError::WrongClass => "free of a block with the wrong size (class differs from its slab's)",
+            FreeError::BadSlab => "free of a pointer whose slab header is damaged or not in use",
+            FreeError::NeverAllocated => "free of a block that was never allocated",
+            FreeError::DoubleFree => "double free",
+        }
+    }
+}
+
+impl Slab {
+    /// Makes a pooled slab belong to `class`; everything in it free.
+    ///
+    /// # Safety
+    ///
+    /// `slab` is a valid slab header nobody else touches (caller holds the class lock and took it from a
+    /// pool); `start` is its slot, `slot_size` the slot's size.
+    pub unsafe fn init(slab: *mut Slab, class: usize, start: *mut u8, slot_size: usize) {
+        let capacity = (slot_size / size_class::class_size(class)) as u32;
+        // SAFETY: per the caller, the header is valid and exclusively ours.
+        let s = unsafe { &mut *slab };
+        s.magic = SLAB_MAGIC;
+        s.class = class as u32;
+        s.state = SlabState::Partial;
+        s.free = capacity;
+        s.capacity = capacity;
+        s.carved = 0;
+        s.hint = 0;
+        s.start = start;
+        s.prev = ptr::null_mut();
+        s.next = ptr::null_mut();
+        let words = (capacity as usize).div_ceil(64);
+        s.bitmap[..words].fill(0);
+    }
+
+    /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail.
+    /// Returns how many it took.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the slab's class.
+    pub unsafe fn take(slab: *mut Slab, out: &mut [*mut u8]) -> usize {
+        // Field by field through the raw pointer, never `&mut Slab`: `free_ptr` reads `class` of a slab
+        // without its lock (stable while any block of the slab is in use), and a reference to the whole
+        // header would count as writing that field too.
+        // SAFETY: the caller holds the class lock, which owns every mutable field of the header.
+        unsafe {
+            let s = slab;
+            let size = size_class::class_size((*s).class as usize);
+            let want = out.len().min((*s).free as usize);
+            let start = (*s).start;
+            let mut got = 0;
+            let carved_words = ((*s).carved as usize).div_ceil(64);
+            let mut w = (*s).hint as usize;
+            while got < want && w < carved_words {
+                let mut word = (*s).bitmap[w];
+                while word != 0 && got < want {
+                    let bit = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    out[got] = start.wrapping_add((w * 64 + bit) * size);
+                    got += 1;
+                }
+                (*s).bitmap[w] = word;
+                if word == 0 {
+                    w += 1;
+                }
+            }
+            (*s).hint = w as u32;
+            let mut carved = (*s).carved as usize;
+            while got < want {
+                out[got] = start.wrapping_add(carved * size);
+                carved += 1;
+                got += 1;
+            }
+            (*s).carved = carved as u32;
+            (*s).free -= got as u32;
+            got
+        }
+    }
+
+    /// Returns one block to its slab, checking that it is a block of this slab that is in use.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of `class`, and `slab` is the header [`slab_of`] found for `p`.
+    pub unsafe fn put(slab: *mut Slab, class: usize, p: *mut u8) -> Result<(), FreeError> {
+        // SAFETY: the caller holds the class lock; field-wise access as in `take`.
+        unsafe {
+            let s = slab;
+            if (*s).magic != SLAB_MAGIC {
+                return Err(FreeError::BadSlab);
+            }
+            if (*s).class as usize != class {
+                return Err(FreeError::WrongClass);
+            }
+            let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
+            let index = ((offset * CLASS_RECIP[class]) >> 40) as usize;
+            if index as u64 * size_class::class_size(class) as u64 != offset || index >= (*s).capacity as usize {
+                return Err(FreeError::NotBlockStart);
+            }
+            if index >= (*s).carved as usize {
+                return Err(FreeError::NeverAllocated);
+            }
+            let (w, bit) = (index / 64, 1u64 << (index % 64));
+            if (*s).bitmap[w] & bit != 0 {
+                return Err(FreeError::DoubleFree);
+            }
+            (*s).bitmap[w] |= bit;
+            if (w as u32) < (*s).hint {
+                (*s).hint = w as u32;
+            }
+            (*s).free += 1;
+            Ok(())
+        }
+    }
+
+    /// Index of `p` in this slab (for reports).
+    pub fn index_of(&self, p: *mut u8) -> usize {
+        let size = size_class::class_size(self.class as usize);
+        p.addr().wrapping_sub(self.start.addr()) / size.max(1)
+    }
+}
+
+/// An intrusive doubly linked list of slab headers (through `prev`/`next`).
+pub struct SlabList {
+    pub head: *mut Slab,
+    pub tail: *mut Slab,
+    pub len: usize,
+}
+
+impl Default for SlabList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the list is only touched under the lock of whatever owns it; the raw pointers point into segment
+// headers that live as long as the heap.
+unsafe impl Send for SlabList {}
+
+impl SlabList {
+    pub const fn new() -> Self {
+        Self {
+            head: ptr::null_mut(),
+            tail: ptr::null_mut(),
+            len: 0,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `s` is a valid slab header on no list; the caller owns the list.
+    pub unsafe fn push_front(&mut self, s: *mut Slab) {
+        // SAFETY: per the caller, `s` and every node of the list are valid headers we own.
+        unsafe {
+            (*s).prev = ptr::null_mut();
+            (*s).next = self.head;
+            if self.head.is_null() {
+                self.tail = s;
+            } else {
+                (*self.head).prev = s;
+            }
+        }
+        self.head = s;
+        self.len += 1;
+    }
+
+    /// # Safety
+    ///
+    /// `s` is on this list.
+    pub unsafe fn remove(&mut self, s: *mut Slab) {
+        // SAFETY: per the caller, `s` and its neighbours are valid nodes of this list.
+        unsafe {
+            let (p, n) = ((*s).prev, (*s).next);
+            if p.is_null() {
+                self.head = n;
+            } else {
+                (*p).next = n;
+            }
+            if n.is_null() {
+                self.tail = p;
+            } else {
+                (*n).prev = p;
+            }
+            (*s).prev = ptr::null_mut();
+            (*s).next = ptr::null_mut();
+        }
+        self.len -= 1;
+    }
+
+    /// # Safety
+    ///
+    /// The caller owns the list.
+    pub unsafe fn pop_front(&mut self) -> *mut Slab {
+        let s = self.head;
+        if !s.is_null() {
+            // SAFETY: `s` is this list's head.
+            unsafe { self.remove(s) };
+        }
+        s
+    }
+
+    /// # Safety
+    ///
+    /// The caller owns the list.
+    pub unsafe fn pop_back(&mut self) -> *mut Slab {
+        let s = self.tail;
+        if !s.is_null() {
+            // SAFETY: `s` is this list's tail.
+            unsafe { self.remove(s) };
+        }
+        s
+    }
+}

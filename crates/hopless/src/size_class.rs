@@ -1,0 +1,235 @@
+//! Size classes: one const table, and the mapping from a (size, alignment) request to the smallest class
+//! that satisfies both.
+//!
+//! The first 29 classes are the seed's (8..=4096 bytes), served from 64 KiB slabs. Above them, 24 medium
+//! classes (four per doubling, 5 KiB..=256 KiB) come from 512 KiB slabs, so an 8 KiB allocation is not a
+//! system call. Anything bigger, or aligned to more than 4 KiB, is a large block (see `large`).
+//!
+//! A block of class `c` sits at `slab_start + i * size(c)` and slabs are aligned to their own size, so a
+//! block's alignment is the largest power of two dividing its class size ([`CLASS_ALIGN`]).
+
+/// Number of seed (small) classes.
+pub const NUM_SMALL: usize = 29;
+/// Number of classes in all.
+pub const NUM_CLASSES: usize = NUM_SMALL + 24;
+/// Largest small class.
+pub const SMALL_MAX: usize = 4096;
+/// Largest medium class; bigger requests are large blocks.
+pub const MEDIUM_MAX: usize = 256 * 1024;
+/// Largest alignment a class can give; bigger alignments are large blocks.
+pub const MAX_CLASS_ALIGN: usize = 4096;
+
+/// Block size of every class, ascending.
+pub const CLASS_SIZE: [u32; NUM_CLASSES] = [
+    // The seed's 29 classes.
+    8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024, 1280,
+    1536, 1792, 2048, 2560, 3072, 3584, 4096, //
+    // Medium: four per doubling.
+    5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344,
+    65536, 81920, 98304, 114688, 131072, 163840, 196608, 229376, 262144,
+];
+
+/// Alignment every block of a class has: the largest power of two dividing the class size.
+pub const CLASS_ALIGN: [u32; NUM_CLASSES] = {
+    let mut out = [0u32; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        out[i] = 1 << CLASS_SIZE[i].trailing_zeros();
+        i += 1;
+    }
+    out
+};
+
+/// `ceil(2^40 / size)`: block index of a byte offset `o` inside a slab is `(o * RECIP) >> 40`, exact for
+/// offsets below 2^20 and sizes up to 2^18 (the error `o / 2^40 < 2^-20` never reaches the next integer).
+pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
+    let mut out = [0u64; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        let s = CLASS_SIZE[i] as u64;
+        out[i] = (1u64 << 40).div_ceil(s);
+        i += 1;
+    }
+    out
+};
+
+/// Magazine capacity per class: the seed's 64 for small classes; medium classes keep at most about
+/// 512 KiB per thread (at least 2 blocks).
+pub const MAG_CAPACITY: [u32; NUM_CLASSES] = {
+    let mut out = [0u32; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        let by_bytes = (512 * 1024) / CLASS_SIZE[i];
+        out[i] = if by_bytes > MAG_MAX as u32 {
+            MAG_MAX as u32
+        } else if by_bytes < 2 {
+            2
+        } else {
+            by_bytes
+        };
+        i += 1;
+    }
+    out
+};
+
+/// Largest magazine (the seed's `kMaxCached`).
+pub const MAG_MAX: usize = 64;
+
+/// Whether a class is served from small (64 KiB) or medium (512 KiB) slabs.
+#[inline]
+pub const fn is_medium(class: usize) -> bool {
+    class >= NUM_SMALL
+}
+
+/// `SMALL_LOOKUP[(s + 7) / 8]` is the smallest class of at least `s` bytes, for `s` in `1..=4096`.
+static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = {
+    let mut out = [0u8; SMALL_MAX / 8 + 1];
+    let mut i = 0;
+    let mut c = 0;
+    while i < out.len() {
+        let size = if i == 0 { 1 } else { i * 8 };
+        while (CLASS_SIZE[c] as usize) < size {
+            c += 1;
+        }
+        out[i] = c as u8;
+        i += 1;
+    }
+    out
+};
+
+/// The class of a small request with alignment at most 16: the fast path's mapping.
+///
+/// Every class from 16 bytes up is a multiple of 16, so the smallest class of at least `max(size, align)`
+/// bytes is also aligned enough; `size.max(align)` must be in `1..=4096`.
+#[inline(always)]
+pub fn small_class(size_or_align: usize) -> usize {
+    debug_assert!((1..=SMALL_MAX).contains(&size_or_align));
+    SMALL_LOOKUP[(size_or_align + 7) >> 3] as usize
+}
+
+/// The smallest class of at least `size` bytes, ignoring alignment; `None` above [`MEDIUM_MAX`].
+#[inline]
+pub fn class_by_size(size: usize) -> Option<usize> {
+    if size <= SMALL_MAX {
+        return Some(small_class(size.max(1)));
+    }
+    if size > MEDIUM_MAX {
+        return None;
+    }
+    // size in (2^k, 2^(k+1)] with k >= 12: classes are 2^k + j * 2^(k-2), j = 1..=4.
+    let k = (usize::BITS - 1 - (size - 1).leading_zeros()) as usize;
+    let step = 1usize << (k - 2);
+    let j = (size - (1 << k)).div_ceil(step);
+    Some(NUM_SMALL + (k - 12) * 4 + (j - 1))
+}
+
+/// The smallest class whose blocks are at least `size` bytes and aligned to `align` (a power of two);
+/// `None` when the request must be a large block.
+#[inline]
+pub fn class_for(size: usize, align: usize) -> Option<usize> {
+    if align > MAX_CLASS_ALIGN {
+        return None;
+    }
+    // A class smaller than `align` cannot be aligned to it, so start at max(size, align).
+    let mut c = class_by_size(size.max(align))?;
+    while (CLASS_ALIGN[c] as usize) < align {
+        c += 1;
+        if c == NUM_CLASSES {
+            return None;
+        }
+    }
+    Some(c)
+}
+
+/// Block size of a class.
+#[inline(always)]
+pub fn class_size(class: usize) -> usize {
+    CLASS_SIZE[class] as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference: the first class in the table that fits, by linear search.
+    fn reference(size: usize, align: usize) -> Option<usize> {
+        (0..NUM_CLASSES).find(|&c| class_size(c) >= size && class_size(c) % align == 0)
+    }
+
+    #[test]
+    fn table_is_the_seed_table_then_medium() {
+        assert_eq!(
+            &CLASS_SIZE[..NUM_SMALL],
+            &[
+                8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896,
+                1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096
+            ]
+        );
+        assert!(CLASS_SIZE.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*CLASS_SIZE.last().unwrap() as usize, MEDIUM_MAX);
+        for c in 0..NUM_CLASSES {
+            assert!(MAG_CAPACITY[c] >= 2 && MAG_CAPACITY[c] as usize <= MAG_MAX);
+            assert_eq!(class_size(c) % CLASS_ALIGN[c] as usize, 0);
+        }
+    }
+
+    #[test]
+    fn every_small_size_and_alignment_maps_to_the_smallest_fitting_class() {
+        let step = if cfg!(miri) { 61 } else { 1 };
+        for size in (1..=SMALL_MAX).step_by(step) {
+            let mut align = 1;
+            while align <= MAX_CLASS_ALIGN {
+                let c = class_for(size, align);
+                assert_eq!(c, reference(size, align), "size {size} align {align}");
+                let c = c.unwrap();
+                assert!(class_size(c) >= size && class_size(c) % align == 0);
+                if align <= 16 {
+                    assert_eq!(
+                        small_class(size.max(align)),
+                        c,
+                        "fast path, size {size} align {align}"
+                    );
+                }
+                align *= 2;
+            }
+        }
+    }
+
+    #[test]
+    fn medium_sizes_map_to_the_smallest_fitting_class() {
+        let step = if cfg!(miri) { 997 } else { 7 };
+        for size in (SMALL_MAX + 1..=MEDIUM_MAX)
+            .step_by(step)
+            .chain([SMALL_MAX + 1, MEDIUM_MAX])
+        {
+            let mut align = 1;
+            while align <= MAX_CLASS_ALIGN {
+                assert_eq!(
+                    class_for(size, align),
+                    reference(size, align),
+                    "size {size} align {align}"
+                );
+                align *= 2;
+            }
+        }
+        for c in 0..NUM_CLASSES {
+            assert_eq!(class_by_size(class_size(c)), Some(c));
+        }
+        assert_eq!(class_for(MEDIUM_MAX + 1, 8), None);
+        assert_eq!(class_for(8, 8192), None);
+    }
+
+    #[test]
+    fn reciprocal_division_is_exact_inside_a_slab() {
+        for c in 0..NUM_CLASSES {
+            let size = class_size(c) as u64;
+            let slab = if is_medium(c) { 512 * 1024 } else { 64 * 1024 };
+            let stride = if cfg!(miri) { 97 } else { 1 };
+            let mut o = 0u64;
+            while o < slab {
+                assert_eq!((o * CLASS_RECIP[c]) >> 40, o / size, "class {c} offset {o}");
+                o += stride;
+            }
+        }
+    }
+}

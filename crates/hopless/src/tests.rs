@@ -1,0 +1,353 @@
+//! Core tests over a private heap on [`SystemPages`]: they run natively and under Miri (size classes,
+//! bitmaps, slab carving and freeing, magazine refill and flush, trimming, large blocks, realloc, batches).
+
+use crate::heap::Heap;
+use crate::platform::SystemPages;
+use crate::segment::{segment_of, slab_of, FreeError, Slab, SlabState};
+use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
+use crate::thread_cache::ThreadCache;
+
+/// Miri is ~1000x slower: scale loop counts down there.
+fn scaled(native: usize, miri: usize) -> usize {
+    if cfg!(miri) {
+        miri
+    } else {
+        native
+    }
+}
+
+fn fill(p: *mut u8, len: usize, tag: u8) {
+    // SAFETY: callers pass live blocks of at least `len` bytes.
+    unsafe { core::ptr::write_bytes(p, tag, len) }
+}
+
+fn check(p: *mut u8, len: usize, tag: u8) {
+    // SAFETY: as for `fill`.
+    let s = unsafe { core::slice::from_raw_parts(p, len) };
+    assert!(s.iter().all(|&b| b == tag), "block {p:p} lost its contents");
+}
+
+#[test]
+fn slab_carves_then_reuses_freed_blocks_lowest_first() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(64, 8).unwrap();
+    let mut out = [core::ptr::null_mut(); 10];
+    assert_eq!(heap.refill(class, &mut out), 10);
+    for w in out.windows(2) {
+        assert_eq!(
+            w[1].addr() - w[0].addr(),
+            64,
+            "fresh blocks are carved in address order"
+        );
+    }
+    let seg = segment_of(out[0]);
+    // SAFETY: out[0] is a block of this heap.
+    let slab = unsafe { slab_of(seg, out[0]) };
+    // SAFETY: test-only reads of the header while no other thread uses the heap.
+    unsafe {
+        assert_eq!((*slab).carved, 10);
+        assert_eq!((*slab).free, (*slab).capacity - 10);
+        heap.flush(class, &[out[7], out[3]]);
+        assert_eq!((*slab).free, (*slab).capacity - 8);
+        assert_eq!((*slab).bitmap[0], (1 << 7) | (1 << 3));
+    }
+    let mut again = [core::ptr::null_mut(); 3];
+    assert_eq!(heap.refill(class, &mut again), 3);
+    assert_eq!(again, [out[3], out[7], out[9].wrapping_add(64)]);
+    // SAFETY: every block handed out goes back exactly once.
+    unsafe {
+        heap.flush(class, &out[..3]);
+        heap.flush(class, &out[4..7]);
+        heap.flush(class, &out[8..]);
+        heap.flush(class, &again);
+    }
+}
+
+#[test]
+fn put_rejects_double_free_foreign_offsets_wrong_class_and_never_allocated() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(48, 8).unwrap();
+    let mut out = [core::ptr::null_mut(); 4];
+    assert_eq!(heap.refill(class, &mut out), 4);
+    // SAFETY: direct bitmap checks on a slab of this heap, single-threaded.
+    unsafe {
+        let slab = slab_of(segment_of(out[0]), out[0]);
+        let _g = ();
+        assert_eq!(Slab::put(slab, class, out[1]), Ok(()));
+        assert_eq!(Slab::put(slab, class, out[1]), Err(FreeError::DoubleFree));
+        assert_eq!(
+            Slab::put(slab, class, out[2].wrapping_add(8)),
+            Err(FreeError::NotBlockStart)
+        );
+        assert_eq!(Slab::put(slab, class + 1, out[2]), Err(FreeError::WrongClass));
+        assert_eq!(
+            Slab::put(slab, class, out[3].wrapping_add(48 * 5)),
+            Err(FreeError::NeverAllocated)
+        );
+        // Undo the direct put so the heap's accounting stays whole, then free the rest.
+        heap.flush(class, &[out[0], out[2], out[3]]);
+        // out[1] was put directly: the heap's outstanding count still includes it, which is fine here.
+    }
+}
+
+#[test]
+fn magazine_refills_half_and_flushes_the_older_half() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache();
+    let class = class_for(32, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    let n = cap * 3;
+    let mut live = Vec::new();
+    // SAFETY: `tc` is this test's cache; every block is freed once.
+    unsafe {
+        for i in 0..n {
+            let p = heap.alloc(tc, 32, 8, false);
+            assert!(!p.is_null());
+            fill(p, 32, i as u8);
+            live.push(p);
+        }
+        let m = ThreadCache::mag(tc, class);
+        assert!((*m).count as usize <= cap);
+        for (i, &p) in live.iter().enumerate() {
+            check(p, 32, i as u8);
+            heap.free_class(tc, class, p);
+            assert!((*m).count as usize <= cap);
+        }
+        assert!((*m).count as usize > 0, "frees stay cached");
+        let st = heap.stats();
+        assert!(st.classes[class].refills >= (n / (cap / 2)) as u64);
+        assert!(st.classes[class].flushes >= 1);
+        heap.retire_thread_cache(tc);
+        assert_eq!((*m).count, 0);
+    }
+    let st = heap.stats();
+    assert_eq!(
+        st.classes[class].slabs, 1,
+        "one slab kept empty, nothing else held"
+    );
+    // A retired cache is reused by the next thread.
+    assert_eq!(heap.new_thread_cache(), tc);
+}
+
+#[test]
+fn every_class_round_trips_with_contents_intact() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache();
+    let per = scaled(200, 3);
+    // SAFETY: `tc` is this test's cache; blocks are freed once.
+    unsafe {
+        for class in 0..NUM_CLASSES {
+            let size = class_size(class);
+            let blocks: Vec<_> = (0..per).map(|_| heap.alloc(tc, size, 8, false)).collect();
+            for (i, &p) in blocks.iter().enumerate() {
+                assert!(!p.is_null());
+                assert_eq!(heap.usable_size(p), size);
+                fill(p, size.min(256), (i + class) as u8);
+            }
+            for (i, &p) in blocks.iter().enumerate() {
+                check(p, size.min(256), (i + class) as u8);
+                heap.free_ptr(tc, p);
+            }
+        }
+        heap.retire_thread_cache(tc);
+    }
+    let st = heap.stats();
+    for (class, c) in st.classes.iter().enumerate() {
+        assert!(
+            c.slabs <= 1,
+            "class {class} holds {} slabs after everything was freed",
+            c.slabs
+        );
+    }
+    heap.trim();
+    let st = heap.stats();
+    assert!(st.classes.iter().all(|c| c.slabs == 0));
+    assert!(st.purged_slabs > 0);
+}
+
+#[test]
+fn emptied_slabs_go_back_to_the_pool_and_are_purged_beyond_the_limit() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(4096, 8).unwrap();
+    let per_slab = 16;
+    let slabs = scaled(40, 19);
+    // Under Miri, touch only the start of each block: per-byte checks are slow there.
+    let touched = scaled(4096, 16);
+    let mut blocks = vec![core::ptr::null_mut(); per_slab * slabs];
+    assert_eq!(heap.refill(class, &mut blocks), blocks.len());
+    assert_eq!(heap.stats().classes[class].slabs, slabs as u64);
+    for (i, &p) in blocks.iter().enumerate() {
+        fill(p, touched, i as u8 | 1);
+    }
+    // SAFETY: every block freed once.
+    unsafe { heap.flush(class, &blocks) };
+    let st = heap.stats();
+    assert_eq!(st.classes[class].slabs, 1);
+    assert!(
+        st.purged_slabs as usize >= slabs - 1 - 16,
+        "purged {}",
+        st.purged_slabs
+    );
+    // Purged slabs come back zeroed.
+    let mut again = vec![core::ptr::null_mut(); per_slab * slabs];
+    assert_eq!(heap.refill(class, &mut again), again.len());
+    let zero_blocks = again
+        .iter()
+        .filter(|&&p| {
+            // SAFETY: live 4096-byte blocks.
+            unsafe { core::slice::from_raw_parts(p, touched) }
+                .iter()
+                .all(|&b| b == 0)
+        })
+        .count();
+    assert!(zero_blocks >= (slabs - 1 - 16) * per_slab);
+    // SAFETY: freed once.
+    unsafe { heap.flush(class, &again) };
+}
+
+#[test]
+fn large_blocks_are_aligned_cached_and_zeroed() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache();
+    // SAFETY: `tc` is this test's cache; blocks freed once.
+    unsafe {
+        let p = heap.alloc(tc, 300_000, 8, true);
+        assert!(!p.is_null());
+        check(p, 300_000, 0);
+        fill(p, 300_000, 0xab);
+        assert!(heap.usable_size(p) >= 300_000);
+        heap.free_ptr(tc, p);
+        let q = heap.alloc(tc, 300_000, 8, true);
+        assert_eq!(q, p, "the cached mapping is reused");
+        check(q, 300_000, 0);
+        heap.free_ptr(tc, q);
+        assert_eq!(heap.stats().large_cache_hits, 1);
+        for align in [8192usize, 65536, 1 << 20] {
+            let p = heap.alloc(tc, 100, align, false);
+            assert_eq!(p.addr() % align, 0);
+            fill(p, 100, 1);
+            heap.free_ptr(tc, p);
+        }
+        assert!(
+            heap.alloc(tc, 100, 8 << 20, false).is_null(),
+            "alignment above 2 MiB is refused"
+        );
+        assert!(heap.alloc(tc, usize::MAX - 4096, 8, false).is_null());
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
+fn realloc_stays_in_place_within_a_class_and_moves_across() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache();
+    // SAFETY: `tc` is this test's cache; each block is live when used.
+    unsafe {
+        let p = heap.alloc(tc, 100, 8, false);
+        fill(p, 100, 7);
+        assert_eq!(
+            heap.realloc(tc, p, 100, 8, 110),
+            p,
+            "100 and 110 share the 112 class"
+        );
+        let q = heap.realloc(tc, p, 110, 8, 1000);
+        assert_ne!(q, p);
+        check(q, 100, 7);
+        fill(q, 1000, 9);
+        let r = heap.realloc(tc, q, 1000, 8, 600_000);
+        check(r, 1000, 9);
+        let s = heap.realloc(tc, r, 600_000, 8, 500_000);
+        assert_eq!(
+            s, r,
+            "a large block shrinks in place while it uses half its mapping"
+        );
+        let t = heap.realloc(tc, s, 500_000, 8, 10);
+        check(t, 10, 9);
+        heap.free_ptr(tc, t);
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
+fn batches_move_many_blocks_per_call() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache();
+    let n = scaled(1000, 150);
+    let mut out = vec![core::ptr::null_mut(); n];
+    // SAFETY: `tc` is this test's cache; blocks freed once.
+    unsafe {
+        assert_eq!(heap.alloc_batch(tc, 200, 8, &mut out), n);
+        let mut sorted = out.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "no block handed out twice");
+        for (i, &p) in out.iter().enumerate() {
+            fill(p, 200, i as u8);
+        }
+        for (i, &p) in out.iter().enumerate() {
+            check(p, 200, i as u8);
+        }
+        heap.free_batch(tc, 200, 8, &out);
+        let class = class_for(200, 8).unwrap();
+        assert_eq!((*ThreadCache::mag(tc, class)).count, MAG_CAPACITY[class]);
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
+fn threads_free_each_others_blocks() {
+    let heap = Heap::new(SystemPages);
+    let n = scaled(20_000, 200);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(1024);
+    std::thread::scope(|s| {
+        let heap = &heap;
+        s.spawn(move || {
+            let tc = heap.new_thread_cache();
+            for i in 0..n {
+                let size = 16 + (i % 7) * 40;
+                // SAFETY: this thread's cache.
+                let p = unsafe { heap.alloc(tc, size, 8, false) };
+                fill(p, size, i as u8);
+                tx.send(p as usize).unwrap();
+            }
+            // SAFETY: the thread is done with its cache.
+            unsafe { heap.retire_thread_cache(tc) };
+        });
+        s.spawn(move || {
+            let tc = heap.new_thread_cache();
+            for i in 0..n {
+                let p = rx.recv().unwrap() as *mut u8;
+                let size = 16 + (i % 7) * 40;
+                check(p, size, i as u8);
+                // SAFETY: the block came from the other thread, which gave it up.
+                unsafe { heap.free_ptr(tc, p) };
+            }
+            // SAFETY: the thread is done with its cache.
+            unsafe { heap.retire_thread_cache(tc) };
+        });
+    });
+    heap.trim();
+    assert!(heap.stats().classes.iter().all(|c| c.slabs == 0));
+}
+
+#[test]
+fn slab_states_follow_fill_level() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(4096, 8).unwrap();
+    let mut full = [core::ptr::null_mut(); 16];
+    assert_eq!(heap.refill(class, &mut full), 16);
+    // SAFETY: single-threaded test reads of headers of this heap; blocks freed once.
+    unsafe {
+        let slab = slab_of(segment_of(full[0]), full[0]);
+        assert_eq!((*slab).state, SlabState::Full);
+        heap.flush(class, &full[..1]);
+        assert_eq!((*slab).state, SlabState::Partial);
+        heap.flush(class, &full[1..]);
+        assert_eq!(
+            (*slab).state,
+            SlabState::Partial,
+            "the class keeps one empty slab"
+        );
+        assert_eq!((*slab).free, 16);
+    }
+}

@@ -1,0 +1,113 @@
+//! Faults the allocator must catch and report before stopping: each runs in a child process (this very
+//! test binary, re-run with `HOPLESS_FAULT` set), which must die by SIGABRT with the right report.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+
+use hopless::Hopless;
+
+#[global_allocator]
+static GLOBAL: Hopless = Hopless;
+
+/// Runs `test` of this binary in a child with the fault armed; returns its stderr.
+fn run_child(test: &str, fault: &str) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("HOPLESS_FAULT", fault)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "child should abort; stderr:\n{stderr}"
+    );
+    stderr
+}
+
+fn armed(fault: &str) -> bool {
+    std::env::var("HOPLESS_FAULT").as_deref() == Ok(fault)
+}
+
+/// Pushes enough other blocks of the class through this thread's magazine that it flushes everything.
+fn force_flush(layout: Layout) {
+    let blocks: Vec<usize> = (0..200)
+        .map(|_| {
+            // SAFETY: non-zero size.
+            unsafe { GLOBAL.alloc(layout) as usize }
+        })
+        .collect();
+    for p in blocks {
+        // SAFETY: allocated with `layout`.
+        unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
+    }
+    Hopless::flush_thread_cache();
+}
+
+#[test]
+fn double_free_is_reported_with_pointer_class_and_slab() {
+    let layout = Layout::from_size_align(200, 8).unwrap();
+    if armed("double-free") {
+        // SAFETY: deliberately freed twice: the fault under test.
+        unsafe {
+            let p = GLOBAL.alloc(layout);
+            eprintln!("victim {:#x}", p as usize);
+            GLOBAL.dealloc(p, layout);
+            GLOBAL.dealloc(p, layout);
+        }
+        force_flush(layout);
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    let err = run_child(
+        "double_free_is_reported_with_pointer_class_and_slab",
+        "double-free",
+    );
+    let victim = err
+        .lines()
+        .find_map(|l| l.strip_prefix("victim "))
+        .expect("victim line")
+        .to_string();
+    assert!(err.contains("hopless: fatal: double free"), "{err}");
+    assert!(err.contains(&format!("pointer: {victim}")), "{err}");
+    assert!(err.contains("class: 11 (224 bytes)"), "{err}");
+    assert!(err.contains("slab: 0x"), "{err}");
+}
+
+#[test]
+fn free_of_a_foreign_pointer_is_reported() {
+    if armed("foreign") {
+        let mut on_stack = [0u64; 4];
+        // SAFETY: deliberately frees memory hopless never allocated: the fault under test.
+        unsafe { Hopless::free(on_stack.as_mut_ptr().cast::<u8>().add(8)) };
+        unreachable!("the foreign free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    let err = run_child("free_of_a_foreign_pointer_is_reported", "foreign");
+    assert!(err.contains("hopless: fatal: free of a pointer hopless did not allocate"), "{err}");
+}
+
+#[test]
+fn free_with_the_wrong_size_is_reported() {
+    if armed("wrong-size") {
+        let small = Layout::from_size_align(32, 8).unwrap();
+        let big = Layout::from_size_align(512, 8).unwrap();
+        // SAFETY: deliberately frees a 32-byte block as a 512-byte one: the fault under test.
+        unsafe {
+            let p = GLOBAL.alloc(small);
+            GLOBAL.dealloc(p, big);
+        }
+        force_flush(big);
+        unreachable!("the wrong-size free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    let err = run_child("free_with_the_wrong_size_is_reported", "wrong-size");
+    assert!(err.contains("wrong size"), "{err}");
+}
