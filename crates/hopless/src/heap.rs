@@ -589,6 +589,7 @@ impl<P: PageSource> Heap<P> {
             c.refills = g.counters.refills;
             c.flushes = g.counters.flushes;
             c.slabs = g.slabs as u64;
+            c.outstanding_blocks = g.counters.outstanding;
             c.peak_bytes = g.counters.peak_outstanding * class_size(class) as u64;
         }
         {

@@ -117,7 +117,9 @@ pub struct SegmentMap {
 const SEGMENT_MAP_BITS: usize = 1 << (47 - SEGMENT_SHIFT);
 
 /// The process-wide segment map (shared by every heap in the process).
-pub static SEGMENT_MAP: SegmentMap = SegmentMap { words: [const { AtomicU64::new(0) }; SEGMENT_MAP_BITS / 64] };
+pub static SEGMENT_MAP: SegmentMap = SegmentMap {
+    words: [const { AtomicU64::new(0) }; SEGMENT_MAP_BITS / 64],
+};
 
 impl SegmentMap {
     #[inline]
@@ -298,7 +300,9 @@ impl Slab {
             }
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
             let index = ((offset * CLASS_RECIP[class]) >> 40) as usize;
-            if index as u64 * size_class::class_size(class) as u64 != offset || index >= (*s).capacity as usize {
+            if index as u64 * size_class::class_size(class) as u64 != offset
+                || index >= (*s).capacity as usize
+            {
                 return Err(FreeError::NotBlockStart);
             }
             if index >= (*s).carved as usize {

@@ -60,6 +60,8 @@ pub struct ClassStats {
     pub flushes: u64,
     /// Slabs this class holds now.
     pub slabs: u64,
+    /// Blocks outside their slabs now: in use, or cached in a thread's magazine.
+    pub outstanding_blocks: u64,
     /// Blocks allocated and not freed, times the block size.
     pub bytes_in_use: u64,
     /// The most bytes this class ever had outside its slabs (in use or cached in magazines).

@@ -89,7 +89,10 @@ fn free_of_a_foreign_pointer_is_reported() {
         return;
     }
     let err = run_child("free_of_a_foreign_pointer_is_reported", "foreign");
-    assert!(err.contains("hopless: fatal: free of a pointer hopless did not allocate"), "{err}");
+    assert!(
+        err.contains("hopless: fatal: free of a pointer hopless did not allocate"),
+        "{err}"
+    );
 }
 
 #[test]

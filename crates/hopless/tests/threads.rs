@@ -73,8 +73,9 @@ fn a_thousand_short_lived_threads_do_not_grow_held_memory() {
 
 #[test]
 fn exiting_thread_returns_its_cached_blocks() {
-    let layout = Layout::from_size_align(3500, 8).unwrap(); // class 3584: used by nothing else here
+    let layout = Layout::from_size_align(3500, 8).unwrap(); // class 3584: no other test here uses it
     let class = hopless::size_class::class_for(3500, 8).unwrap();
+    let before = Hopless::stats().classes[class].outstanding_blocks;
     std::thread::spawn(move || {
         let blocks: Vec<_> = (0..40)
             .map(|_| {
@@ -86,13 +87,59 @@ fn exiting_thread_returns_its_cached_blocks() {
             // SAFETY: allocated with `layout`; stays in this thread's magazine.
             unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
         }
+        let held = Hopless::stats().classes[class].outstanding_blocks;
+        assert!(
+            held >= before + 40,
+            "the exiting thread's magazine holds its blocks: {held}"
+        );
     })
     .join()
     .unwrap();
-    Hopless::trim();
-    let st = Hopless::stats();
+    let after = Hopless::stats().classes[class].outstanding_blocks;
     assert_eq!(
-        st.classes[class].slabs, 0,
-        "the exited thread's blocks went back and the slab was freed"
+        after, before,
+        "the exited thread's cached blocks went back to their slabs"
     );
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn stats_count_fast_and_slow_paths_and_print_a_slabinfo_table() {
+    std::thread::spawn(|| {
+        let layout = Layout::from_size_align(1500, 8).unwrap(); // class 1536: nothing else here uses it
+        let class = hopless::size_class::class_for(1500, 8).unwrap();
+        let before = Hopless::stats().classes[class];
+        let blocks: Vec<usize> = (0..1000)
+            .map(|_| {
+                // SAFETY: non-zero size.
+                unsafe { GLOBAL.alloc(layout) as usize }
+            })
+            .collect();
+        let mid = Hopless::stats().classes[class];
+        assert_eq!(
+            mid.alloc_fast + mid.alloc_slow - before.alloc_fast - before.alloc_slow,
+            1000
+        );
+        assert!(mid.alloc_slow > before.alloc_slow, "refills were counted");
+        assert!(mid.bytes_in_use >= before.bytes_in_use + 1000 * 1536);
+        assert!(mid.peak_bytes >= 1000 * 1536);
+        for p in blocks {
+            // SAFETY: allocated with `layout`.
+            unsafe { GLOBAL.dealloc(p as *mut u8, layout) };
+        }
+        let after = Hopless::stats().classes[class];
+        assert_eq!(
+            after.free_fast + after.free_slow - before.free_fast - before.free_slow,
+            1000
+        );
+        assert!(after.flushes > before.flushes);
+        let table = Hopless::stats().to_string();
+        assert!(table.lines().next().unwrap().contains("alloc_fast"), "{table}");
+        assert!(
+            table.lines().any(|l| l.trim_start().starts_with("1536 ")),
+            "{table}"
+        );
+    })
+    .join()
+    .unwrap();
 }
