@@ -202,6 +202,65 @@ impl Hopless {
         unsafe { HEAP.free_batch(cache_or_init(), layout.size(), layout.align(), blocks) }
     }
 
+    /// Whether `p` points into memory hopless manages (a slab segment or a large mapping): what a C `free`
+    /// of a pointer from elsewhere (allocated before an `LD_PRELOAD` took effect, say) must check first.
+    #[inline]
+    pub fn owns(p: *const u8) -> bool {
+        crate::segment::SEGMENT_MAP.contains(p)
+    }
+
+    /// Allocates `size > 0` bytes aligned to `align` (a power of two): the C entry point, with the same
+    /// fast path as `GlobalAlloc::alloc`. Null on failure.
+    #[inline]
+    pub fn alloc_bytes(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+        let Ok(layout) = Layout::from_size_align(size, align) else {
+            return ptr::null_mut();
+        };
+        // SAFETY: size > 0 (the caller's contract) and the layout is valid.
+        unsafe {
+            if zeroed {
+                GlobalAlloc::alloc_zeroed(&Hopless, layout)
+            } else {
+                GlobalAlloc::alloc(&Hopless, layout)
+            }
+        }
+    }
+
+    /// Takes every allocator lock: call right before `fork()` (a `pthread_atfork` prepare handler), so
+    /// the child never inherits a lock held by a thread that does not exist there.
+    pub fn prepare_fork() {
+        HEAP.lock_all();
+    }
+
+    /// Releases the locks [`Hopless::prepare_fork`] took, in the parent or in the child after `fork()`.
+    ///
+    /// # Safety
+    ///
+    /// Called exactly once after each `prepare_fork`, by the thread that forked (or the child's only thread).
+    pub unsafe fn after_fork() {
+        // SAFETY: per the caller, this thread holds every lock from `prepare_fork`.
+        unsafe { HEAP.unlock_all() }
+    }
+
+    /// Writes the slabinfo-style statistics table to stderr without allocating (a fixed stack buffer).
+    pub fn print_stats() {
+        struct Buf {
+            b: [u8; 8192],
+            n: usize,
+        }
+        impl core::fmt::Write for Buf {
+            fn write_str(&mut self, s: &str) -> core::fmt::Result {
+                let k = s.len().min(self.b.len() - self.n);
+                self.b[self.n..self.n + k].copy_from_slice(&s.as_bytes()[..k]);
+                self.n += k;
+                Ok(())
+            }
+        }
+        let mut buf = Buf { b: [0; 8192], n: 0 };
+        let _ = HEAP.stats().write_slabinfo(&mut buf);
+        crate::platform::write_stderr(&buf.b[..buf.n]);
+    }
+
     /// Returns the calling thread's cached blocks to the central heap.
     pub fn flush_thread_cache() {
         let tc = current();

@@ -1,0 +1,315 @@
+//! # libhopless: the C malloc family on hopless
+//!
+//! Built as `libhopless.so` (for `LD_PRELOAD=.../libhopless.so program`, or `-lhopless`) and
+//! `libhopless.a`. Exports `malloc`, `free`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
+//! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`, `malloc_usable_size`, `cfree` and glibc's `__libc_*`
+//! aliases, with glibc's edge-case semantics (see each function).
+//!
+//! Nothing here allocates while setting up: thread caches come from hopless's own pages, the thread-exit
+//! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), and the
+//! fork handlers and exit report are registered from an `.init_array` constructor.
+//!
+//! Pointers hopless did not allocate (from before the preload took effect, or from the dynamic loader's
+//! early allocator) are recognised by the process-wide segment map: `free` leaves them alone, `realloc`
+//! moves their contents into a hopless block (reading glibc's chunk header for their size), and
+//! `malloc_usable_size` reports 0 for them.
+//!
+//! # Layout
+//! Everything is in this file: the exports, errno handling, foreign pointers, and process hooks.
+
+#![allow(clippy::missing_safety_doc)] // C ABI: each function's contract is the C standard's / glibc's.
+
+use core::ffi::c_void;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hl::Hopless;
+
+/// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
+const MALLOC_ALIGN: usize = 16;
+const PAGE: usize = 4096;
+
+#[inline(always)]
+fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() = e };
+}
+
+#[inline(always)]
+fn alloc(size: usize, align: usize, zeroed: bool) -> *mut c_void {
+    let p = Hopless::alloc_bytes(size.max(1), align, zeroed);
+    if p.is_null() {
+        set_errno(libc::ENOMEM);
+    }
+    p.cast()
+}
+
+// ------------------------------------------------------------------------------------------------------
+// malloc family
+
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    alloc(size, if size <= 8 { 8 } else { MALLOC_ALIGN }, false)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    if !Hopless::owns(p.cast()) {
+        // Not ours (allocated before the preload took effect): leave it alone rather than corrupt anything.
+        return;
+    }
+    // SAFETY: a hopless pointer the program gives up (a double free is reported and stops the process).
+    unsafe { Hopless::free(p.cast()) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cfree(p: *mut c_void) {
+    // SAFETY: same contract as free.
+    unsafe { free(p) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    match n.checked_mul(size) {
+        Some(total) => alloc(total, if total <= 8 { 8 } else { MALLOC_ALIGN }, true),
+        None => {
+            set_errno(libc::ENOMEM);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// Size of a block glibc's malloc made, from its chunk header (for `realloc` of a foreign pointer).
+///
+/// # Safety
+///
+/// `p` came from glibc's malloc (so the 8 bytes before it are its chunk's size field).
+unsafe fn foreign_usable_size(p: *mut c_void) -> usize {
+    // SAFETY: per the caller, the size word precedes the user pointer.
+    let word = unsafe { p.cast::<usize>().sub(1).read() };
+    let chunk = word & !7;
+    let mmapped = word & 2 != 0;
+    let overhead = if mmapped { 16 } else { 8 };
+    if chunk < 16 || chunk > (1 << 40) {
+        return 0;
+    }
+    chunk - overhead
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    if p.is_null() {
+        // SAFETY: malloc has no preconditions.
+        return unsafe { malloc(size) };
+    }
+    if size == 0 {
+        // glibc: realloc(p, 0) frees p and returns NULL.
+        // SAFETY: p is a live block the program gives up.
+        unsafe { free(p) };
+        return ptr::null_mut();
+    }
+    let old = if Hopless::owns(p.cast()) {
+        // SAFETY: a live hopless block.
+        let usable = unsafe { Hopless::usable_size(p.cast()) };
+        // In place while it fits and still uses at least half the block.
+        if size <= usable && size > usable / 2 {
+            return p;
+        }
+        usable
+    } else {
+        // SAFETY: not ours, so glibc's (or the loader's) block with a chunk header before it.
+        unsafe { foreign_usable_size(p) }
+    };
+    // SAFETY: malloc has no preconditions.
+    let q = unsafe { malloc(size) };
+    if q.is_null() {
+        return q; // errno set; the old block is untouched, as C requires.
+    }
+    // SAFETY: both blocks hold at least min(old, size) bytes and are distinct.
+    unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), old.min(size));
+        free(p);
+    }
+    q
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    match n.checked_mul(size) {
+        // SAFETY: same contract as realloc.
+        Some(total) => unsafe { realloc(p, total) },
+        None => {
+            set_errno(libc::ENOMEM);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// Allocation aligned to `align` (a power of two, at least the malloc alignment).
+fn aligned(align: usize, size: usize) -> *mut c_void {
+    alloc(size, align.max(if size <= 8 { 8 } else { MALLOC_ALIGN }), false)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+    if !align.is_power_of_two() || align % core::mem::size_of::<*mut c_void>() != 0 {
+        return libc::EINVAL;
+    }
+    // posix_memalign reports through its return value and leaves errno alone on success.
+    // SAFETY: __errno_location is this thread's errno.
+    let saved = unsafe { *libc::__errno_location() };
+    let p = aligned(align, size);
+    if p.is_null() {
+        set_errno(saved);
+        return libc::ENOMEM;
+    }
+    // SAFETY: the caller passes a valid out-pointer.
+    unsafe { *out = p };
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    // glibc (2.38+) rejects alignments that are not powers of two with EINVAL.
+    if !align.is_power_of_two() {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    aligned(align, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    // glibc's memalign rounds an alignment that is not a power of two up to the next one.
+    let align = if align.is_power_of_two() {
+        align
+    } else {
+        match align.checked_next_power_of_two() {
+            Some(a) => a,
+            None => {
+                set_errno(libc::EINVAL);
+                return ptr::null_mut();
+            }
+        }
+    };
+    aligned(align, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    aligned(PAGE, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    match size.max(1).checked_next_multiple_of(PAGE) {
+        Some(rounded) => aligned(PAGE, rounded),
+        None => {
+            set_errno(libc::ENOMEM);
+            ptr::null_mut()
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
+    if p.is_null() || !Hopless::owns(p.cast()) {
+        return 0;
+    }
+    // SAFETY: a live hopless block (the C contract).
+    unsafe { Hopless::usable_size(p.cast()) }
+}
+
+// glibc's internal names, which some programs and libraries call directly.
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_malloc(size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { malloc(size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_free(p: *mut c_void) {
+    // SAFETY: same contract.
+    unsafe { free(p) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_calloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { calloc(n, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { realloc(p, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { memalign(align, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+    // SAFETY: same contract.
+    unsafe { posix_memalign(out, align, size) }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Process hooks: options, fork, exit.
+
+static SHOW_STATS: AtomicBool = AtomicBool::new(false);
+
+fn env_flag(name: &core::ffi::CStr) -> bool {
+    // SAFETY: getenv reads the environment without allocating; the result is checked for null.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    // SAFETY: a non-null getenv result is a NUL-terminated string.
+    !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
+}
+
+extern "C" fn fork_prepare() {
+    Hopless::prepare_fork();
+}
+
+extern "C" fn fork_parent() {
+    // SAFETY: runs once after fork_prepare, in the forking thread.
+    unsafe { Hopless::after_fork() }
+}
+
+extern "C" fn fork_child() {
+    // SAFETY: the child's only thread is the one that took the locks in fork_prepare.
+    unsafe { Hopless::after_fork() }
+}
+
+extern "C" fn on_load() {
+    // SAFETY: the handlers are plain extern "C" fns; pthread_atfork keeps the first handlers in static
+    // storage (no allocation).
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    SHOW_STATS.store(env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
+    if env_flag(c"HOPLESS_VERBOSE") {
+        hl::platform::write_stderr(
+            b"hopless: libhopless loaded: 29 small classes (8..4096 B, 64 KiB slabs), 24 medium (..256 KiB, \
+512 KiB slabs), large blocks mmap'd (cache of 8, 64 MiB); magazine 64, refill 32; malloc alignment 16\n",
+        );
+    }
+}
+
+extern "C" fn on_unload() {
+    if SHOW_STATS.load(Ordering::Relaxed) {
+        Hopless::print_stats();
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = on_load;
+
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = on_unload;

@@ -1,0 +1,53 @@
+//! Helpers shared by the preload tests: where libhopless.so is, a scratch directory, running commands.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The libhopless.so cargo built beside this test binary (target/<profile>/deps/..).
+pub fn libhopless() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    for dir in [deps, deps.parent().unwrap()] {
+        let p = dir.join("libhopless.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("libhopless.so not found next to {}", exe.display());
+}
+
+/// A fresh scratch directory under the target directory.
+pub fn scratch(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe
+        .parent()
+        .unwrap()
+        .join(format!("scratch-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn cc(args: &[&str]) {
+    let out = Command::new("cc")
+        .args(args)
+        .output()
+        .expect("a C compiler (cc) is needed for this test");
+    assert!(
+        out.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn assert_ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
