@@ -93,7 +93,7 @@ unsafe fn foreign_usable_size(p: *mut c_void) -> usize {
     let chunk = word & !7;
     let mmapped = word & 2 != 0;
     let overhead = if mmapped { 16 } else { 8 };
-    if chunk < 16 || chunk > (1 << 40) {
+    if !(16..=(1 << 40)).contains(&chunk) {
         return 0;
     }
     chunk - overhead
