@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""hopless bench preload: real programs with glibc, jemalloc, mimalloc and hopless preloaded, side by side.
+
+Each program runs once per allocator per round, the allocator order rotating each round; the table shows
+the median wall time and the median peak RSS (ru_maxrss of the measured process, from wait4), each with
+its ratio to mimalloc, and checks that every run printed exactly what the glibc run printed.
+
+    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH]
+
+Peers are Debian's libjemalloc2 and libmimalloc2.0 (apt-get install libjemalloc2 libmimalloc2.0).
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+PEERS = {
+    "glibc": None,
+    "jemalloc": os.path.join(LIBDIR, "libjemalloc.so.2"),
+    "mimalloc": os.path.join(LIBDIR, "libmimalloc.so.2"),
+}
+
+
+def run_rusage(cmd, preload, cwd=None, env_extra=None):
+    """Runs cmd with `preload`; returns (seconds, the child's own peak RSS from wait4, its stdout)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    env.update(env_extra or {})
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        secs = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd} exited {p.returncode} with {preload}: {err.read().decode()[-2000:]}")
+        return secs, ru.ru_maxrss * 1024, out.read()
+
+
+class Workload:
+    def __init__(self, name):
+        self.name = name
+
+    def setup(self, tmp, quick):
+        pass
+
+    def run(self, preload):
+        """Returns (seconds, peak_rss_bytes, output_digest)."""
+        raise NotImplementedError
+
+
+class Python(Workload):
+    def __init__(self):
+        super().__init__("python-script")
+
+    def run(self, preload):
+        script = os.path.join(ROOT, "crates/hopless-malloc/tests/programs/alloc_heavy.py")
+        s, rss, out = run_rusage([sys.executable, script], preload)
+        return s, rss, hashlib.sha256(out).hexdigest()
+
+
+class PyUnittest(Workload):
+    def __init__(self):
+        super().__init__("python-unittest")
+
+    def run(self, preload):
+        mods = ["test.test_json", "test.test_collections", "test.test_heapq", "test.test_bisect"]
+        s, rss, out = run_rusage([sys.executable, "-m", "unittest", "-q", *mods], preload)
+        return s, rss, "ok"
+
+
+class Git(Workload):
+    def __init__(self):
+        super().__init__("git")
+
+    def setup(self, tmp, quick):
+        self.tmp = tmp
+        self.files = 500 if quick else 2000
+
+    def run(self, preload):
+        d = tempfile.mkdtemp(dir=self.tmp)
+        os.makedirs(os.path.join(d, "src"))
+        for i in range(self.files):
+            with open(os.path.join(d, "src", f"f{i}.txt"), "w") as f:
+                f.write("".join(f"line {i} {j}\n" for j in range(i % 80)))
+        env = {
+            "GIT_AUTHOR_NAME": "h", "GIT_AUTHOR_EMAIL": "h@example.invalid", "GIT_COMMITTER_NAME": "h",
+            "GIT_COMMITTER_EMAIL": "h@example.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        total, peak, outs = 0.0, 0, b""
+        for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-qm", "gen"],
+                     ["log", "--stat", "--format=%H %s"], ["gc", "-q"], ["fsck", "--no-progress"]):
+            s, rss, out = run_rusage(["git", *args], preload, cwd=d, env_extra=env)
+            total += s
+            peak = max(peak, rss)
+            outs += out
+        shutil.rmtree(d)
+        return total, peak, hashlib.sha256(outs).hexdigest()
+
+
+class Sort(Workload):
+    def __init__(self):
+        super().__init__("sort")
+
+    def setup(self, tmp, quick):
+        self.path = os.path.join(tmp, "sort-input.txt")
+        size = (25 if quick else 100) << 20
+        x = 0x9E3779B97F4A7C15
+        lines, written = [], 0
+        while written < size:
+            x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+            x ^= x >> 7
+            x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+            line = "%016x %s\n" % (x, "abcdefghij" * (x % 7))
+            lines.append(line)
+            written += len(line)
+        with open(self.path, "w") as f:
+            f.writelines(lines)
+
+    def run(self, preload):
+        s, rss, out = run_rusage(["sort", self.path], preload, env_extra={"LC_ALL": "C"})
+        return s, rss, hashlib.sha256(out).hexdigest()
+
+
+class Redis(Workload):
+    def __init__(self):
+        super().__init__("redis")
+
+    def setup(self, tmp, quick):
+        self.tmp = tmp
+        self.n = "50000" if quick else "200000"
+
+    def run(self, preload):
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            port = str(sk.getsockname()[1])
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        if preload:
+            env["LD_PRELOAD"] = preload
+        server = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+             "--dir", self.tmp], env=env, stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                r = subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True)
+                if r.stdout == b"PONG\n":
+                    break
+                time.sleep(0.02)
+            t = time.perf_counter()
+            subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", port, "-n", self.n, "-c", "50", "-q",
+                            "-t", "set,get,lpush,lpop,incr,mset,hset", "-d", "256", "-r", "100000"],
+                           check=True, capture_output=True)
+            secs = time.perf_counter() - t
+            with open(f"/proc/{server.pid}/status") as f:
+                hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) * 1024
+            dbsize = subprocess.run(["redis-cli", "-p", port, "dbsize"], capture_output=True).stdout
+        finally:
+            subprocess.run(["redis-cli", "-p", port, "shutdown", "nosave"], capture_output=True)
+            server.wait(timeout=10)
+        return secs, hwm, "ok" if int(dbsize) > 0 else "empty"
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--json")
+    ap.add_argument("--so", default=os.path.join(ROOT, "target/release/libhopless.so"))
+    ap.add_argument("--only", help="comma-separated workloads")
+    args = ap.parse_args()
+    if not os.path.exists(args.so):
+        subprocess.run(["cargo", "build", "--release", "-p", "hopless-malloc"], cwd=ROOT, check=True)
+    peers = dict(PEERS)
+    peers["hopless"] = args.so
+    for name, path in peers.items():
+        if path and not os.path.exists(path):
+            sys.exit(f"{name}: {path} is missing (apt-get install libjemalloc2 libmimalloc2.0)")
+    rounds = args.rounds or (3 if args.quick else 5)
+    workloads = [Python(), PyUnittest(), Git(), Sort(), Redis()]
+    if args.only:
+        keep = set(args.only.split(","))
+        workloads = [w for w in workloads if w.name in keep]
+    names = list(peers)
+    samples = {(w.name, p): [] for w in workloads for p in names}
+    digests = {}  # (workload, allocator) -> set of output digests
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in workloads:
+            w.setup(tmp, args.quick)
+        total = rounds * len(workloads) * len(names)
+        done = 0
+        start = time.time()
+        for r in range(rounds):
+            for w in workloads:
+                for k in range(len(names)):
+                    p = names[(k + r) % len(names)]
+                    secs, rss, digest = w.run(peers[p])
+                    samples[(w.name, p)].append((secs, rss))
+                    digests.setdefault((w.name, p), set()).add(digest)
+                    done += 1
+                    el = time.time() - start
+                    print(f"\r[{done}/{total}] {w.name:<16} {p:<9} {secs:7.3f}s  "
+                          f"elapsed {el:5.0f}s eta {el / done * (total - done):5.0f}s", end="", file=sys.stderr)
+        print(file=sys.stderr)
+    # Outputs: every allocator's digest must equal glibc's.
+    for w in workloads:
+        ref = digests[(w.name, "glibc")]
+        for p in names:
+            if digests[(w.name, p)] != ref or len(ref) != 1:
+                failures.append(f"{w.name}: output under {p} differs from glibc's")
+    results = []
+    print(f"hopless bench preload: median of {rounds} rounds, allocators alternating\n")
+    print(f"{'program':<17}" + "".join(f"{p + ' s':>20}" for p in names) + "".join(f"{p + ' MiB':>20}" for p in names))
+    for w in workloads:
+        med = {p: (statistics.median(s for s, _ in samples[(w.name, p)]),
+                   statistics.median(m for _, m in samples[(w.name, p)])) for p in names}
+        base = med["mimalloc"]
+        row = f"{w.name:<17}"
+        row += "".join(f"{med[p][0]:>11.3f} ({med[p][0] / base[0]:4.2f}x)" for p in names)
+        row += "".join(f"{med[p][1] / 2**20:>11.1f} ({med[p][1] / base[1]:4.2f}x)" for p in names)
+        print(row)
+        for p in names:
+            results.append({"workload": w.name, "allocator": p, "seconds": med[p][0], "peak_rss_bytes": int(med[p][1])})
+    print(f"{'geomean / mimalloc':<17}", end="")
+    for field in ("seconds", "peak_rss_bytes"):
+        for p in names:
+            ratios = [next(r[field] for r in results if r["workload"] == w.name and r["allocator"] == p)
+                      / next(r[field] for r in results if r["workload"] == w.name and r["allocator"] == "mimalloc")
+                      for w in workloads]
+            print(f"{geomean(ratios):>18.3f}x", end=" ")
+    print("\n(ratios: relative to mimalloc in the same run; lower is better)")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"results": results}, f, indent=2)
+        print(f"wrote {args.json}")
+    if failures:
+        print("\n".join(sorted(set(failures))), file=sys.stderr)
+        sys.exit(1)
+    print("outputs: identical to glibc's for every program and allocator")
+
+
+if __name__ == "__main__":
+    main()
