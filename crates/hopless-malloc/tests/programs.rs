@@ -39,10 +39,22 @@ fn python_allocation_heavy_script() {
 fn python_stdlib_unit_tests() {
     let so = common::libhopless();
     let out = run(Command::new("python3")
-        .args(["-m", "unittest", "-q", "test.test_json", "test.test_collections", "test.test_heapq", "test.test_bisect"])
+        .args([
+            "-m",
+            "unittest",
+            "-q",
+            "test.test_json",
+            "test.test_collections",
+            "test.test_heapq",
+            "test.test_bisect",
+        ])
         .env("LD_PRELOAD", &so));
     common::assert_ok(&out, "python -m unittest under hopless");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("OK"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("OK"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn git(dir: &Path, args: &[&str]) -> Command {
@@ -76,11 +88,18 @@ fn git_init_add_commit_log_of_a_generated_repo() {
             }
             c
         };
-        for args in [&["init", "-q", "-b", "main"][..], &["add", "."], &["commit", "-q", "-m", "generated"]] {
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "generated"],
+        ] {
             common::assert_ok(&run(&mut pre(git(&d, args))), &format!("git {args:?} ({dir})"));
         }
         std::fs::write(d.join("src/f1.txt"), "changed\n").unwrap();
-        common::assert_ok(&run(&mut pre(git(&d, &["commit", "-qam", "second"]))), "git commit -a");
+        common::assert_ok(
+            &run(&mut pre(git(&d, &["commit", "-qam", "second"]))),
+            "git commit -a",
+        );
     }
     let log = |dir: &str, preload: bool| {
         let mut c = git(&base.join(dir), &["log", "--stat", "--format=%H %s"]);
@@ -135,10 +154,24 @@ impl Drop for Server {
 
 #[test]
 fn redis_server_answers_redis_benchmark() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
     let dir = common::scratch("redis");
     let server = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port, "--save", "", "--appendonly", "no"])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .arg("--dir")
         .arg(&dir)
         .env("LD_PRELOAD", common::libhopless())
@@ -156,8 +189,19 @@ fn redis_server_answers_redis_benchmark() {
     }
     assert!(up, "redis-server under hopless answers PING");
     let out = run(Command::new("redis-benchmark").args([
-        "-h", "127.0.0.1", "-p", &port, "-n", "20000", "-c", "20", "-q", "-t", "set,get,lpush,lpop,incr,mset",
-        "-d", "200",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-n",
+        "20000",
+        "-c",
+        "20",
+        "-q",
+        "-t",
+        "set,get,lpush,lpop,incr,mset",
+        "-d",
+        "200",
     ]));
     common::assert_ok(&out, "redis-benchmark");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -168,6 +212,9 @@ fn redis_server_answers_redis_benchmark() {
     assert_eq!(get.stdout, b"v\n");
     let _ = run(Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port, "shutdown", "nosave"]));
     let status = server.0.wait().unwrap();
-    assert!(status.success() || status.code().is_none(), "redis-server exited: {status:?}");
+    assert!(
+        status.success() || status.code().is_none(),
+        "redis-server exited: {status:?}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

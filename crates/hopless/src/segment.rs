@@ -114,7 +114,13 @@ pub struct SegmentMap {
     words: [AtomicU64; SEGMENT_MAP_BITS / 64],
 }
 
-const SEGMENT_MAP_BITS: usize = 1 << (47 - SEGMENT_SHIFT);
+/// 47-bit user addresses; under Miri (whose fake addresses are small) a smaller map keeps the interpreter
+/// from tracking 4 MiB of static memory.
+const SEGMENT_MAP_BITS: usize = if cfg!(miri) {
+    1 << (40 - SEGMENT_SHIFT)
+} else {
+    1 << (47 - SEGMENT_SHIFT)
+};
 
 /// The process-wide segment map (shared by every heap in the process).
 pub static SEGMENT_MAP: SegmentMap = SegmentMap {

@@ -1,0 +1,39 @@
+//! Errors, worded as Redis words them (a server can send them as they are).
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The stored value is not a base-10 64-bit integer (INCR and friends), or an argument is not one.
+    NotInteger,
+    /// INCRBY/DECRBY would overflow 64 bits.
+    Overflow,
+    /// A key or value longer than the configured maximum.
+    TooLarge,
+    /// maxmemory reached and the policy is noeviction (or nothing could be evicted).
+    OutOfMemory,
+    /// An expire time that is not positive or overflows.
+    InvalidExpire,
+    /// Options that cannot go together (NX with XX, GT with LT or NX, ...).
+    Syntax,
+    /// The allocator had no memory.
+    AllocFailed,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::NotInteger => "ERR value is not an integer or out of range",
+            Error::Overflow => "ERR increment or decrement would overflow",
+            Error::TooLarge => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+            Error::OutOfMemory => "OOM command not allowed when used memory > 'maxmemory'.",
+            Error::InvalidExpire => "ERR invalid expire time",
+            Error::Syntax => "ERR syntax error",
+            Error::AllocFailed => "ERR out of memory (allocation failed)",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,357 @@
+//! Items and values: one allocation holds a 16-byte header, the key and the value.
+//!
+//! The table owns one reference to each item; a reader that gets a value takes another ([`Value`] is a
+//! counted handle, like `Arc`), so the value stays alive after the shard lock is released and after the
+//! key is overwritten, deleted or expired: the seed's use-after-free cannot happen. An item is freed when
+//! its last reference is dropped, exactly once.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+use core::sync::atomic::{fence, AtomicU32, Ordering};
+
+use allocator_api2::alloc::{AllocError, Allocator};
+
+/// The allocator a store allocates through: any `Allocator`, with an optional batch call (hopless has one).
+pub trait KvAlloc: Allocator + Clone + Send + Sync + 'static {
+    /// Fills `out` with blocks of `layout`; false (and nothing allocated) on failure.
+    fn allocate_batch(&self, layout: Layout, out: &mut [NonNull<u8>]) -> bool {
+        for i in 0..out.len() {
+            match self.allocate(layout) {
+                Ok(p) => out[i] = p.cast(),
+                Err(_) => {
+                    for p in &out[..i] {
+                        // SAFETY: allocated just above with `layout`.
+                        unsafe { self.deallocate(*p, layout) };
+                    }
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+impl KvAlloc for hopless::Hopless {
+    fn allocate_batch(&self, layout: Layout, out: &mut [NonNull<u8>]) -> bool {
+        if layout.size() == 0 {
+            return false;
+        }
+        let mut raw = [core::ptr::null_mut::<u8>(); 64];
+        let mut done = 0;
+        while done < out.len() {
+            let n = (out.len() - done).min(raw.len());
+            let got = self.alloc_batch(layout, &mut raw[..n]);
+            for (o, &p) in out[done..done + got].iter_mut().zip(&raw[..got]) {
+                *o = NonNull::new(p).expect("alloc_batch returns non-null blocks");
+            }
+            done += got;
+            if got < n {
+                // SAFETY: the blocks allocated so far came from alloc_batch with `layout`.
+                unsafe {
+                    let ptrs: Vec<*mut u8> = out[..done].iter().map(|p| p.as_ptr()).collect();
+                    self.free_batch(layout, &ptrs);
+                }
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl KvAlloc for allocator_api2::alloc::Global {}
+
+/// The front of every item.
+#[repr(C, align(8))]
+pub struct Header {
+    refs: AtomicU32,
+    key_len: u32,
+    val_len: u32,
+    /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 0..24: the access stamp
+    /// sampled LRU compares.
+    meta: AtomicU32,
+}
+
+pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
+const HAS_TTL: u32 = 1 << 31;
+const STAMP_MASK: u32 = (1 << 24) - 1;
+
+/// An item pointer the table owns one reference to.
+pub type ItemPtr = NonNull<Header>;
+
+/// The layout of an item with these lengths; `None` if it would be too large.
+pub fn item_layout(key_len: usize, val_len: usize) -> Option<Layout> {
+    let size = HEADER_SIZE.checked_add(key_len)?.checked_add(val_len)?;
+    Layout::from_size_align(size, 8).ok()
+}
+
+/// Writes an item into a fresh block: header (one reference), key, then `fill` writes the value.
+///
+/// # Safety
+///
+/// `block` is a fresh allocation of `item_layout(key.len(), val_len)`.
+pub unsafe fn init_item(
+    block: NonNull<u8>,
+    key: &[u8],
+    val_len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> ItemPtr {
+    let h = block.cast::<Header>();
+    // SAFETY: the block is big enough for header + key + value and ours alone.
+    unsafe {
+        h.as_ptr().write(Header {
+            refs: AtomicU32::new(1),
+            key_len: key.len() as u32,
+            val_len: val_len as u32,
+            meta: AtomicU32::new(0),
+        });
+        let data = block.as_ptr().add(HEADER_SIZE);
+        core::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+        fill(core::slice::from_raw_parts_mut(data.add(key.len()), val_len));
+    }
+    h
+}
+
+/// Allocates and writes an item.
+pub fn new_item<A: KvAlloc>(
+    alloc: &A,
+    key: &[u8],
+    val_len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> Result<ItemPtr, AllocError> {
+    let layout = item_layout(key.len(), val_len).ok_or(AllocError)?;
+    let block = alloc.allocate(layout)?.cast::<u8>();
+    // SAFETY: a fresh block of the item's layout.
+    Ok(unsafe { init_item(block, key, val_len, fill) })
+}
+
+/// The key of a live item.
+///
+/// # Safety
+///
+/// The caller holds a reference to the item for `'a`.
+pub unsafe fn key<'a>(h: ItemPtr) -> &'a [u8] {
+    // SAFETY: header and key bytes are immutable after init and live while referenced.
+    unsafe {
+        let len = (*h.as_ptr()).key_len as usize;
+        core::slice::from_raw_parts(h.as_ptr().cast::<u8>().add(HEADER_SIZE), len)
+    }
+}
+
+/// The value of a live item.
+///
+/// # Safety
+///
+/// As for [`key`].
+pub unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
+    // SAFETY: as for `key`; the value follows the key.
+    unsafe {
+        let hd = &*h.as_ptr();
+        let start = h.as_ptr().cast::<u8>().add(HEADER_SIZE + hd.key_len as usize);
+        core::slice::from_raw_parts(start, hd.val_len as usize)
+    }
+}
+
+/// Bytes the item's allocation asked for.
+///
+/// # Safety
+///
+/// As for [`key`].
+pub unsafe fn item_size(h: ItemPtr) -> usize {
+    // SAFETY: live header.
+    unsafe { HEADER_SIZE + (*h.as_ptr()).key_len as usize + (*h.as_ptr()).val_len as usize }
+}
+
+/// # Safety
+///
+/// As for [`key`].
+pub unsafe fn has_ttl(h: ItemPtr) -> bool {
+    // SAFETY: live header.
+    unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) & HAS_TTL != 0 }
+}
+
+/// # Safety
+///
+/// As for [`key`]; the caller holds the item's shard write lock (the flag mirrors the expiry map).
+pub unsafe fn set_has_ttl(h: ItemPtr, on: bool) {
+    // SAFETY: live header.
+    let m = unsafe { &(*h.as_ptr()).meta };
+    if on {
+        m.fetch_or(HAS_TTL, Ordering::Relaxed);
+    } else {
+        m.fetch_and(!HAS_TTL, Ordering::Relaxed);
+    }
+}
+
+/// Records an access for sampled LRU.
+///
+/// # Safety
+///
+/// As for [`key`].
+#[inline]
+pub unsafe fn touch(h: ItemPtr, stamp: u32) {
+    // SAFETY: live header.
+    let m = unsafe { &(*h.as_ptr()).meta };
+    let old = m.load(Ordering::Relaxed);
+    let new = (old & !STAMP_MASK) | (stamp & STAMP_MASK);
+    if old != new {
+        // A plain store can lose a concurrent TTL-flag change only if both race, and the flag is only
+        // changed under the shard's write lock while touches happen under its read lock: they never race.
+        m.store(new, Ordering::Relaxed);
+    }
+}
+
+/// How long ago (in stamp ticks, modulo 2^24) the item was last touched.
+///
+/// # Safety
+///
+/// As for [`key`].
+pub unsafe fn age(h: ItemPtr, now: u32) -> u32 {
+    // SAFETY: live header.
+    let stamp = unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) } & STAMP_MASK;
+    now.wrapping_sub(stamp) & STAMP_MASK
+}
+
+/// Takes one more reference.
+///
+/// # Safety
+///
+/// The caller holds a reference (directly, or through the shard lock for the table's).
+pub unsafe fn retain(h: ItemPtr) {
+    // SAFETY: live header. Relaxed suffices to add a reference when one is already held (as in Arc).
+    let old = unsafe { (*h.as_ptr()).refs.fetch_add(1, Ordering::Relaxed) };
+    if old > u32::MAX / 2 {
+        std::process::abort();
+    }
+}
+
+/// Drops one reference; the last one frees the item.
+///
+/// # Safety
+///
+/// The caller owns the reference it drops, and `alloc` is the allocator the item came from.
+pub unsafe fn release<A: Allocator>(h: ItemPtr, alloc: &A) {
+    // SAFETY: live header while we hold our reference.
+    if unsafe { (*h.as_ptr()).refs.fetch_sub(1, Ordering::Release) } != 1 {
+        return;
+    }
+    // Synchronise with every other reference's release before freeing (as Arc does).
+    fence(Ordering::Acquire);
+    // SAFETY: that was the last reference: nobody else can reach the item.
+    unsafe {
+        let layout = Layout::from_size_align_unchecked(item_size(h), 8);
+        alloc.deallocate(h.cast(), layout);
+    }
+}
+
+/// A value read from the store: a counted handle to its item, valid however long it is kept.
+pub struct Value<A: Allocator> {
+    item: ItemPtr,
+    alloc: A,
+}
+
+// SAFETY: the item's bytes are immutable and its count atomic; sending or sharing the handle is like Arc.
+unsafe impl<A: Allocator + Send + Sync> Send for Value<A> {}
+// SAFETY: as above.
+unsafe impl<A: Allocator + Send + Sync> Sync for Value<A> {}
+
+impl<A: Allocator> Value<A> {
+    /// Wraps a reference the caller owns.
+    ///
+    /// # Safety
+    ///
+    /// The caller transfers one reference to `item`, which `alloc` allocated.
+    pub unsafe fn from_owned(item: ItemPtr, alloc: A) -> Self {
+        Value { item, alloc }
+    }
+
+    /// The key this value was stored under.
+    pub fn key(&self) -> &[u8] {
+        // SAFETY: we hold a reference.
+        unsafe { key(self.item) }
+    }
+}
+
+impl<A: Allocator> core::ops::Deref for Value<A> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: we hold a reference.
+        unsafe { value(self.item) }
+    }
+}
+
+impl<A: Allocator + Clone> Clone for Value<A> {
+    fn clone(&self) -> Self {
+        // SAFETY: we hold a reference.
+        unsafe { retain(self.item) };
+        Value {
+            item: self.item,
+            alloc: self.alloc.clone(),
+        }
+    }
+}
+
+impl<A: Allocator> Drop for Value<A> {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference, allocated by `alloc`.
+        unsafe { release(self.item, &self.alloc) }
+    }
+}
+
+impl<A: Allocator> core::fmt::Debug for Value<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Value({:?})", String::from_utf8_lossy(self))
+    }
+}
+
+impl<A: Allocator> PartialEq<[u8]> for Value<A> {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::alloc::Global;
+
+    #[test]
+    fn handles_keep_the_value_alive_until_the_last_drop() {
+        let item = new_item(&Global, b"key", 5, |v| v.copy_from_slice(b"hello")).unwrap();
+        // SAFETY: the table's reference is transferred to `v`.
+        let v = unsafe { Value::from_owned(item, Global) };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let v = v.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..if cfg!(miri) { 20 } else { 10_000 } {
+                        let w = v.clone();
+                        assert_eq!(&*w, b"hello");
+                        assert_eq!(w.key(), b"key");
+                    }
+                })
+            })
+            .collect();
+        drop(v);
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn flags_and_stamps_share_the_meta_word() {
+        let item = new_item(&Global, b"k", 0, |_| {}).unwrap();
+        // SAFETY: we own the only reference.
+        unsafe {
+            touch(item, 100);
+            set_has_ttl(item, true);
+            assert!(has_ttl(item));
+            assert_eq!(age(item, 105), 5);
+            touch(item, 7);
+            assert!(has_ttl(item));
+            set_has_ttl(item, false);
+            assert!(!has_ttl(item));
+            assert_eq!(age(item, 7), 0);
+            release(item, &Global);
+        }
+    }
+}
