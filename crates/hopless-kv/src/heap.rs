@@ -20,6 +20,10 @@ impl<A: Allocator> DeadlineHeap<A> {
         self.v.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+
     pub fn bytes(&self) -> usize {
         self.v.capacity() * core::mem::size_of::<(u64, usize)>()
     }

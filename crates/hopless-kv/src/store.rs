@@ -603,7 +603,7 @@ impl<A: KvAlloc> Store<A> {
             return Ok(());
         }
         while self.total_used() + need > max {
-            if self.inner.cfg.policy == Policy::NoEviction || g.table.len() == 0 {
+            if self.inner.cfg.policy == Policy::NoEviction || g.table.is_empty() {
                 return Err(Error::OutOfMemory);
             }
             let now = self.slot(l).c.clock.load(Ordering::Relaxed);

@@ -49,6 +49,10 @@ impl<A: Allocator + Clone> Table<A> {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     pub fn capacity(&self) -> usize {
         self.mask + 1
     }
@@ -261,10 +265,8 @@ mod tests {
         loop {
             c = t.scan_step(c, |item| {
                 // SAFETY: the table holds the item.
-                assert!(
-                    seen.insert(unsafe { crate::value::key(item) }.to_vec()),
-                    "visited twice"
-                );
+                let k = unsafe { crate::value::key(item) }.to_vec();
+                assert!(seen.insert(k), "visited twice");
             });
             if c == 0 {
                 break;
