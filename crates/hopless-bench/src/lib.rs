@@ -11,11 +11,16 @@
 //! |---|---|
 //! | [`peers`] | the allocators under test, behind one enum |
 //! | [`alloc`] | `hopless bench alloc`: the allocator micro-workloads and their runner |
+//! | [`kv`] | `hopless bench kv`: the seed's store workload, one configuration per child process |
+//! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
 //! | [`report`] | medians, tables and JSON |
 
 pub mod alloc;
+pub mod chart;
+pub mod kv;
 pub mod peers;
 pub mod report;
+pub mod via;
 
 #[cfg(test)]
 #[global_allocator]

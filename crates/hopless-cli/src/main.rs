@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use hopless_bench::{alloc, peers::Peer, report};
+use hopless_bench::{alloc, kv, peers::Peer, report};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[global_allocator]
@@ -36,6 +36,36 @@ enum Command {
 enum Bench {
     /// Allocator micro-workloads on glibc, jemalloc, mimalloc and hopless, side by side.
     Alloc(AllocArgs),
+    /// The seed's KV workload on the store over each allocator (and dashmap on hopless), side by side.
+    Kv(KvArgs),
+}
+
+#[derive(Args, Clone)]
+struct KvArgs {
+    /// Fewer ops and rounds: finishes in under 2 minutes on a 2-core machine.
+    #[arg(long)]
+    quick: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Keyspace size.
+    #[arg(long)]
+    keys: Option<usize>,
+    /// Measured operations, all threads together.
+    #[arg(long)]
+    ops: Option<usize>,
+    /// Rounds (each configuration runs once per round, in a fresh process; default 3 quick, 5 full).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Write the results as JSON to this path.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Skip the eviction hit-ratio comparison.
+    #[arg(long)]
+    no_eviction: bool,
+    /// Internal: run one configuration in this process and print its result as JSON.
+    #[arg(long, hide = true)]
+    child: Option<String>,
 }
 
 #[derive(Args)]
@@ -111,26 +141,143 @@ fn bench_alloc(args: &AllocArgs) -> Result<Vec<report::AllocResult>, String> {
     Ok(results)
 }
 
+fn kv_params(args: &KvArgs) -> kv::Params {
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let mut p = if args.quick { kv::Params::quick(threads) } else { kv::Params::full(threads) };
+    if let Some(k) = args.keys {
+        p.keys = k.max(1);
+    }
+    if let Some(o) = args.ops {
+        p.ops = o.max(threads);
+        p.warmup_ops = (p.ops / 5).max(threads);
+    }
+    p
+}
+
+fn median_by(rs: &[kv::RunResult], f: impl Fn(&kv::RunResult) -> f64) -> f64 {
+    report::median(&rs.iter().map(f).collect::<Vec<_>>())
+}
+
+fn bench_kv(args: &KvArgs) -> Result<Vec<kv::KvResult>, String> {
+    let p = kv_params(args);
+    if let Some(spec) = &args.child {
+        let t = kv::Target::parse(spec).ok_or_else(|| format!("unknown configuration {spec}"))?;
+        let r = kv::run_target(t, &p);
+        println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+        return Ok(Vec::new());
+    }
+    let rounds = args.rounds.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bar = progress(rounds * kv::TARGETS.len(), "bench kv");
+    let t0 = Instant::now();
+    let mut samples: Vec<Vec<kv::RunResult>> = vec![Vec::new(); kv::TARGETS.len()];
+    for round in 0..rounds {
+        for k in 0..kv::TARGETS.len() {
+            let i = (k + round) % kv::TARGETS.len();
+            let t = kv::TARGETS[i];
+            bar.set_message(t.spec());
+            let out = std::process::Command::new(&exe)
+                .args(["bench", "kv", "--child", &t.spec()])
+                .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
+                .args(["--ops", &p.ops.to_string()])
+                .output()
+                .map_err(|e| format!("running {}: {e}", t.spec()))?;
+            if !out.status.success() {
+                return Err(format!("{} failed: {}", t.spec(), String::from_utf8_lossy(&out.stderr)));
+            }
+            let line = String::from_utf8_lossy(&out.stdout);
+            let r: kv::RunResult = serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))?;
+            samples[i].push(r);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let results: Vec<kv::KvResult> = kv::TARGETS
+        .iter()
+        .zip(&samples)
+        .map(|(t, rs)| kv::KvResult {
+            workload: "kv".into(),
+            store: t.store.into(),
+            allocator: t.allocator.into(),
+            ops_per_sec: median_by(rs, |r| r.ops_per_sec),
+            mean_ns: median_by(rs, |r| r.mean_ns),
+            p50_ns: median_by(rs, |r| r.p50_ns),
+            p99_ns: median_by(rs, |r| r.p99_ns),
+            p999_ns: median_by(rs, |r| r.p999_ns),
+            peak_rss_bytes: median_by(rs, |r| r.peak_rss_bytes as f64) as u64,
+            bytes_per_key: median_by(rs, |r| r.bytes_per_key),
+        })
+        .collect();
+    println!(
+        "hopless bench kv: {} threads, {} keys, Zipf s=0.99, 60% SET / 40% GET, values 32..=512 B, {} measured ops; \
+         median of {rounds} rounds (one fresh process per run, configurations alternating), {:.0} s\n",
+        p.threads,
+        p.keys,
+        p.ops,
+        t0.elapsed().as_secs_f64()
+    );
+    print!("{}", report::kv_table(&results));
+    let png = PathBuf::from("target/hopless-report/kv.png");
+    let bars: Vec<(String, Vec<f64>)> = results
+        .iter()
+        .map(|r| {
+            let label = if r.store == "hopless-kv" { r.allocator.clone() } else { format!("{}/{}", r.store, r.allocator) };
+            (label, vec![r.ops_per_sec, r.p99_ns, r.bytes_per_key.max(0.0)])
+        })
+        .collect();
+    match hopless_bench::chart::bars(&png, "hopless bench kv (hopless-kv on each allocator)", &["ops/s", "p99 latency (ns)", "bytes per key"], &bars) {
+        Ok(()) => println!("chart: {}", png.display()),
+        Err(e) => println!("chart skipped: {e}"),
+    }
+    if !args.no_eviction {
+        let (sampled, exact, cap) = kv::eviction_hit_ratios(200_000, if args.quick { 1_000_000 } else { 3_000_000 }, 8 << 20);
+        println!(
+            "eviction (Zipf s=0.99 over 200k keys, GET then SET on miss, 8 MiB maxmemory = {cap} keys): \
+             sampled LRU hit ratio {:.4}, exact LRU {:.4} ({:+.2} points)",
+            sampled,
+            exact,
+            (sampled - exact) * 100.0
+        );
+    }
+    if let Some(path) = &args.json {
+        report::write_json(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(results)
+}
+
+/// `cargo run --release`: the quick kv comparison and the quick alloc bench, then the headline table.
+fn headline() -> Result<(), String> {
+    println!("hopless: the seed's KV workload and the allocator micro-benchmarks, quick runs (full: `hopless bench kv`, `hopless bench alloc`)\n");
+    let kv_args = KvArgs {
+        quick: true,
+        threads: None,
+        keys: None,
+        ops: None,
+        rounds: None,
+        json: None,
+        no_eviction: true,
+        child: None,
+    };
+    let kv = bench_kv(&kv_args)?;
+    println!();
+    let alloc = bench_alloc(&AllocArgs { quick: true, rounds: None, json: None, workloads: None })?;
+    println!("\n{}", report::headline(&kv, &alloc));
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Bench(Bench::Alloc(args))) => bench_alloc(&args).map(|_| ()),
+        Some(Command::Bench(Bench::Kv(args))) => bench_kv(&args).map(|_| ()),
         Some(Command::Stats) => {
             let v: Vec<Vec<u8>> = (0..100_000).map(|i| vec![0u8; 1 + i % 5000]).collect();
             drop(v);
             println!("{}", hopless::stats());
             Ok(())
         }
-        None => {
-            println!("hopless: quick allocator comparison (the full run: `hopless bench alloc`)\n");
-            bench_alloc(&AllocArgs {
-                quick: true,
-                rounds: None,
-                json: None,
-                workloads: None,
-            })
-            .map(|_| ())
-        }
+        None => headline(),
     };
     if let Err(e) = result {
         eprintln!("hopless: {e}");
