@@ -34,9 +34,17 @@ pub fn bars(path: &Path, title: &str, metrics: &[&str], bars: &[(String, Vec<f64
     let width = 420 * metrics.len() as u32;
     let root = BitMapBackend::new(path, (width, 460)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let root = root.titled(title, ("sans-serif", 22)).map_err(|e| e.to_string())?;
+    let root = root
+        .titled(title, ("sans-serif", 22))
+        .map_err(|e| e.to_string())?;
     let panels = root.split_evenly((1, metrics.len()));
-    let palette = [RGBColor(120, 120, 120), RGBColor(200, 120, 40), RGBColor(60, 110, 190), RGBColor(30, 160, 90), RGBColor(150, 80, 170)];
+    let palette = [
+        RGBColor(120, 120, 120),
+        RGBColor(200, 120, 40),
+        RGBColor(60, 110, 190),
+        RGBColor(30, 160, 90),
+        RGBColor(150, 80, 170),
+    ];
     for (m, (panel, metric)) in panels.iter().zip(metrics).enumerate() {
         let max = bars.iter().map(|b| b.1[m]).fold(0.0f64, f64::max).max(1e-9) * 1.15;
         let mut chart = ChartBuilder::on(panel)
@@ -71,7 +79,10 @@ pub fn bars(path: &Path, title: &str, metrics: &[&str], bars: &[(String, Vec<f64
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let c = palette[i % palette.len()];
                 let mut r = Rectangle::new(
-                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.1[m])],
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), b.1[m]),
+                    ],
                     c.filled(),
                 );
                 r.set_margin(0, 0, 8, 8);

@@ -30,11 +30,26 @@ pub struct Target {
 
 /// The configurations, in table order.
 pub const TARGETS: [Target; 5] = [
-    Target { store: "hopless-kv", allocator: "system" },
-    Target { store: "hopless-kv", allocator: "jemalloc" },
-    Target { store: "hopless-kv", allocator: "mimalloc" },
-    Target { store: "hopless-kv", allocator: "hopless" },
-    Target { store: "dashmap", allocator: "hopless" },
+    Target {
+        store: "hopless-kv",
+        allocator: "system",
+    },
+    Target {
+        store: "hopless-kv",
+        allocator: "jemalloc",
+    },
+    Target {
+        store: "hopless-kv",
+        allocator: "mimalloc",
+    },
+    Target {
+        store: "hopless-kv",
+        allocator: "hopless",
+    },
+    Target {
+        store: "dashmap",
+        allocator: "hopless",
+    },
 ];
 
 impl Target {
@@ -58,10 +73,20 @@ pub struct Params {
 
 impl Params {
     pub fn quick(threads: usize) -> Self {
-        Params { threads, keys: 1_000_000, ops: 2_000_000, warmup_ops: 400_000 }
+        Params {
+            threads,
+            keys: 1_000_000,
+            ops: 2_000_000,
+            warmup_ops: 400_000,
+        }
     }
     pub fn full(threads: usize) -> Self {
-        Params { threads, keys: 1_000_000, ops: 8_000_000, warmup_ops: 1_000_000 }
+        Params {
+            threads,
+            keys: 1_000_000,
+            ops: 8_000_000,
+            warmup_ops: 1_000_000,
+        }
     }
 }
 
@@ -117,7 +142,9 @@ impl KvTarget for dashmap::DashMap<Box<[u8]>, Vec<u8>> {
     }
     #[inline]
     fn get(&self, k: &[u8]) -> bool {
-        dashmap::DashMap::get(self, k).map(|v| black_box(v.len())).is_some()
+        dashmap::DashMap::get(self, k)
+            .map(|v| black_box(v.len()))
+            .is_some()
     }
 }
 
@@ -159,7 +186,11 @@ fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
                     let rank = zipf.sample(&mut rng) as u64 - 1;
                     // Scatter ranks over the keyspace so hot keys do not share a shard.
                     let k = (rank.wrapping_mul(0x9E37_79B9) % p.keys as u64) as u32;
-                    let len = if rng.gen_ratio(6, 10) { rng.gen_range(32..=512u16) } else { 0 };
+                    let len = if rng.gen_ratio(6, 10) {
+                        rng.gen_range(32..=512u16)
+                    } else {
+                        0
+                    };
                     (k, len)
                 })
                 .collect();
@@ -252,10 +283,15 @@ pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
 
 /// Runs one target in this process.
 pub fn run_target(t: Target, p: &Params) -> RunResult {
-    let cfg = Config { active_expiry: true, ..Config::default() };
+    let cfg = Config {
+        active_expiry: true,
+        ..Config::default()
+    };
     match (t.store, t.allocator) {
         ("hopless-kv", "system") => run_on(|| Store::with_allocator(cfg, Via(std::alloc::System)), p),
-        ("hopless-kv", "jemalloc") => run_on(|| Store::with_allocator(cfg, Via(tikv_jemallocator::Jemalloc)), p),
+        ("hopless-kv", "jemalloc") => {
+            run_on(|| Store::with_allocator(cfg, Via(tikv_jemallocator::Jemalloc)), p)
+        }
         ("hopless-kv", "mimalloc") => run_on(|| Store::with_allocator(cfg, Via(crate::via::Mimalloc)), p),
         ("hopless-kv", "hopless") => run_on(|| Store::with_allocator(cfg, hopless::Hopless), p),
         ("dashmap", "hopless") => run_on(dashmap::DashMap::<Box<[u8]>, Vec<u8>>::new, p),
@@ -269,7 +305,9 @@ pub fn eviction_hit_ratios(keys: usize, ops: usize, maxmemory: u64) -> (f64, f64
     use std::collections::{BTreeMap, HashMap};
     let zipf = Zipf::new(keys as u64, 0.99).expect("valid zipf");
     let mut rng = SmallRng::seed_from_u64(42);
-    let trace: Vec<u32> = (0..ops).map(|_| (zipf.sample(&mut rng) as u64 - 1) as u32).collect();
+    let trace: Vec<u32> = (0..ops)
+        .map(|_| (zipf.sample(&mut rng) as u64 - 1) as u32)
+        .collect();
     let store = Store::new(Config {
         maxmemory,
         policy: hopless_kv::Policy::SampledLru,
@@ -306,4 +344,38 @@ pub fn eviction_hit_ratios(keys: usize, ops: usize, maxmemory: u64) -> (f64, f64
         order.insert(t, i);
     }
     (sampled, hits as f64 / ops as f64, capacity as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_runs_and_reports_sane_figures() {
+        let p = Params {
+            threads: 2,
+            keys: 2000,
+            ops: 4000,
+            warmup_ops: 400,
+        };
+        for t in TARGETS {
+            assert_eq!(Target::parse(&t.spec()), Some(t));
+            let r = run_target(t, &p);
+            assert!(
+                r.ops_per_sec > 0.0 && r.p99_ns >= r.p50_ns && r.p999_ns >= r.p99_ns,
+                "{t:?}: {r:?}"
+            );
+            assert!(r.peak_rss_bytes > 0, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn sampled_lru_is_compared_with_exact_lru() {
+        let (sampled, exact, cap) = eviction_hit_ratios(5000, 50_000, 256 << 10);
+        assert!(cap > 100 && cap < 5000, "{cap}");
+        assert!(
+            sampled > 0.3 && exact > 0.3 && (sampled - exact).abs() < 0.15,
+            "{sampled} {exact}"
+        );
+    }
 }

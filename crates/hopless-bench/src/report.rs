@@ -80,6 +80,115 @@ pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
     out
 }
 
+/// The kv table: every configuration's figures, with OPS and p99 ratios to glibc and to mimalloc.
+pub fn kv_table(results: &[crate::kv::KvResult]) -> String {
+    let base = |alloc: &str| {
+        results
+            .iter()
+            .find(|r| r.store == "hopless-kv" && r.allocator == alloc)
+    };
+    let (glibc, mi) = (base("system"), base("mimalloc"));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>10} {:>9} {:>12} {:>10}",
+        "store / allocator",
+        "ops/s",
+        "mean ns",
+        "p50 ns",
+        "p99 ns",
+        "p99.9 ns",
+        "peak MiB",
+        "B/key",
+        "ops/glibc",
+        "ops/mimalloc",
+        "p99/mimal."
+    );
+    for r in results {
+        let ratio = |b: Option<&crate::kv::KvResult>, f: fn(&crate::kv::KvResult) -> f64| {
+            b.map_or("-".to_string(), |b| format!("{:.2}x", f(r) / f(b)))
+        };
+        let _ = writeln!(
+            out,
+            "{:<22} {:>11.0} {:>8.0} {:>8.0} {:>8.0} {:>9.0} {:>9.1} {:>10.1} {:>9} {:>12} {:>10}",
+            format!("{} / {}", r.store, r.allocator),
+            r.ops_per_sec,
+            r.mean_ns,
+            r.p50_ns,
+            r.p99_ns,
+            r.p999_ns,
+            r.peak_rss_bytes as f64 / (1 << 20) as f64,
+            r.bytes_per_key,
+            ratio(glibc, |x| x.ops_per_sec),
+            ratio(mi, |x| x.ops_per_sec),
+            ratio(mi, |x| x.p99_ns),
+        );
+    }
+    out.push_str(
+        "(B/key: RSS growth while filling every key once, minus the raw key and value bytes, per key)\n",
+    );
+    out
+}
+
+/// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios.
+pub fn headline(kv: &[crate::kv::KvResult], alloc: &[AllocResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "== headline: hopless-kv under the seed's workload, by allocator =="
+    );
+    let find = |a: &str| kv.iter().find(|r| r.store == "hopless-kv" && r.allocator == a);
+    let (glibc, mi) = (find("system"), find("mimalloc"));
+    let _ = writeln!(
+        out,
+        "{:<10} {:>12} {:>10} {:>10} {:>10} {:>12} {:>14} {:>16}",
+        "allocator",
+        "ops/s",
+        "p99 ns",
+        "peak MiB",
+        "B/key",
+        "ops vs glibc",
+        "ops vs mimalloc",
+        "alloc geo vs mi"
+    );
+    for p in Peer::ALL {
+        let Some(r) = find(p.name()) else { continue };
+        let geo = {
+            let ratios: Vec<f64> = alloc
+                .iter()
+                .filter(|a| a.allocator == p.name())
+                .filter_map(|a| {
+                    alloc
+                        .iter()
+                        .find(|m| m.workload == a.workload && m.allocator == "mimalloc")
+                        .map(|m| a.ns_per_op / m.ns_per_op)
+                })
+                .collect();
+            if ratios.is_empty() {
+                f64::NAN
+            } else {
+                (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<10} {:>12.0} {:>10.0} {:>10.1} {:>10.1} {:>12} {:>14} {:>15.2}x",
+            p.name(),
+            r.ops_per_sec,
+            r.p99_ns,
+            r.peak_rss_bytes as f64 / (1 << 20) as f64,
+            r.bytes_per_key,
+            glibc.map_or("-".into(), |g| format!("{:.2}x", r.ops_per_sec / g.ops_per_sec)),
+            mi.map_or("-".into(), |m| format!("{:.2}x", r.ops_per_sec / m.ops_per_sec)),
+            geo
+        );
+    }
+    out.push_str(
+        "(alloc geo vs mi: geometric mean of `bench alloc` times relative to mimalloc; lower is better)\n",
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,86 +234,4 @@ mod tests {
         assert_eq!(v["results"][0]["ns_per_op"], 1.5);
         std::fs::remove_dir_all(dir).unwrap();
     }
-}
-
-/// The kv table: every configuration's figures, with OPS and p99 ratios to glibc and to mimalloc.
-pub fn kv_table(results: &[crate::kv::KvResult]) -> String {
-    let base = |alloc: &str| results.iter().find(|r| r.store == "hopless-kv" && r.allocator == alloc);
-    let (glibc, mi) = (base("system"), base("mimalloc"));
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<22} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>10} {:>9} {:>12} {:>10}",
-        "store / allocator", "ops/s", "mean ns", "p50 ns", "p99 ns", "p99.9 ns", "peak MiB", "B/key", "ops/glibc",
-        "ops/mimalloc", "p99/mimal."
-    );
-    for r in results {
-        let ratio = |b: Option<&crate::kv::KvResult>, f: fn(&crate::kv::KvResult) -> f64| {
-            b.map_or("-".to_string(), |b| format!("{:.2}x", f(r) / f(b)))
-        };
-        let _ = writeln!(
-            out,
-            "{:<22} {:>11.0} {:>8.0} {:>8.0} {:>8.0} {:>9.0} {:>9.1} {:>10.1} {:>9} {:>12} {:>10}",
-            format!("{} / {}", r.store, r.allocator),
-            r.ops_per_sec,
-            r.mean_ns,
-            r.p50_ns,
-            r.p99_ns,
-            r.p999_ns,
-            r.peak_rss_bytes as f64 / (1 << 20) as f64,
-            r.bytes_per_key,
-            ratio(glibc, |x| x.ops_per_sec),
-            ratio(mi, |x| x.ops_per_sec),
-            ratio(mi, |x| x.p99_ns),
-        );
-    }
-    out.push_str("(B/key: RSS growth while filling every key once, minus the raw key and value bytes, per key)\n");
-    out
-}
-
-/// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios.
-pub fn headline(kv: &[crate::kv::KvResult], alloc: &[AllocResult]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "== headline: hopless-kv under the seed's workload, by allocator ==");
-    let find = |a: &str| kv.iter().find(|r| r.store == "hopless-kv" && r.allocator == a);
-    let (glibc, mi) = (find("system"), find("mimalloc"));
-    let _ = writeln!(
-        out,
-        "{:<10} {:>12} {:>10} {:>10} {:>10} {:>12} {:>14} {:>16}",
-        "allocator", "ops/s", "p99 ns", "peak MiB", "B/key", "ops vs glibc", "ops vs mimalloc", "alloc geo vs mi"
-    );
-    for p in Peer::ALL {
-        let Some(r) = find(p.name()) else { continue };
-        let geo = {
-            let ratios: Vec<f64> = alloc
-                .iter()
-                .filter(|a| a.allocator == p.name())
-                .filter_map(|a| {
-                    alloc
-                        .iter()
-                        .find(|m| m.workload == a.workload && m.allocator == "mimalloc")
-                        .map(|m| a.ns_per_op / m.ns_per_op)
-                })
-                .collect();
-            if ratios.is_empty() {
-                f64::NAN
-            } else {
-                (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp()
-            }
-        };
-        let _ = writeln!(
-            out,
-            "{:<10} {:>12.0} {:>10.0} {:>10.1} {:>10.1} {:>12} {:>14} {:>15.2}x",
-            p.name(),
-            r.ops_per_sec,
-            r.p99_ns,
-            r.peak_rss_bytes as f64 / (1 << 20) as f64,
-            r.bytes_per_key,
-            glibc.map_or("-".into(), |g| format!("{:.2}x", r.ops_per_sec / g.ops_per_sec)),
-            mi.map_or("-".into(), |m| format!("{:.2}x", r.ops_per_sec / m.ops_per_sec)),
-            geo
-        );
-    }
-    out.push_str("(alloc geo vs mi: geometric mean of `bench alloc` times relative to mimalloc; lower is better)\n");
-    out
 }

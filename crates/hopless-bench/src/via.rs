@@ -20,7 +20,9 @@ unsafe impl<G: GlobalAlloc> Allocator for Via<G> {
         }
         // SAFETY: non-zero size.
         let p = unsafe { self.0.alloc(layout) };
-        NonNull::new(p).map(|p| NonNull::slice_from_raw_parts(p, layout.size())).ok_or(AllocError)
+        NonNull::new(p)
+            .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
+            .ok_or(AllocError)
     }
 
     #[inline]

@@ -142,8 +142,14 @@ fn bench_alloc(args: &AllocArgs) -> Result<Vec<report::AllocResult>, String> {
 }
 
 fn kv_params(args: &KvArgs) -> kv::Params {
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let mut p = if args.quick { kv::Params::quick(threads) } else { kv::Params::full(threads) };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let mut p = if args.quick {
+        kv::Params::quick(threads)
+    } else {
+        kv::Params::full(threads)
+    };
     if let Some(k) = args.keys {
         p.keys = k.max(1);
     }
@@ -183,10 +189,15 @@ fn bench_kv(args: &KvArgs) -> Result<Vec<kv::KvResult>, String> {
                 .output()
                 .map_err(|e| format!("running {}: {e}", t.spec()))?;
             if !out.status.success() {
-                return Err(format!("{} failed: {}", t.spec(), String::from_utf8_lossy(&out.stderr)));
+                return Err(format!(
+                    "{} failed: {}",
+                    t.spec(),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
             }
             let line = String::from_utf8_lossy(&out.stdout);
-            let r: kv::RunResult = serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))?;
+            let r: kv::RunResult =
+                serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))?;
             samples[i].push(r);
             bar.inc(1);
         }
@@ -221,16 +232,26 @@ fn bench_kv(args: &KvArgs) -> Result<Vec<kv::KvResult>, String> {
     let bars: Vec<(String, Vec<f64>)> = results
         .iter()
         .map(|r| {
-            let label = if r.store == "hopless-kv" { r.allocator.clone() } else { format!("{}/{}", r.store, r.allocator) };
+            let label = if r.store == "hopless-kv" {
+                r.allocator.clone()
+            } else {
+                format!("{}/{}", r.store, r.allocator)
+            };
             (label, vec![r.ops_per_sec, r.p99_ns, r.bytes_per_key.max(0.0)])
         })
         .collect();
-    match hopless_bench::chart::bars(&png, "hopless bench kv (hopless-kv on each allocator)", &["ops/s", "p99 latency (ns)", "bytes per key"], &bars) {
+    match hopless_bench::chart::bars(
+        &png,
+        "hopless bench kv (hopless-kv on each allocator)",
+        &["ops/s", "p99 latency (ns)", "bytes per key"],
+        &bars,
+    ) {
         Ok(()) => println!("chart: {}", png.display()),
         Err(e) => println!("chart skipped: {e}"),
     }
     if !args.no_eviction {
-        let (sampled, exact, cap) = kv::eviction_hit_ratios(200_000, if args.quick { 1_000_000 } else { 3_000_000 }, 8 << 20);
+        let (sampled, exact, cap) =
+            kv::eviction_hit_ratios(200_000, if args.quick { 1_000_000 } else { 3_000_000 }, 8 << 20);
         println!(
             "eviction (Zipf s=0.99 over 200k keys, GET then SET on miss, 8 MiB maxmemory = {cap} keys): \
              sampled LRU hit ratio {:.4}, exact LRU {:.4} ({:+.2} points)",
@@ -261,7 +282,12 @@ fn headline() -> Result<(), String> {
     };
     let kv = bench_kv(&kv_args)?;
     println!();
-    let alloc = bench_alloc(&AllocArgs { quick: true, rounds: None, json: None, workloads: None })?;
+    let alloc = bench_alloc(&AllocArgs {
+        quick: true,
+        rounds: None,
+        json: None,
+        workloads: None,
+    })?;
     println!("\n{}", report::headline(&kv, &alloc));
     Ok(())
 }

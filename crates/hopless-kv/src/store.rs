@@ -317,6 +317,12 @@ impl<A: KvAlloc> Store<A> {
         &self.inner.shards[l.shard]
     }
 
+    /// Access stamps are only kept when an LRU policy will read them (they cost an atomic per access).
+    #[inline]
+    fn tracks_lru(&self) -> bool {
+        self.inner.cfg.policy == Policy::SampledLru && self.inner.cfg.maxmemory > 0
+    }
+
     fn now(&self) -> u64 {
         self.inner.cfg.clock.now_ms()
     }
@@ -370,7 +376,7 @@ impl<A: KvAlloc> Store<A> {
                 // SAFETY: as above; the new reference is ours.
                 unsafe {
                     value::retain(item);
-                    if touch {
+                    if touch && self.tracks_lru() {
                         value::touch(item, slot.c.clock.fetch_add(1, Ordering::Relaxed));
                     }
                 }
@@ -642,8 +648,10 @@ impl<A: KvAlloc> Store<A> {
         let size = unsafe { value::item_size(item) } as u64;
         let c = &self.slot(l).c;
         c.used.fetch_add(size, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { value::touch(item, c.clock.fetch_add(1, Ordering::Relaxed)) };
+        if self.tracks_lru() {
+            // SAFETY: as above.
+            unsafe { value::touch(item, c.clock.fetch_add(1, Ordering::Relaxed)) };
+        }
         let old = match existing {
             Some(i) => {
                 let old = g.table.replace(i, item);

@@ -294,7 +294,7 @@ extern "C" fn on_load() {
     SHOW_STATS.store(env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
     if env_flag(c"HOPLESS_VERBOSE") {
         hl::platform::write_stderr(
-            b"hopless: libhopless loaded: 29 small classes (8..4096 B, 64 KiB slabs), 24 medium (..256 KiB, \
+            b"hopless: libhopless loaded: 49 small classes (8..4096 B, 64 KiB slabs), 24 medium (..256 KiB, \
 512 KiB slabs), large blocks mmap'd (cache of 8, 64 MiB); magazine 64, refill 32; malloc alignment 16\n",
         );
     }
