@@ -545,9 +545,10 @@ impl<A: KvAlloc> Store<A> {
     /// Redis glob; None matches all). Every key present for the whole scan is returned at least once, also
     /// while other threads write; a key may be returned more than once.
     pub fn scan(&self, cursor: u64, count: usize, pattern: Option<&[u8]>) -> (u64, Vec<Vec<u8>>) {
+        // Cursor: shard index above bit 33, the position in that shard's hash space below.
         let nshards = self.inner.shards.len() as u64;
-        let mut shard = cursor >> 32;
-        let mut c = cursor & 0xffff_ffff;
+        let mut shard = cursor >> 33;
+        let mut pos = cursor & ((1 << 33) - 1);
         let mut out = Vec::new();
         let now = self.now();
         let mut visited = 0;
@@ -555,7 +556,7 @@ impl<A: KvAlloc> Store<A> {
             let slot = &self.inner.shards[shard as usize];
             slot.c.ops[Op::Scan as usize].fetch_add(1, Ordering::Relaxed);
             let g = slot.lock.read();
-            c = g.table.scan_step(c, |item| {
+            pos = g.table.scan_step(pos, |item| {
                 visited += 1;
                 // SAFETY: the table holds a reference while we hold the read lock.
                 let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
@@ -567,11 +568,12 @@ impl<A: KvAlloc> Store<A> {
                 }
             });
             drop(g);
-            if c == 0 {
+            if pos >= crate::table::SCAN_END {
                 shard += 1;
+                pos = 0;
             }
         }
-        let next = if shard >= nshards { 0 } else { (shard << 32) | c };
+        let next = if shard >= nshards { 0 } else { (shard << 33) | pos };
         (next, out)
     }
 

@@ -1,12 +1,15 @@
 //! A shard's hash table: open addressing with linear probing, one 8-byte item pointer and one 4-byte
 //! hash tag per slot, backward-shift deletion (no tombstones).
 //!
-//! Why not hashbrown: SCAN needs a cursor that survives resizes, which Redis gets by visiting home buckets
-//! in reverse-binary order; that needs index access to the slot array, which `hashbrown::HashTable` does
-//! not expose. With linear probing, the keys whose home is bucket `b` sit in the run of occupied slots
-//! starting at `b`, so "all keys with home `b`" is a short probe, and moves by deletion never cross a
-//! key's home. Sampled eviction also needs random slots. Both arrays are allocated through the store's
-//! allocator.
+//! A key's home bucket is `(tag * capacity) >> 32`: monotone in the hash, and defined for any capacity, so
+//! the table grows by half (its load stays between 7/12 and 7/8, where doubling would leave it as low as
+//! 7/16 and cost up to twice the memory per key), and a SCAN cursor is simply a position in hash space:
+//! everything below it has been visited, whatever the table's size was then or is now.
+//!
+//! Why not hashbrown: SCAN needs that cursor and sampled eviction needs random slots, both of which need
+//! index access to the slot array, which `hashbrown::HashTable` does not expose. With linear probing, the
+//! keys whose home is bucket `b` sit in the run of occupied slots starting at `b`, so "all keys with home
+//! `b`" is a short probe. Both arrays are allocated through the store's allocator.
 
 use allocator_api2::alloc::Allocator;
 use allocator_api2::vec::Vec;
@@ -23,8 +26,11 @@ pub struct Table<A: Allocator + Clone> {
     tags: Vec<u32, A>,
     slots: Vec<Option<ItemPtr>, A>,
     len: usize,
-    mask: usize,
+    cap: usize,
 }
+
+/// One past the last SCAN position (positions are 32-bit hash values).
+pub const SCAN_END: u64 = 1 << 32;
 
 // SAFETY: the table owns one reference to each item; items are immutable and atomically counted.
 unsafe impl<A: Allocator + Clone + Send> Send for Table<A> {}
@@ -39,7 +45,7 @@ impl<A: Allocator + Clone> Table<A> {
             tags: Vec::new_in(alloc.clone()),
             slots: Vec::new_in(alloc),
             len: 0,
-            mask: 0,
+            cap: 0,
         };
         t.resize_to(MIN_SLOTS);
         t
@@ -54,7 +60,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     pub fn capacity(&self) -> usize {
-        self.mask + 1
+        self.cap
     }
 
     /// Bytes the two arrays take.
@@ -64,7 +70,16 @@ impl<A: Allocator + Clone> Table<A> {
 
     #[inline]
     fn home(&self, tag: u32) -> usize {
-        (tag as usize >> 1) & self.mask
+        ((tag as u64 * self.cap as u64) >> 32) as usize
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.cap {
+            0
+        } else {
+            i + 1
+        }
     }
 
     /// The slot holding `key`, if present.
@@ -83,7 +98,7 @@ impl<A: Allocator + Clone> Table<A> {
                     return Some(i);
                 }
             }
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
     }
 
@@ -103,7 +118,7 @@ impl<A: Allocator + Clone> Table<A> {
         // Grow past 7/8 full: with the tag array filtering probes, long runs cost little, and every slot
         // saved is 12 bytes per key.
         if (self.len + 1) * 8 > self.capacity() * 7 {
-            self.resize_to(self.capacity() * 2);
+            self.resize_to(self.capacity() + self.capacity() / 2);
         }
         self.place(tag, item);
         self.len += 1;
@@ -112,7 +127,7 @@ impl<A: Allocator + Clone> Table<A> {
     fn place(&mut self, tag: u32, item: ItemPtr) {
         let mut i = self.home(tag);
         while self.tags[i] != 0 {
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
         self.tags[i] = tag;
         self.slots[i] = Some(item);
@@ -126,7 +141,7 @@ impl<A: Allocator + Clone> Table<A> {
         self.tags[j] = 0;
         let mut k = j;
         loop {
-            k = (k + 1) & self.mask;
+            k = self.next(k);
             let t = self.tags[k];
             if t == 0 {
                 break;
@@ -146,7 +161,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     fn resize_to(&mut self, cap: usize) {
-        debug_assert!(cap.is_power_of_two() && cap > self.len);
+        debug_assert!(cap > self.len);
         let alloc = self.tags.allocator().clone();
         let mut tags = Vec::with_capacity_in(cap, alloc.clone());
         tags.resize(cap, 0u32);
@@ -154,7 +169,7 @@ impl<A: Allocator + Clone> Table<A> {
         slots.resize(cap, None);
         let old_tags = core::mem::replace(&mut self.tags, tags);
         let mut old_slots = core::mem::replace(&mut self.slots, slots);
-        self.mask = cap - 1;
+        self.cap = cap;
         for (i, &t) in old_tags.iter().enumerate() {
             if t != 0 {
                 let item = old_slots[i].take().expect("occupied slot");
@@ -175,23 +190,26 @@ impl<A: Allocator + Clone> Table<A> {
         self.resize_to(MIN_SLOTS);
     }
 
-    /// One step of a SCAN: visits every item whose home is the bucket `cursor` names, then returns the next
-    /// cursor in reverse-binary order (0 when the table has been covered). Keys present for the whole scan
-    /// are visited at least once, however the table grows between steps.
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(ItemPtr)) -> u64 {
-        let mask = self.mask as u64;
-        let b = (cursor & mask) as usize;
+    /// One step of a SCAN from hash position `pos` (start at 0): visits every item of the home bucket
+    /// holding `pos` whose hash is at least `pos`, and returns where the next step starts ([`SCAN_END`]
+    /// when the table has been covered). Keys present for the whole scan are visited at least once,
+    /// however the table is resized between steps.
+    pub fn scan_step(&self, pos: u64, mut visit: impl FnMut(ItemPtr)) -> u64 {
+        if pos >= SCAN_END {
+            return SCAN_END;
+        }
+        let cap = self.cap as u64;
+        let b = ((pos * cap) >> 32) as usize;
         let mut i = b;
         while self.tags[i] != 0 {
-            if self.home(self.tags[i]) == b {
+            let t = self.tags[i];
+            if self.home(t) == b && t as u64 >= pos {
                 visit(self.item(i));
             }
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        v.reverse_bits()
+        // First hash position of bucket b + 1.
+        ((b as u64 + 1) << 32).div_ceil(cap)
     }
 
     /// The occupied slot at or after `start` (wrapping), for sampling. None when empty.
@@ -199,9 +217,9 @@ impl<A: Allocator + Clone> Table<A> {
         if self.len == 0 {
             return None;
         }
-        let mut i = start & self.mask;
+        let mut i = start % self.cap;
         while self.tags[i] == 0 {
-            i = (i + 1) & self.mask;
+            i = self.next(i);
         }
         Some(i)
     }
@@ -270,7 +288,7 @@ mod tests {
                 let k = unsafe { crate::value::key(item) }.to_vec();
                 assert!(seen.insert(k), "visited twice");
             });
-            if c == 0 {
+            if c == SCAN_END {
                 break;
             }
         }
@@ -304,7 +322,7 @@ mod tests {
                 extra += 1;
                 t.insert_new(tag_of(hash(&k)), new_item(&Global, &k, 0, |_| {}).unwrap());
             }
-            if c == 0 {
+            if c == SCAN_END {
                 break;
             }
         }
