@@ -225,6 +225,9 @@ pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
         }
     });
     let (filled, _) = rss();
+    if std::env::var_os("HOPLESS_KV_DEBUG").is_some() {
+        eprintln!("base {base} filled {filled} raw {raw}\n{}", hopless::stats());
+    }
     let bytes_per_key = (filled as f64 - base as f64 - raw as f64) / p.keys as f64;
 
     let run = |plans: &[Plan], record: bool| -> (f64, Histogram<u64>) {

@@ -2,10 +2,12 @@
 //! the segment size so that `free` finds its header the way it finds a slab's; the block starts one page
 //! (or one alignment) after the header.
 //!
-//! A small cache of recently freed mappings (at most [`CACHE_ENTRIES`], [`CACHE_MAX_BYTES`] in all,
-//! mappings up to [`CACHE_MAX_ENTRY`]) lets a loop of 1 MiB alloc/free reuse one mapping instead of a
-//! `mmap`/`munmap` pair each time. Memory fresh from `mmap` is already zero, so zeroed allocations skip
-//! the memset there; a reused mapping is zeroed by hand.
+//! A small cache of recently freed mappings (at most [`CACHE_ENTRIES`], [`CACHE_MAX_BYTES`] of address
+//! space, mappings up to [`CACHE_MAX_ENTRY`]) lets a loop of 1 MiB alloc/free reuse one mapping instead of
+//! a `mmap`/`munmap` pair each time. Only [`CACHE_MAX_RESIDENT`] of it stays resident: a mapping freed past
+//! that is purged (`MADV_DONTNEED`) before it is cached, so a program that freed large blocks and moved on
+//! does not keep their memory. Memory fresh from `mmap` or purged is zero, so zeroed allocations skip the
+//! memset there; a resident reused mapping is zeroed by hand.
 
 use core::ptr;
 
@@ -16,6 +18,7 @@ use crate::segment::{SegmentHeader, SegmentKind, SEGMENT_MAGIC, SEGMENT_MAP, SEG
 pub const CACHE_ENTRIES: usize = 8;
 pub const CACHE_MAX_BYTES: usize = 64 << 20;
 pub const CACHE_MAX_ENTRY: usize = 32 << 20;
+pub const CACHE_MAX_RESIDENT: usize = 4 << 20;
 /// Alignment limit: the block must start inside the first segment-size bytes of its mapping.
 pub const MAX_LARGE_ALIGN: usize = SEGMENT_SIZE / 2;
 
@@ -23,6 +26,8 @@ pub const MAX_LARGE_ALIGN: usize = SEGMENT_SIZE / 2;
 struct Entry {
     base: *mut u8,
     len: usize,
+    /// Still holds its pages (not purged since it was freed).
+    resident: bool,
 }
 
 pub struct LargeCache {
@@ -33,6 +38,7 @@ pub struct LargeInner {
     entries: [Entry; CACHE_ENTRIES],
     n: usize,
     bytes: usize,
+    resident: usize,
     pub allocs: u64,
     pub frees: u64,
     pub hits: u64,
@@ -56,9 +62,11 @@ impl LargeCache {
                 entries: [Entry {
                     base: ptr::null_mut(),
                     len: 0,
+                    resident: false,
                 }; CACHE_ENTRIES],
                 n: 0,
                 bytes: 0,
+                resident: 0,
                 allocs: 0,
                 frees: 0,
                 hits: 0,
@@ -85,6 +93,7 @@ impl LargeCache {
         }
         let mut base = ptr::null_mut();
         let mut len = need;
+        let mut dirty = false;
         {
             let mut g = self.inner.lock();
             // Best fit among mappings no more than half again as big as needed.
@@ -104,9 +113,13 @@ impl LargeCache {
                 g.entries.copy_within(best + 1..n, best);
                 g.n -= 1;
                 g.bytes -= e.len;
+                if e.resident {
+                    g.resident -= e.len;
+                }
                 g.hits += 1;
                 base = e.base;
                 len = e.len;
+                dirty = e.resident;
             }
         }
         let reused = !base.is_null();
@@ -137,7 +150,7 @@ impl LargeCache {
                 next: ptr::null_mut(),
             });
             let p = base.add(off);
-            if zeroed && reused {
+            if zeroed && reused && dirty {
                 ptr::write_bytes(p, 0, size);
             }
             let mut g = self.inner.lock();
@@ -159,40 +172,67 @@ impl LargeCache {
         // SAFETY: as above; clearing the magic makes a second free of the same block a reported fault.
         unsafe { (*seg).magic = 0 };
         let base = seg.cast::<u8>();
-        let mut evicted = Entry {
+        if len > CACHE_MAX_ENTRY {
+            // SAFETY: the whole mapping, which nobody references any more.
+            unsafe {
+                release(
+                    source,
+                    Entry {
+                        base,
+                        len,
+                        resident: true,
+                    },
+                )
+            };
+            let mut g = self.inner.lock();
+            g.frees += 1;
+            g.bytes_in_use -= usable as u64;
+            return;
+        }
+        // Past the resident budget, purge before caching (outside the lock: the mapping is still ours).
+        let resident = self.inner.lock().resident + len <= CACHE_MAX_RESIDENT;
+        if !resident {
+            // SAFETY: the whole mapping is ours and unused; its header is rewritten when it is reused.
+            unsafe { source.decommit(base, len) };
+        }
+        let mut evicted = [Entry {
             base: ptr::null_mut(),
             len: 0,
-        };
-        let mut keep = false;
+            resident: false,
+        }; 2];
+        let mut ne = 0;
         {
             let mut g = self.inner.lock();
             g.frees += 1;
             g.bytes_in_use -= usable as u64;
-            if len <= CACHE_MAX_ENTRY {
-                if (g.n == CACHE_ENTRIES || g.bytes + len > CACHE_MAX_BYTES) && g.n > 0 {
-                    evicted = g.entries[0];
-                    let n = g.n;
-                    g.entries.copy_within(1..n, 0);
-                    g.n -= 1;
-                    g.bytes -= evicted.len;
+            while g.n > 0 && ne < evicted.len() && (g.n == CACHE_ENTRIES || g.bytes + len > CACHE_MAX_BYTES) {
+                let e = g.entries[0];
+                let n = g.n;
+                g.entries.copy_within(1..n, 0);
+                g.n -= 1;
+                g.bytes -= e.len;
+                if e.resident {
+                    g.resident -= e.len;
                 }
-                if g.bytes + len <= CACHE_MAX_BYTES {
-                    let n = g.n;
-                    g.entries[n] = Entry { base, len };
-                    g.n += 1;
-                    g.bytes += len;
-                    keep = true;
+                evicted[ne] = e;
+                ne += 1;
+            }
+            if g.n < CACHE_ENTRIES && g.bytes + len <= CACHE_MAX_BYTES {
+                let n = g.n;
+                g.entries[n] = Entry { base, len, resident };
+                g.n += 1;
+                g.bytes += len;
+                if resident {
+                    g.resident += len;
                 }
+            } else {
+                evicted[ne] = Entry { base, len, resident };
+                ne += 1;
             }
         }
-        // SAFETY: evicted and unkept mappings are whole reservations that nobody references any more.
-        unsafe {
-            if !evicted.base.is_null() {
-                release(source, evicted);
-            }
-            if !keep {
-                release(source, Entry { base, len });
-            }
+        for &e in &evicted[..ne] {
+            // SAFETY: evicted mappings are whole reservations that nobody references any more.
+            unsafe { release(source, e) };
         }
     }
 
@@ -207,6 +247,9 @@ impl LargeCache {
                 g.n -= 1;
                 let e = g.entries[g.n];
                 g.bytes -= e.len;
+                if e.resident {
+                    g.resident -= e.len;
+                }
                 e
             };
             // SAFETY: a cached mapping is a whole reservation nobody references.
