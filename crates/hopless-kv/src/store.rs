@@ -172,16 +172,40 @@ struct Shard<A: KvAlloc> {
     rng: u64,
 }
 
+/// Per-shard counters, changed under (or next to) the shard's lock.
 #[derive(Default)]
 struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
     expired: AtomicU64,
     evicted: AtomicU64,
     used: AtomicU64,
     /// Logical access clock for sampled LRU.
     clock: AtomicU32,
+}
+
+/// Per-operation counters, striped by thread so that threads hammering one hot shard do not also fight
+/// over its counters' cache line.
+#[derive(Default)]
+struct OpCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
     ops: [AtomicU64; 16],
+}
+
+const STRIPES: usize = 32;
+
+fn stripe() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    STRIPE.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
+        }
+        s.get()
+    })
 }
 
 struct ShardSlot<A: KvAlloc> {
@@ -191,6 +215,7 @@ struct ShardSlot<A: KvAlloc> {
 
 struct Inner<A: KvAlloc> {
     shards: Box<[CachePadded<ShardSlot<A>>]>,
+    stripes: Box<[CachePadded<OpCounters>]>,
     hasher: foldhash::fast::RandomState,
     cfg: Config,
     alloc: A,
@@ -267,8 +292,12 @@ impl<A: KvAlloc> Store<A> {
             })
             .collect();
         let active = cfg.active_expiry;
+        let stripes = (0..STRIPES)
+            .map(|_| CachePadded::new(OpCounters::default()))
+            .collect();
         let inner = Arc::new(Inner {
             shards,
+            stripes,
             hasher: foldhash::fast::RandomState::default(),
             cfg,
             alloc,
@@ -327,8 +356,8 @@ impl<A: KvAlloc> Store<A> {
         self.inner.cfg.clock.now_ms()
     }
 
-    fn count(&self, l: Loc, op: Op) {
-        self.slot(l).c.ops[op as usize].fetch_add(1, Ordering::Relaxed);
+    fn count(&self, op: Op) {
+        self.inner.stripes[stripe()].ops[op as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -422,8 +451,8 @@ impl<A: KvAlloc> Store<A> {
         item
     }
 
-    fn hit_or_miss(&self, l: Loc, hit: bool) {
-        let c = &self.slot(l).c;
+    fn hit_or_miss(&self, hit: bool) {
+        let c = &self.inner.stripes[stripe()];
         if hit {
             c.hits.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -434,9 +463,9 @@ impl<A: KvAlloc> Store<A> {
     /// GET.
     pub fn get(&self, key: &[u8]) -> Option<Value<A>> {
         let l = self.loc(key);
-        self.count(l, Op::Get);
+        self.count(Op::Get);
         let v = self.lookup(key, l, true).map(|i| self.value(i));
-        self.hit_or_miss(l, v.is_some());
+        self.hit_or_miss(v.is_some());
         v
     }
 
@@ -445,7 +474,7 @@ impl<A: KvAlloc> Store<A> {
         keys.iter()
             .filter(|k| {
                 let l = self.loc(k);
-                self.count(l, Op::Exists);
+                self.count(Op::Exists);
                 match self.lookup(k, l, false) {
                     Some(i) => {
                         self.release(i);
@@ -460,14 +489,14 @@ impl<A: KvAlloc> Store<A> {
     /// STRLEN (0 for a missing key).
     pub fn strlen(&self, key: &[u8]) -> usize {
         let l = self.loc(key);
-        self.count(l, Op::Strlen);
+        self.count(Op::Strlen);
         self.lookup(key, l, true).map_or(0, |i| self.value(i).len())
     }
 
     /// GETRANGE with Redis's index rules (negative from the end, clamped, inclusive end).
     pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> Vec<u8> {
         let l = self.loc(key);
-        self.count(l, Op::GetRange);
+        self.count(Op::GetRange);
         let Some(v) = self.lookup(key, l, true).map(|i| self.value(i)) else {
             return Vec::new();
         };
@@ -501,9 +530,9 @@ impl<A: KvAlloc> Store<A> {
         keys.iter()
             .map(|k| {
                 let l = self.loc(k);
-                self.count(l, Op::MGet);
+                self.count(Op::MGet);
                 let v = self.lookup(k, l, true).map(|i| self.value(i));
-                self.hit_or_miss(l, v.is_some());
+                self.hit_or_miss(v.is_some());
                 v
             })
             .collect()
@@ -512,7 +541,7 @@ impl<A: KvAlloc> Store<A> {
     /// PTTL: -2 if the key does not exist, -1 if it has no TTL, else milliseconds left.
     pub fn pttl(&self, key: &[u8]) -> i64 {
         let l = self.loc(key);
-        self.count(l, Op::Ttl);
+        self.count(Op::Ttl);
         let now = self.now();
         let Some(item) = self.lookup(key, l, false) else {
             return -2;
@@ -554,7 +583,7 @@ impl<A: KvAlloc> Store<A> {
         let mut visited = 0;
         while shard < nshards && visited < count.max(1) {
             let slot = &self.inner.shards[shard as usize];
-            slot.c.ops[Op::Scan as usize].fetch_add(1, Ordering::Relaxed);
+            self.inner.stripes[stripe()].ops[Op::Scan as usize].fetch_add(1, Ordering::Relaxed);
             let g = slot.lock.read();
             pos = g.table.scan_step(pos, |item| {
                 visited += 1;
@@ -689,7 +718,7 @@ impl<A: KvAlloc> Store<A> {
         self.check_key(key)?;
         self.check_value(val.len())?;
         let l = self.loc(key);
-        self.count(l, Op::Set);
+        self.count(Op::Set);
         let now = self.now();
         let new_deadline = self.deadline(opts.ttl, now)?;
         let item = self.new_item(key, val.len(), |b| b.copy_from_slice(val))?;
@@ -796,7 +825,7 @@ impl<A: KvAlloc> Store<A> {
         let mut olds = Vec::new();
         for (i, (k, _)) in pairs.iter().enumerate() {
             let l = locs[i];
-            self.count(l, Op::MSet);
+            self.count(Op::MSet);
             let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
             let existing = g.table.find(l.tag, k);
             olds.extend(self.install(g, l, existing, items[i].take().expect("allocated"), None));
@@ -823,7 +852,7 @@ impl<A: KvAlloc> Store<A> {
     /// Removes a live key and returns its reference.
     fn take(&self, key: &[u8], op: Op) -> Option<ItemPtr> {
         let l = self.loc(key);
-        self.count(l, op);
+        self.count(op);
         let mut g = self.slot(l).lock.write();
         if self.expire_if_due(&mut g, l, key) {
             return None;
@@ -835,7 +864,7 @@ impl<A: KvAlloc> Store<A> {
     /// GETDEL.
     pub fn getdel(&self, key: &[u8]) -> Option<Value<A>> {
         let v = self.take(key, Op::GetDel).map(|it| self.value(it));
-        self.hit_or_miss(self.loc(key), v.is_some());
+        self.hit_or_miss(v.is_some());
         v
     }
 
@@ -849,7 +878,7 @@ impl<A: KvAlloc> Store<A> {
     ) -> Result<R> {
         self.check_key(key)?;
         let l = self.loc(key);
-        self.count(l, op);
+        self.count(op);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         let existing = g.table.find(l.tag, key);
@@ -921,7 +950,7 @@ impl<A: KvAlloc> Store<A> {
     /// the key (and returns true), as Redis does.
     pub fn pexpire_at(&self, key: &[u8], deadline_ms: i64, cond: ExpireCond) -> Result<bool> {
         let l = self.loc(key);
-        self.count(l, Op::Expire);
+        self.count(Op::Expire);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         let Some(i) = g.table.find(l.tag, key) else {
@@ -977,7 +1006,7 @@ impl<A: KvAlloc> Store<A> {
     /// PERSIST: whether a TTL was removed.
     pub fn persist(&self, key: &[u8]) -> bool {
         let l = self.loc(key);
-        self.count(l, Op::Persist);
+        self.count(Op::Persist);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         let Some(i) = g.table.find(l.tag, key) else {
@@ -993,13 +1022,13 @@ impl<A: KvAlloc> Store<A> {
     /// GETEX: GET, and set (EX/PX/EXAT/PXAT) or remove (PERSIST) the TTL; `Ttl::None` leaves it alone.
     pub fn getex(&self, key: &[u8], ttl: Ttl) -> Result<Option<Value<A>>> {
         let l = self.loc(key);
-        self.count(l, Op::GetEx);
+        self.count(Op::GetEx);
         let d = self.deadline(ttl, self.now())?;
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         let Some(i) = g.table.find(l.tag, key) else {
             drop(g);
-            self.hit_or_miss(l, false);
+            self.hit_or_miss(false);
             return Ok(None);
         };
         let item = g.table.item(i);
@@ -1015,7 +1044,7 @@ impl<A: KvAlloc> Store<A> {
             _ => {}
         }
         drop(g);
-        self.hit_or_miss(l, true);
+        self.hit_or_miss(true);
         Ok(Some(self.value(item)))
     }
 
@@ -1053,12 +1082,14 @@ impl<A: KvAlloc> Store<A> {
                 st.bytes_used += s.c.used.load(Ordering::Relaxed)
                     + (g.expires.capacity() * 17 + g.deadlines.bytes()) as u64;
             }
-            st.hits += s.c.hits.load(Ordering::Relaxed);
-            st.misses += s.c.misses.load(Ordering::Relaxed);
             st.expired += s.c.expired.load(Ordering::Relaxed);
             st.evicted += s.c.evicted.load(Ordering::Relaxed);
-            for (o, c) in st.ops.iter_mut().zip(s.c.ops.iter()) {
-                *o += c.load(Ordering::Relaxed);
+        }
+        for c in self.inner.stripes.iter() {
+            st.hits += c.hits.load(Ordering::Relaxed);
+            st.misses += c.misses.load(Ordering::Relaxed);
+            for (o, k) in st.ops.iter_mut().zip(c.ops.iter()) {
+                *o += k.load(Ordering::Relaxed);
             }
         }
         st
