@@ -29,7 +29,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::heap::DeadlineHeap;
-use crate::table::{tag_of, Table};
+use crate::table::Table;
 use crate::value::{self, ItemPtr, KvAlloc, Value};
 
 /// Keys the active expiry removes per shard per pass, at most.
@@ -269,16 +269,17 @@ impl Default for Store<hopless::Hopless> {
 #[derive(Clone, Copy)]
 struct Loc {
     shard: usize,
-    tag: u32,
+    hash: u64,
 }
 
 impl<A: KvAlloc> Store<A> {
     pub fn with_allocator(mut cfg: Config, alloc: A) -> Self {
         cfg.shards = cfg.shards.max(1).next_power_of_two();
+        let hasher = foldhash::fast::RandomState::default();
         let shards = (0..cfg.shards)
             .map(|i| {
                 let shard = Shard {
-                    table: Table::new_in(alloc.clone()),
+                    table: Table::new_in(alloc.clone(), hasher.clone()),
                     expires: HashMap::with_hasher_in(Default::default(), alloc.clone()),
                     deadlines: DeadlineHeap::new_in(alloc.clone()),
                     rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64).wrapping_mul(0xff51_afd7_ed55_8ccd),
@@ -298,7 +299,7 @@ impl<A: KvAlloc> Store<A> {
         let inner = Arc::new(Inner {
             shards,
             stripes,
-            hasher: foldhash::fast::RandomState::default(),
+            hasher,
             cfg,
             alloc,
         });
@@ -338,7 +339,7 @@ impl<A: KvAlloc> Store<A> {
         let h = self.inner.hasher.hash_one(key);
         Loc {
             shard: (h as usize) & (self.inner.shards.len() - 1),
-            tag: tag_of(h),
+            hash: h,
         }
     }
 
@@ -397,7 +398,7 @@ impl<A: KvAlloc> Store<A> {
         let slot = self.slot(l);
         let expired = {
             let g = slot.lock.read();
-            let i = g.table.find(l.tag, key)?;
+            let i = g.table.find(l.hash, key)?;
             let item = g.table.item(i);
             // SAFETY: the table holds a reference while we hold the read lock.
             let dead = unsafe { value::has_ttl(item) } && self.is_expired(&g, item, self.now());
@@ -428,7 +429,7 @@ impl<A: KvAlloc> Store<A> {
 
     /// Under the write lock: deletes `key` if it is present and past its deadline.
     fn expire_if_due(&self, g: &mut RwLockWriteGuard<'_, Shard<A>>, l: Loc, key: &[u8]) -> bool {
-        let Some(i) = g.table.find(l.tag, key) else {
+        let Some(i) = g.table.find(l.hash, key) else {
             return false;
         };
         let item = g.table.item(i);
@@ -694,7 +695,7 @@ impl<A: KvAlloc> Store<A> {
             }
             None => {
                 let before = g.table.bytes();
-                g.table.insert_new(l.tag, item);
+                g.table.insert_new(l.hash, item);
                 let grown = g.table.bytes() - before;
                 c.used.fetch_add(grown as u64, Ordering::Relaxed);
                 None
@@ -724,7 +725,7 @@ impl<A: KvAlloc> Store<A> {
         let item = self.new_item(key, val.len(), |b| b.copy_from_slice(val))?;
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
-        let existing = g.table.find(l.tag, key);
+        let existing = g.table.find(l.hash, key);
         let cond_ok = match opts.cond {
             SetCond::Always => true,
             SetCond::IfAbsent => existing.is_none(),
@@ -752,7 +753,7 @@ impl<A: KvAlloc> Store<A> {
             return Err(e);
         }
         // make_room may have evicted the key itself.
-        let existing = g.table.find(l.tag, key);
+        let existing = g.table.find(l.hash, key);
         let deadline = match (opts.ttl, existing) {
             (Ttl::Keep, Some(i)) => g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied(),
             _ => new_deadline,
@@ -827,7 +828,7 @@ impl<A: KvAlloc> Store<A> {
             let l = locs[i];
             self.count(Op::MSet);
             let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
-            let existing = g.table.find(l.tag, k);
+            let existing = g.table.find(l.hash, k);
             olds.extend(self.install(g, l, existing, items[i].take().expect("allocated"), None));
         }
         drop(guards);
@@ -857,7 +858,7 @@ impl<A: KvAlloc> Store<A> {
         if self.expire_if_due(&mut g, l, key) {
             return None;
         }
-        let i = g.table.find(l.tag, key)?;
+        let i = g.table.find(l.hash, key)?;
         Some(self.remove_slot(&mut g, l, i))
     }
 
@@ -881,7 +882,7 @@ impl<A: KvAlloc> Store<A> {
         self.count(op);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
-        let existing = g.table.find(l.tag, key);
+        let existing = g.table.find(l.hash, key);
         // SAFETY: the table's item, read under the write lock.
         let old = existing.map(|i| unsafe { value::value(g.table.item(i)) });
         let (new, r) = f(old)?;
@@ -894,7 +895,7 @@ impl<A: KvAlloc> Store<A> {
             self.release(item);
             return Err(e);
         }
-        let existing = g.table.find(l.tag, key);
+        let existing = g.table.find(l.hash, key);
         let deadline = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
         let old = self.install(&mut g, l, existing, item, deadline);
         drop(g);
@@ -953,7 +954,7 @@ impl<A: KvAlloc> Store<A> {
         self.count(Op::Expire);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.tag, key) else {
+        let Some(i) = g.table.find(l.hash, key) else {
             return Ok(false);
         };
         let item = g.table.item(i);
@@ -1009,7 +1010,7 @@ impl<A: KvAlloc> Store<A> {
         self.count(Op::Persist);
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.tag, key) else {
+        let Some(i) = g.table.find(l.hash, key) else {
             return false;
         };
         let item = g.table.item(i);
@@ -1026,7 +1027,7 @@ impl<A: KvAlloc> Store<A> {
         let d = self.deadline(ttl, self.now())?;
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.tag, key) else {
+        let Some(i) = g.table.find(l.hash, key) else {
             drop(g);
             self.hit_or_miss(false);
             return Ok(None);
@@ -1124,8 +1125,10 @@ impl<A: KvAlloc> Inner<A> {
                     let item = unsafe { ItemPtr::new_unchecked(addr as *mut value::Header) };
                     // SAFETY: as above.
                     let key = unsafe { value::key(item) };
-                    let tag = tag_of(self.hasher.hash_one(key));
-                    let i = sh.table.find(tag, key).expect("an expiring key is in its table");
+                    let i = sh
+                        .table
+                        .find(self.hasher.hash_one(key), key)
+                        .expect("an expiring key is in its table");
                     let it = sh.table.remove(i);
                     sh.expires.remove(&addr);
                     // SAFETY: the reference just removed from the table is ours.

@@ -11,26 +11,59 @@
 //! keys whose home is bucket `b` sit in the run of occupied slots starting at `b`, so "all keys with home
 //! `b`" is a short probe. Both arrays are allocated through the store's allocator.
 
+//! A shard's hash table: open addressing with linear probing, one 8-byte word per slot (a 48-bit item
+//! pointer and a 16-bit hash tag), backward-shift deletion (no tombstones).
+//!
+//! A key's home bucket is `((hash >> 32) * capacity) >> 32`: monotone in the hash, and defined for any
+//! capacity, so the table grows by half (its load stays between 7/12 and 7/8, where doubling would leave
+//! it as low as 7/16 and cost up to twice the memory per key), and a SCAN cursor is simply a position in
+//! hash space: everything below it has been visited, whatever the table's size was then or is now. The
+//! tag comes from other hash bits (16..32), so it still tells neighbours in one run apart; one word per
+//! slot means one cache line per probe. Where a slot's full hash is needed (moving entries on delete,
+//! resizing, scanning) it is recomputed from the item's key.
+//!
+//! Why not hashbrown: SCAN needs that cursor and sampled eviction needs random slots, both of which need
+//! index access to the slot array, which `hashbrown::HashTable` does not expose. The array is allocated
+//! through the store's allocator.
+
+use core::hash::BuildHasher;
+
 use allocator_api2::alloc::Allocator;
 use allocator_api2::vec::Vec;
 
-use crate::value::{self, ItemPtr};
+use crate::value::{self, Header, ItemPtr};
 
-/// Tag of a hash: never zero (zero marks an empty slot); bits 1.. give the home bucket.
+/// One past the last SCAN position (positions are the top 32 bits of a key's hash).
+pub const SCAN_END: u64 = 1 << 32;
+
+const PTR_BITS: u32 = 48;
+const PTR_MASK: u64 = (1 << PTR_BITS) - 1;
+
 #[inline]
-pub fn tag_of(hash: u64) -> u32 {
-    ((hash >> 32) as u32) | 1
+fn tag_of(hash: u64) -> u64 {
+    (hash >> 16) & 0xffff
+}
+
+#[inline]
+fn pack(hash: u64, item: ItemPtr) -> u64 {
+    let addr = item.as_ptr().expose_provenance() as u64;
+    assert!(addr <= PTR_MASK && addr != 0, "item address above 48 bits");
+    (tag_of(hash) << PTR_BITS) | addr
+}
+
+#[inline]
+fn unpack(word: u64) -> ItemPtr {
+    let p = core::ptr::with_exposed_provenance_mut::<Header>((word & PTR_MASK) as usize);
+    // SAFETY: only non-empty words (non-null addresses) are unpacked.
+    unsafe { ItemPtr::new_unchecked(p) }
 }
 
 pub struct Table<A: Allocator + Clone> {
-    tags: Vec<u32, A>,
-    slots: Vec<Option<ItemPtr>, A>,
+    slots: Vec<u64, A>,
     len: usize,
     cap: usize,
+    hasher: foldhash::fast::RandomState,
 }
-
-/// One past the last SCAN position (positions are 32-bit hash values).
-pub const SCAN_END: u64 = 1 << 32;
 
 // SAFETY: the table owns one reference to each item; items are immutable and atomically counted.
 unsafe impl<A: Allocator + Clone + Send> Send for Table<A> {}
@@ -40,12 +73,13 @@ unsafe impl<A: Allocator + Clone + Sync> Sync for Table<A> {}
 const MIN_SLOTS: usize = 16;
 
 impl<A: Allocator + Clone> Table<A> {
-    pub fn new_in(alloc: A) -> Self {
+    /// A table whose keys are hashed with `hasher` (the store's, so hashes agree).
+    pub fn new_in(alloc: A, hasher: foldhash::fast::RandomState) -> Self {
         let mut t = Table {
-            tags: Vec::new_in(alloc.clone()),
             slots: Vec::new_in(alloc),
             len: 0,
             cap: 0,
+            hasher,
         };
         t.resize_to(MIN_SLOTS);
         t
@@ -63,14 +97,14 @@ impl<A: Allocator + Clone> Table<A> {
         self.cap
     }
 
-    /// Bytes the two arrays take.
+    /// Bytes the slot array takes.
     pub fn bytes(&self) -> usize {
-        self.capacity() * (4 + 8)
+        self.capacity() * 8
     }
 
     #[inline]
-    fn home(&self, tag: u32) -> usize {
-        ((tag as u64 * self.cap as u64) >> 32) as usize
+    fn home(&self, hash: u64) -> usize {
+        (((hash >> 32) * self.cap as u64) >> 32) as usize
     }
 
     #[inline]
@@ -82,21 +116,26 @@ impl<A: Allocator + Clone> Table<A> {
         }
     }
 
-    /// The slot holding `key`, if present.
+    /// The full hash of the item in a non-empty slot word.
     #[inline]
-    pub fn find(&self, tag: u32, key: &[u8]) -> Option<usize> {
-        let mut i = self.home(tag);
+    fn hash_of(&self, word: u64) -> u64 {
+        // SAFETY: the table holds a reference to every item in it.
+        self.hasher.hash_one(unsafe { value::key(unpack(word)) })
+    }
+
+    /// The slot holding `key` (whose hash is `hash`), if present.
+    #[inline]
+    pub fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        let tag = tag_of(hash);
+        let mut i = self.home(hash);
         loop {
-            let t = self.tags[i];
-            if t == 0 {
+            let w = self.slots[i];
+            if w == 0 {
                 return None;
             }
-            if t == tag {
-                let item = self.slots[i].expect("occupied slot");
-                // SAFETY: the table holds a reference to every item in it.
-                if unsafe { value::key(item) } == key {
-                    return Some(i);
-                }
+            // SAFETY: the table holds a reference to every item in it.
+            if w >> PTR_BITS == tag && unsafe { value::key(unpack(w)) } == key {
+                return Some(i);
             }
             i = self.next(i);
         }
@@ -104,57 +143,59 @@ impl<A: Allocator + Clone> Table<A> {
 
     #[inline]
     pub fn item(&self, slot: usize) -> ItemPtr {
-        self.slots[slot].expect("occupied slot")
+        debug_assert!(self.slots[slot] != 0);
+        unpack(self.slots[slot])
     }
 
-    /// Puts a new item in the slot of an existing key; returns the old item (whose reference the caller
-    /// now owns).
+    /// Puts a new item (same key) in an occupied slot; returns the old item, whose reference the caller
+    /// now owns.
     pub fn replace(&mut self, slot: usize, item: ItemPtr) -> ItemPtr {
-        self.slots[slot].replace(item).expect("occupied slot")
+        let w = self.slots[slot];
+        debug_assert!(w != 0);
+        self.slots[slot] = (w & !PTR_MASK) | (pack(0, item) & PTR_MASK);
+        unpack(w)
     }
 
-    /// Inserts an item whose key is not in the table (the caller checked with `find`).
-    pub fn insert_new(&mut self, tag: u32, item: ItemPtr) {
-        // Grow past 7/8 full: with the tag array filtering probes, long runs cost little, and every slot
-        // saved is 12 bytes per key.
+    /// Inserts an item whose key (hashing to `hash`) is not in the table (the caller checked with `find`).
+    pub fn insert_new(&mut self, hash: u64, item: ItemPtr) {
+        // Grow past 7/8 full: the tag filters probes, so long runs cost little, and every slot saved is
+        // 8 bytes.
         if (self.len + 1) * 8 > self.capacity() * 7 {
             self.resize_to(self.capacity() + self.capacity() / 2);
         }
-        self.place(tag, item);
+        self.place(hash, pack(hash, item));
         self.len += 1;
     }
 
-    fn place(&mut self, tag: u32, item: ItemPtr) {
-        let mut i = self.home(tag);
-        while self.tags[i] != 0 {
+    fn place(&mut self, hash: u64, word: u64) {
+        let mut i = self.home(hash);
+        while self.slots[i] != 0 {
             i = self.next(i);
         }
-        self.tags[i] = tag;
-        self.slots[i] = Some(item);
+        self.slots[i] = word;
     }
 
     /// Removes the item in `slot`; the caller owns the returned reference.
     pub fn remove(&mut self, slot: usize) -> ItemPtr {
-        let item = self.slots[slot].take().expect("occupied slot");
+        let item = unpack(self.slots[slot]);
         self.len -= 1;
         let mut j = slot;
-        self.tags[j] = 0;
+        self.slots[j] = 0;
         let mut k = j;
         loop {
             k = self.next(k);
-            let t = self.tags[k];
-            if t == 0 {
+            let w = self.slots[k];
+            if w == 0 {
                 break;
             }
-            let h = self.home(t);
+            let h = self.home(self.hash_of(w));
             // The entry at k stays if its home lies cyclically in (j, k].
             let stays = if j <= k { j < h && h <= k } else { j < h || h <= k };
             if stays {
                 continue;
             }
-            self.tags[j] = t;
-            self.slots[j] = self.slots[k].take();
-            self.tags[k] = 0;
+            self.slots[j] = w;
+            self.slots[k] = 0;
             j = k;
         }
         item
@@ -162,28 +203,25 @@ impl<A: Allocator + Clone> Table<A> {
 
     fn resize_to(&mut self, cap: usize) {
         debug_assert!(cap > self.len);
-        let alloc = self.tags.allocator().clone();
-        let mut tags = Vec::with_capacity_in(cap, alloc.clone());
-        tags.resize(cap, 0u32);
+        let alloc = self.slots.allocator().clone();
         let mut slots = Vec::with_capacity_in(cap, alloc);
-        slots.resize(cap, None);
-        let old_tags = core::mem::replace(&mut self.tags, tags);
-        let mut old_slots = core::mem::replace(&mut self.slots, slots);
+        slots.resize(cap, 0u64);
+        let old = core::mem::replace(&mut self.slots, slots);
         self.cap = cap;
-        for (i, &t) in old_tags.iter().enumerate() {
-            if t != 0 {
-                let item = old_slots[i].take().expect("occupied slot");
-                self.place(t, item);
+        for &w in old.iter() {
+            if w != 0 {
+                let h = self.hash_of(w);
+                self.place(h, w);
             }
         }
     }
 
     /// Removes every item, handing each reference to `f`, and shrinks to the minimum size.
     pub fn drain(&mut self, mut f: impl FnMut(ItemPtr)) {
-        for (t, s) in self.tags.iter_mut().zip(self.slots.iter_mut()) {
-            if *t != 0 {
-                *t = 0;
-                f(s.take().expect("occupied slot"));
+        for w in self.slots.iter_mut() {
+            if *w != 0 {
+                f(unpack(*w));
+                *w = 0;
             }
         }
         self.len = 0;
@@ -191,9 +229,9 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     /// One step of a SCAN from hash position `pos` (start at 0): visits every item of the home bucket
-    /// holding `pos` whose hash is at least `pos`, and returns where the next step starts ([`SCAN_END`]
-    /// when the table has been covered). Keys present for the whole scan are visited at least once,
-    /// however the table is resized between steps.
+    /// holding `pos` whose hash position is at least `pos`, and returns where the next step starts
+    /// ([`SCAN_END`] when the table has been covered). Keys present for the whole scan are visited at
+    /// least once, however the table is resized between steps.
     pub fn scan_step(&self, pos: u64, mut visit: impl FnMut(ItemPtr)) -> u64 {
         if pos >= SCAN_END {
             return SCAN_END;
@@ -201,10 +239,11 @@ impl<A: Allocator + Clone> Table<A> {
         let cap = self.cap as u64;
         let b = ((pos * cap) >> 32) as usize;
         let mut i = b;
-        while self.tags[i] != 0 {
-            let t = self.tags[i];
-            if self.home(t) == b && t as u64 >= pos {
-                visit(self.item(i));
+        while self.slots[i] != 0 {
+            let w = self.slots[i];
+            let h = self.hash_of(w);
+            if self.home(h) == b && (h >> 32) >= pos {
+                visit(unpack(w));
             }
             i = self.next(i);
         }
@@ -218,7 +257,7 @@ impl<A: Allocator + Clone> Table<A> {
             return None;
         }
         let mut i = start % self.cap;
-        while self.tags[i] == 0 {
+        while self.slots[i] == 0 {
             i = self.next(i);
         }
         Some(i)
@@ -233,14 +272,15 @@ mod tests {
     use std::collections::{HashMap, HashSet};
     use std::vec::Vec;
 
-    fn hash(k: &[u8]) -> u64 {
-        use core::hash::BuildHasher;
-        foldhash::fast::FixedState::with_seed(1).hash_one(k)
+    fn hasher() -> foldhash::fast::RandomState {
+        foldhash::fast::RandomState::default()
     }
 
     #[test]
     fn matches_a_hashmap_through_inserts_removes_and_growth() {
-        let mut t = Table::new_in(Global);
+        let hs = hasher();
+        let hash = |k: &[u8]| hs.hash_one(k);
+        let mut t = Table::new_in(Global, hs);
         let mut model: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut x = 1u64;
         let n = if cfg!(miri) { 300 } else { 50_000 };
@@ -249,7 +289,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let k = format!("k{}", x % (n as u64 / 3)).into_bytes();
-            let tag = tag_of(hash(&k));
+            let tag = hash(&k);
             match (t.find(tag, &k), x % 3) {
                 (Some(slot), 0) => {
                     let old = t.remove(slot);
@@ -275,7 +315,7 @@ mod tests {
             assert_eq!(t.len(), model.len());
         }
         for (k, v) in &model {
-            let slot = t.find(tag_of(hash(k)), k).expect("present");
+            let slot = t.find(hash(k), k).expect("present");
             // SAFETY: the table holds the item.
             assert_eq!(unsafe { crate::value::value(t.item(slot)) }, v.to_le_bytes());
         }
@@ -302,11 +342,13 @@ mod tests {
 
     #[test]
     fn scan_survives_growth_between_steps() {
-        let mut t = Table::new_in(Global);
+        let hs = hasher();
+        let hash = |k: &[u8]| hs.hash_one(k);
+        let mut t = Table::new_in(Global, hs);
         let n = if cfg!(miri) { 100 } else { 5000 };
         let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("key{i}").into_bytes()).collect();
         for k in &keys {
-            t.insert_new(tag_of(hash(k)), new_item(&Global, k, 0, |_| {}).unwrap());
+            t.insert_new(hash(k), new_item(&Global, k, 0, |_| {}).unwrap());
         }
         let mut seen = HashSet::new();
         let mut c = 0;
@@ -320,7 +362,7 @@ mod tests {
             for _ in 0..if extra < 3 * n { 20 } else { 0 } {
                 let k = format!("extra{extra}").into_bytes();
                 extra += 1;
-                t.insert_new(tag_of(hash(&k)), new_item(&Global, &k, 0, |_| {}).unwrap());
+                t.insert_new(hash(&k), new_item(&Global, &k, 0, |_| {}).unwrap());
             }
             if c == SCAN_END {
                 break;
