@@ -279,7 +279,7 @@ impl<A: KvAlloc> Store<A> {
         let shards = (0..cfg.shards)
             .map(|i| {
                 let shard = Shard {
-                    table: Table::new_in(alloc.clone(), hasher.clone()),
+                    table: Table::new_in(alloc.clone(), hasher),
                     expires: HashMap::with_hasher_in(Default::default(), alloc.clone()),
                     deadlines: DeadlineHeap::new_in(alloc.clone()),
                     rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64).wrapping_mul(0xff51_afd7_ed55_8ccd),
