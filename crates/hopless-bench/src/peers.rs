@@ -10,6 +10,9 @@ pub enum Peer {
     Jemalloc,
     Mimalloc,
     Hopless,
+    /// hopless called through a function that is never inlined, as the C allocators are called: shows
+    /// how much of hopless's lead in the micro-benchmarks is inlining.
+    HoplessCall,
 }
 
 impl Peer {
@@ -22,6 +25,7 @@ impl Peer {
             Peer::Jemalloc => "jemalloc",
             Peer::Mimalloc => "mimalloc",
             Peer::Hopless => "hopless",
+            Peer::HoplessCall => "hopless-call",
         }
     }
 
@@ -33,6 +37,7 @@ impl Peer {
             Peer::Jemalloc => f.call(&tikv_jemallocator::Jemalloc),
             Peer::Mimalloc => f.call(&mimalloc::MiMalloc),
             Peer::Hopless => f.call(&hopless::Hopless),
+            Peer::HoplessCall => f.call(&Called),
         }
     }
 }
@@ -40,4 +45,21 @@ impl Peer {
 /// A computation generic over the allocator (a closure cannot be generic, so workloads implement this).
 pub trait WithAlloc<R> {
     fn call<A: GlobalAlloc + Sync>(self, a: &A) -> R;
+}
+
+/// hopless behind calls that are never inlined.
+pub struct Called;
+
+// SAFETY: forwards every call to hopless.
+unsafe impl GlobalAlloc for Called {
+    #[inline(never)]
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { hopless::Hopless.alloc(l) }
+    }
+    #[inline(never)]
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { hopless::Hopless.dealloc(p, l) }
+    }
 }

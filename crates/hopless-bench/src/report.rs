@@ -48,20 +48,30 @@ pub fn write_json<T: Serialize>(path: &std::path::Path, results: &[T]) -> std::i
 
 /// A table of ns/op per workload and allocator, each cell with its ratio to mimalloc.
 pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
+    let peers: Vec<Peer> = [
+        Peer::System,
+        Peer::Jemalloc,
+        Peer::Mimalloc,
+        Peer::Hopless,
+        Peer::HoplessCall,
+    ]
+    .into_iter()
+    .filter(|p| results.iter().any(|r| r.allocator == p.name()))
+    .collect();
     let mut by: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for r in results {
         by.insert((r.workload.as_str(), r.allocator.as_str()), r.ns_per_op);
     }
     let mut out = String::new();
     let _ = write!(out, "{:<18}", "workload (ns/op)");
-    for p in Peer::ALL {
+    for &p in &peers {
         let _ = write!(out, " {:>18}", p.name());
     }
     out.push('\n');
     for w in workloads {
         let _ = write!(out, "{w:<18}");
         let base = by.get(&(w, "mimalloc")).copied();
-        for p in Peer::ALL {
+        for &p in &peers {
             match (by.get(&(w, p.name())), base) {
                 (Some(v), Some(b)) => {
                     let _ = write!(out, " {:>9.2} ({:>5.2}x)", v, v / b);

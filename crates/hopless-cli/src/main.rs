@@ -82,6 +82,9 @@ struct AllocArgs {
     /// Only these workloads (comma-separated).
     #[arg(long, value_delimiter = ',')]
     workloads: Option<Vec<String>>,
+    /// Also run hopless behind never-inlined calls ("hopless-call"), as the C allocators are called.
+    #[arg(long)]
+    with_call: bool,
 }
 
 fn progress(len: usize, what: &str) -> ProgressBar {
@@ -124,9 +127,13 @@ fn bench_alloc(args: &AllocArgs) -> Result<Vec<report::AllocResult>, String> {
         }
         None => alloc::WORKLOADS.to_vec(),
     };
-    let bar = progress(cfg.rounds * names.len() * Peer::ALL.len(), "bench alloc");
+    let mut peers = Peer::ALL.to_vec();
+    if args.with_call {
+        peers.push(Peer::HoplessCall);
+    }
+    let bar = progress(cfg.rounds * names.len() * peers.len(), "bench alloc");
     let t = Instant::now();
-    let results = alloc::run(cfg, &names, &Peer::ALL, || bar.inc(1));
+    let results = alloc::run(cfg, &names, &peers, || bar.inc(1));
     bar.finish_and_clear();
     println!(
         "hopless bench alloc: median of {} rounds, peers alternating, {:.1} s\n",
@@ -135,7 +142,12 @@ fn bench_alloc(args: &AllocArgs) -> Result<Vec<report::AllocResult>, String> {
     );
     print!("{}", report::alloc_table(&results, &names));
     if let Some(path) = &args.json {
-        report::write_json(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let standard: Vec<_> = results
+            .iter()
+            .filter(|r| r.allocator != "hopless-call")
+            .cloned()
+            .collect();
+        report::write_json(path, &standard).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(results)
@@ -287,6 +299,7 @@ fn headline() -> Result<(), String> {
         rounds: None,
         json: None,
         workloads: None,
+        with_call: false,
     })?;
     println!("\n{}", report::headline(&kv, &alloc));
     Ok(())
