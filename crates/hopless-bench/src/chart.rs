@@ -67,8 +67,10 @@ pub fn bars(path: &Path, title: &str, metrics: &[&str], bars: &[(String, Vec<f64
             .y_label_formatter(&|v| {
                 if *v >= 1e6 {
                     format!("{:.1}M", v / 1e6)
-                } else if *v >= 1e3 {
+                } else if *v >= 1e4 {
                     format!("{:.0}k", v / 1e3)
+                } else if *v >= 1e3 {
+                    format!("{:.1}k", v / 1e3)
                 } else {
                     format!("{v:.0}")
                 }
