@@ -31,16 +31,26 @@ PEERS = {
 }
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_rusage(cmd, preload, cwd=None, env_extra=None):
-    """Runs cmd with `preload`; returns (seconds, the child's own peak RSS from wait4, its stdout)."""
+    """Runs cmd with `preload`; returns (seconds, the program's own peak RSS, its stdout).
+
+    Linux carries a process's peak RSS across exec, so a program started straight from this (large)
+    Python process would report at least this process's RSS; GNU time (`apt-get install time`), a small
+    process, starts it instead and reports the program's own figure.
+    """
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if preload:
         env["LD_PRELOAD"] = preload
     env.update(env_extra or {})
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r") as rss:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", rss.name, *cmd] if os.path.exists(GNU_TIME) else cmd
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        p = subprocess.Popen(wrapped, cwd=cwd, env=env, stdout=out, stderr=err)
         _, status, ru = os.wait4(p.pid, 0)
         secs = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -48,7 +58,11 @@ def run_rusage(cmd, preload, cwd=None, env_extra=None):
         err.seek(0)
         if p.returncode != 0:
             raise RuntimeError(f"{cmd} exited {p.returncode} with {preload}: {err.read().decode()[-2000:]}")
-        return secs, ru.ru_maxrss * 1024, out.read()
+        if wrapped is cmd:
+            peak = ru.ru_maxrss * 1024
+        else:
+            peak = int(rss.read().strip().splitlines()[-1]) * 1024
+        return secs, peak, out.read()
 
 
 class Workload:
@@ -122,16 +136,15 @@ class Sort(Workload):
         self.path = os.path.join(tmp, "sort-input.txt")
         size = (25 if quick else 100) << 20
         x = 0x9E3779B97F4A7C15
-        lines, written = [], 0
-        while written < size:
-            x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
-            x ^= x >> 7
-            x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
-            line = "%016x %s\n" % (x, "abcdefghij" * (x % 7))
-            lines.append(line)
-            written += len(line)
-        with open(self.path, "w") as f:
-            f.writelines(lines)
+        written = 0
+        with open(self.path, "w") as f:  # streamed: this process's own RSS stays small
+            while written < size:
+                x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+                x ^= x >> 7
+                x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+                line = "%016x %s\n" % (x, "abcdefghij" * (x % 7))
+                f.write(line)
+                written += len(line)
 
     def run(self, preload):
         s, rss, out = run_rusage(["sort", self.path], preload, env_extra={"LC_ALL": "C"})

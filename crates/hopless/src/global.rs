@@ -157,12 +157,17 @@ impl Hopless {
     /// # Safety
     ///
     /// `p` was returned by this allocator and is not used afterwards.
+    #[inline]
     pub unsafe fn free(p: *mut u8) {
         if p.is_null() {
             return;
         }
-        // SAFETY: per the caller.
-        unsafe { HEAP.free_ptr(cache_or_init(), p) }
+        let mut tc = current();
+        if tc == empty() {
+            tc = cache_or_init();
+        }
+        // SAFETY: per the caller; `tc` is this thread's live cache or null.
+        unsafe { HEAP.free_ptr(tc, p) }
     }
 
     /// The usable size of a block: at least what was asked for.

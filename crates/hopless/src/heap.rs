@@ -362,6 +362,7 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
     /// [`Heap::free_class`].
+    #[inline]
     pub unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
         if !SEGMENT_MAP.contains(p) {
             report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut());
