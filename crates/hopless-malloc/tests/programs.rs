@@ -4,6 +4,9 @@
 
 mod common;
 
+#[global_allocator]
+static GLOBAL: hl::Hopless = hl::Hopless;
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
