@@ -224,7 +224,10 @@ mod tests {
             r("pair-64", "jemalloc", 7.0),
         ];
         let t = alloc_table(&rs, &["pair-16", "pair-64"]);
-        assert!(t.contains("jemalloc") && !t.contains("hopless-call"), "only peers with results: {t}");
+        assert!(
+            t.contains("jemalloc") && !t.contains("hopless-call"),
+            "only peers with results: {t}"
+        );
         assert!(t.contains("( 0.50x)"), "{t}");
         assert!(t.contains("( 2.00x)"), "{t}");
         assert!(t.contains(" -"), "{t}");

@@ -120,7 +120,12 @@ pub struct Hopless;
 
 #[cold]
 #[inline(never)]
-unsafe fn alloc_slow(class: usize) -> *mut u8 {
+unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
+    #[cfg(feature = "debug")]
+    if crate::debug::mode() & crate::debug::DEBUG != 0 {
+        return HEAP.debug_alloc(size, align, false);
+    }
+    let _ = (size, align);
     let tc = cache_or_init();
     if tc.is_null() {
         return HEAP.alloc_uncached(class);
@@ -140,6 +145,11 @@ unsafe fn alloc_slow(class: usize) -> *mut u8 {
 #[cold]
 #[inline(never)]
 unsafe fn free_slow(class: usize, p: *mut u8) {
+    #[cfg(feature = "debug")]
+    if crate::debug::debug_on() {
+        // SAFETY: forwarded; debug_free checks everything.
+        return unsafe { HEAP.debug_free(p) };
+    }
     // SAFETY: the caller frees an in-use block of `class`; the cache is this thread's or null.
     unsafe { HEAP.free_class(cache_or_init(), class, p) }
 }
@@ -147,6 +157,10 @@ unsafe fn free_slow(class: usize, p: *mut u8) {
 #[cold]
 #[inline(never)]
 unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    #[cfg(feature = "debug")]
+    if crate::debug::mode() & crate::debug::DEBUG != 0 {
+        return HEAP.debug_alloc(size, align, zeroed);
+    }
     // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
     unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
 }
@@ -162,6 +176,11 @@ impl Hopless {
         if p.is_null() {
             return;
         }
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            // SAFETY: debug_free checks everything it is given.
+            return unsafe { HEAP.debug_free(p) };
+        }
         let mut tc = current();
         if tc == empty() {
             tc = cache_or_init();
@@ -176,6 +195,11 @@ impl Hopless {
     ///
     /// `p` is a live block returned by this allocator.
     pub unsafe fn usable_size(p: *const u8) -> usize {
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            // SAFETY: per the caller; in debug mode the usable size is what was asked (the rest is redzone).
+            return unsafe { HEAP.debug_size(p.cast_mut()) };
+        }
         // SAFETY: per the caller.
         unsafe { HEAP.usable_size(p.cast_mut()) }
     }
@@ -187,6 +211,16 @@ impl Hopless {
     pub fn alloc_batch(&self, layout: Layout, out: &mut [*mut u8]) -> usize {
         if layout.size() == 0 {
             out.fill(ptr::without_provenance_mut(layout.align()));
+            return out.len();
+        }
+        #[cfg(feature = "debug")]
+        if crate::debug::mode() & crate::debug::DEBUG != 0 {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = HEAP.debug_alloc(layout.size(), layout.align(), false);
+                if o.is_null() {
+                    return i;
+                }
+            }
             return out.len();
         }
         // SAFETY: the cache is this thread's or null; size > 0 and align a power of two.
@@ -201,6 +235,14 @@ impl Hopless {
     /// Every pointer was allocated by this allocator with `layout` and is not used afterwards.
     pub unsafe fn free_batch(&self, layout: Layout, blocks: &[*mut u8]) {
         if layout.size() == 0 {
+            return;
+        }
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            for &p in blocks {
+                // SAFETY: debug_free checks everything it is given.
+                unsafe { HEAP.debug_free(p) };
+            }
             return;
         }
         // SAFETY: per the caller.
@@ -296,6 +338,10 @@ unsafe impl GlobalAlloc for Hopless {
     #[inline(always)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            return HEAP.debug_alloc(size, align, false);
+        }
         if size <= SMALL_MAX && align <= 16 {
             let class = small_class(size.max(align));
             let tc = current();
@@ -307,7 +353,7 @@ unsafe impl GlobalAlloc for Hopless {
                 return p;
             }
             // SAFETY: class in range.
-            return unsafe { alloc_slow(class) };
+            return unsafe { alloc_slow(class, size, align) };
         }
         // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
         unsafe { alloc_general(size, align, false) }
@@ -316,6 +362,11 @@ unsafe impl GlobalAlloc for Hopless {
     #[inline(always)]
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         let (size, align) = (layout.size(), layout.align());
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            // SAFETY: debug_free checks everything it is given.
+            return unsafe { HEAP.debug_free(p) };
+        }
         if size <= SMALL_MAX && align <= 16 {
             let class = small_class(size.max(align));
             let tc = current();
@@ -334,6 +385,10 @@ unsafe impl GlobalAlloc for Hopless {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            return HEAP.debug_alloc(layout.size(), layout.align(), true);
+        }
         if layout.size() <= SMALL_MAX && layout.align() <= 16 {
             // SAFETY: forwarded contract.
             let p = unsafe { self.alloc(layout) };
@@ -349,6 +404,19 @@ unsafe impl GlobalAlloc for Hopless {
 
     #[inline]
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            // Debug mode never resizes in place: the old block is checked and poisoned.
+            let q = HEAP.debug_alloc(new_size, layout.align(), false);
+            if !q.is_null() {
+                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
+                unsafe {
+                    ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
+                    HEAP.debug_free(p);
+                }
+            }
+            return q;
+        }
         if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
             if size_class::class_for(new_size, layout.align()) == Some(c) {
                 return p;

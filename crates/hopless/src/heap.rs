@@ -92,6 +92,16 @@ impl<P: PageSource> Heap<P> {
                 // SAFETY: a slab fresh from the pool is ours; we hold the class lock it will belong to.
                 unsafe {
                     Slab::init(s, class, (*s).start, pool.slot_size());
+                    #[cfg(feature = "debug")]
+                    {
+                        let mode = crate::debug::mode();
+                        if mode & crate::debug::DEBUG != 0 {
+                            ptr::write_bytes((*s).start, crate::debug::POISON, pool.slot_size());
+                        }
+                        if mode & crate::debug::HARDENED != 0 {
+                            Slab::make_all_carved(s);
+                        }
+                    }
                     g.partial.push_front(s);
                 }
                 g.slabs += 1;
@@ -102,7 +112,16 @@ impl<P: PageSource> Heap<P> {
                 if (*s).free == (*s).capacity {
                     g.empty -= 1;
                 }
-                got += Slab::take(s, &mut out[got..]);
+                #[cfg(feature = "debug")]
+                if crate::debug::hardened() {
+                    got += Slab::take_random(s, &mut out[got..], crate::debug::random);
+                } else {
+                    got += Slab::take(s, &mut out[got..]);
+                }
+                #[cfg(not(feature = "debug"))]
+                {
+                    got += Slab::take(s, &mut out[got..]);
+                }
                 if (*s).free == 0 {
                     g.partial.remove(s);
                     (*s).state = SlabState::Full;
@@ -635,6 +654,136 @@ impl<P: PageSource> Heap<P> {
         st
     }
 
+    /// Debug mode: a checked allocation straight from the central heap (see [`crate::debug`]).
+    #[cfg(feature = "debug")]
+    #[cold]
+    #[inline(never)]
+    pub fn debug_alloc(&self, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+        use crate::debug;
+        match debug::class_for(size, align) {
+            Some(class) => {
+                let mut one = [ptr::null_mut(); 1];
+                if self.refill(class, &mut one) == 0 {
+                    return ptr::null_mut();
+                }
+                // SAFETY: a block of `class` just taken from its slab.
+                unsafe { debug::prepare(one[0], class, size, zeroed) };
+                one[0]
+            }
+            None => {
+                let Some(need) = size.checked_add(debug::REDZONE_MIN + 8) else {
+                    return ptr::null_mut();
+                };
+                let p = self.large.alloc(&self.source, need, align, zeroed);
+                if p.is_null() {
+                    return p;
+                }
+                // SAFETY: a live large block of at least `need` bytes; its usable size is known.
+                unsafe {
+                    let usable = self.usable_size(p);
+                    ptr::write_bytes(p.add(size), debug::REDZONE, usable - 8 - size);
+                    p.add(usable - 8).cast::<u64>().write_unaligned(size as u64);
+                }
+                debug::record(debug::OpKind::Alloc, p, 0xff);
+                p
+            }
+        }
+    }
+
+    /// Debug mode: the requested size of a block (what `usable_size` reports then).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live debug-mode block.
+    #[cfg(feature = "debug")]
+    pub unsafe fn debug_size(&self, p: *mut u8) -> usize {
+        // SAFETY: per the caller, the block ends with its size trailer.
+        unsafe {
+            let end = match (*segment_of(p)).kind {
+                SegmentKind::Large => self.usable_size(p),
+                _ => self.usable_size(p),
+            };
+            p.add(end - 8).cast::<u64>().read_unaligned() as usize
+        }
+    }
+
+    /// Debug mode: a checked free (see [`crate::debug`]).
+    ///
+    /// # Safety
+    ///
+    /// None beyond the program's claim that `p` is a live block: every other case is reported.
+    #[cfg(feature = "debug")]
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn debug_free(&self, p: *mut u8) {
+        use crate::debug;
+        // SAFETY: check_headers validates everything it reads through the segment map first.
+        match unsafe { debug::check_headers(p) } {
+            None => {
+                let seg = segment_of(p);
+                // SAFETY: a live large block (its header magic was checked).
+                unsafe {
+                    if p != seg.cast::<u8>().add((*seg).data_offset) {
+                        debug::fault(
+                            "free of a pointer that is not the start of a block",
+                            p,
+                            usize::MAX,
+                            None,
+                        );
+                    }
+                    let usable = self.usable_size(p);
+                    let size = p.add(usable - 8).cast::<u64>().read_unaligned() as usize;
+                    if size > usable - 8 {
+                        debug::fault(
+                            "the block's size trailer is damaged",
+                            p,
+                            usize::MAX,
+                            Some(usable - 8),
+                        );
+                    }
+                    let red = core::slice::from_raw_parts(p.add(size), usable - 8 - size);
+                    if let Some(off) = red.iter().position(|&b| b != debug::REDZONE) {
+                        debug::fault(
+                            "buffer overflow into the redzone",
+                            p,
+                            usize::MAX,
+                            Some(size + off),
+                        );
+                    }
+                    debug::record(debug::OpKind::Free, p, 0xff);
+                    self.large.free(&self.source, seg);
+                }
+            }
+            Some(class) => {
+                let seg = segment_of(p);
+                // SAFETY: check_headers found a live slab of `class` with `p` at a block start.
+                let s = unsafe { slab_of(seg, p) };
+                {
+                    let _g = self.classes[class].inner.lock();
+                    // SAFETY: we hold the class lock that owns the bitmap.
+                    let (free, never) = unsafe {
+                        let i = (*s).index_of(p);
+                        (
+                            (*s).bitmap[i / 64] & (1 << (i % 64)) != 0,
+                            i >= (*s).carved as usize,
+                        )
+                    };
+                    if free {
+                        debug::fault("double free", p, class, None);
+                    }
+                    if never {
+                        debug::fault("free of a block that was never allocated", p, class, None);
+                    }
+                }
+                // SAFETY: an in-use block of `class`; the program gives it up.
+                unsafe { debug::check_and_poison(p, class) };
+                debug::record(debug::OpKind::Free, p, class);
+                // SAFETY: as above; the flush re-checks the bitmap under the lock.
+                unsafe { self.flush(class, &[p]) };
+            }
+        }
+    }
+
     /// Takes every lock (before `fork`), in a fixed order.
     pub fn lock_all(&self) {
         self.caches.raw_lock();
@@ -696,6 +845,10 @@ impl<P: PageSource> Drop for Heap<P> {
 #[cold]
 #[inline(never)]
 pub(crate) fn report_bad_free(e: FreeError, p: *mut u8, class: usize, slab: *mut Slab) -> ! {
+    #[cfg(feature = "debug")]
+    if crate::debug::debug_on() {
+        crate::debug::fault(e.describe(), p, class, None);
+    }
     let mut m = Msg::new();
     m.str("hopless: fatal: ")
         .str(e.describe())

@@ -82,9 +82,14 @@ impl LargeCache {
             return ptr::null_mut();
         }
         let off = data_offset(align);
+        #[cfg(feature = "debug")]
+        let guard = if crate::debug::hardened() { PAGE_SIZE } else { 0 };
+        #[cfg(not(feature = "debug"))]
+        let guard = 0;
         let Some(need) = off
             .checked_add(size)
             .and_then(|n| n.checked_next_multiple_of(PAGE_SIZE))
+            .and_then(|n| n.checked_add(guard))
         else {
             return ptr::null_mut();
         };
@@ -94,7 +99,7 @@ impl LargeCache {
         let mut base = ptr::null_mut();
         let mut len = need;
         let mut dirty = false;
-        {
+        if guard == 0 {
             let mut g = self.inner.lock();
             // Best fit among mappings no more than half again as big as needed.
             let mut best = usize::MAX;
@@ -145,11 +150,15 @@ impl LargeCache {
                 first_slot: 0,
                 map_len: len,
                 data_offset: off,
-                usable: len - off,
+                usable: len - off - guard,
                 map_align: SEGMENT_SIZE,
                 next: ptr::null_mut(),
             });
             let p = base.add(off);
+            if guard != 0 {
+                // Hardened: the page after the block faults on any overflow.
+                source.protect(base.add(len - guard), guard);
+            }
             if zeroed && reused && dirty {
                 ptr::write_bytes(p, 0, size);
             }
@@ -172,7 +181,8 @@ impl LargeCache {
         // SAFETY: as above; clearing the magic makes a second free of the same block a reported fault.
         unsafe { (*seg).magic = 0 };
         let base = seg.cast::<u8>();
-        if len > CACHE_MAX_ENTRY {
+        // Guarded mappings (hardened mode) are not cached: their last page is inaccessible.
+        if len > CACHE_MAX_ENTRY || len - usable > data_offset_of(seg) {
             // SAFETY: the whole mapping, which nobody references any more.
             unsafe {
                 release(
@@ -273,6 +283,12 @@ impl LargeCache {
     pub fn with_counters<R>(&self, f: impl FnOnce(&LargeInner) -> R) -> R {
         f(&self.inner.lock())
     }
+}
+
+/// The block offset recorded in a large block's header.
+fn data_offset_of(seg: *mut SegmentHeader) -> usize {
+    // SAFETY: callers pass the header of a live large block.
+    unsafe { (*seg).data_offset }
 }
 
 /// Unmaps a large mapping and forgets it in the segment map.

@@ -30,9 +30,12 @@
 //! | [`platform`] | the page source trait (mmap / a test source for Miri) and raw stderr/abort |
 //! | `global` | [`Hopless`]: the process heap, thread-local caches, `GlobalAlloc` and `Allocator` |
 //! | [`stats`] | counters (feature `stats`) and the slabinfo-style table |
+//! | [`debug`] | debug and hardened modes (feature `debug`): checked paths, poison, redzones, op ring |
 //! | `report` | fatal reports without allocating |
 
 pub mod central;
+#[cfg(feature = "debug")]
+pub mod debug;
 mod global;
 pub mod heap;
 pub mod large;

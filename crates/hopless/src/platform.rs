@@ -39,6 +39,13 @@ pub unsafe trait PageSource: Sync {
     ///
     /// The range lies inside one reservation, is page-aligned, and nobody reads or writes it concurrently.
     unsafe fn decommit(&self, ptr: *mut u8, size: usize);
+
+    /// Makes a page-aligned range inaccessible (a guard page; hardened mode). The default does nothing.
+    ///
+    /// # Safety
+    ///
+    /// The range lies inside one reservation, is page-aligned, and nothing will use it until released.
+    unsafe fn protect(&self, _ptr: *mut u8, _size: usize) {}
 }
 
 /// Pages straight from the kernel: anonymous private mappings.
@@ -100,6 +107,13 @@ unsafe impl PageSource for OsPages {
         // using; MADV_DONTNEED drops its pages now, and they read as zero when touched again.
         unsafe {
             libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED);
+        }
+    }
+
+    unsafe fn protect(&self, ptr: *mut u8, size: usize) {
+        // SAFETY: the caller guarantees a page-aligned range of our own mapping that nothing uses.
+        unsafe {
+            libc::mprotect(ptr.cast(), size, libc::PROT_NONE);
         }
     }
 }

@@ -294,6 +294,64 @@ impl Slab {
         }
     }
 
+    /// Hardened mode: marks every block of a new slab free in the bitmap, so [`Slab::take_random`] can
+    /// choose among all of them.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Slab::init`], right after it.
+    #[cfg(feature = "debug")]
+    pub unsafe fn make_all_carved(slab: *mut Slab) {
+        // SAFETY: per the caller, the header is ours.
+        unsafe {
+            let cap = (*slab).capacity as usize;
+            for i in 0..cap.div_ceil(64) {
+                let bits = (cap - i * 64).min(64);
+                (*slab).bitmap[i] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            }
+            (*slab).carved = cap as u32;
+            (*slab).hint = 0;
+        }
+    }
+
+    /// Hardened mode: takes free blocks in random order.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Slab::take`].
+    #[cfg(feature = "debug")]
+    pub unsafe fn take_random(slab: *mut Slab, out: &mut [*mut u8], mut rng: impl FnMut() -> u64) -> usize {
+        // SAFETY: the caller holds the class lock; field-wise access as in `take`.
+        unsafe {
+            let s = slab;
+            let size = size_class::class_size((*s).class as usize);
+            let words = ((*s).carved as usize).div_ceil(64);
+            let want = out.len().min((*s).free as usize);
+            let mut got = 0;
+            // Blocks past `carved` (a slab made before the mode was read) are carved first, in order.
+            while got < want && (*s).carved < (*s).capacity {
+                out[got] = (*s).start.wrapping_add((*s).carved as usize * size);
+                (*s).carved += 1;
+                got += 1;
+            }
+            while got < want {
+                let mut w = (rng() as usize) % words.max(1);
+                while (*s).bitmap[w] == 0 {
+                    w = (w + 1) % words;
+                }
+                let word = (*s).bitmap[w];
+                let r = (rng() % 64) as u32;
+                let bit = (word.rotate_right(r).trailing_zeros() + r) % 64;
+                (*s).bitmap[w] = word & !(1u64 << bit);
+                out[got] = (*s).start.wrapping_add((w * 64 + bit as usize) * size);
+                got += 1;
+            }
+            (*s).hint = 0;
+            (*s).free -= got as u32;
+            got
+        }
+    }
+
     /// Returns one block to its slab, checking that it is a block of this slab that is in use.
     ///
     /// # Safety

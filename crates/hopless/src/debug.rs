@@ -1,0 +1,350 @@
+//! Debug and hardened modes (feature `debug`; switched on at run time by `HOPLESS_DEBUG=1` /
+//! `HOPLESS_HARDENED=1`, read with `getenv` at the first allocation, or by [`set_mode`] before it).
+//!
+//! Debug mode bypasses the thread caches (as SLUB's debug switches off its fast path): every allocation
+//! and free goes to the central heap under its class lock, where the slab bitmap is the truth, and
+//! - a free checks the segment and slab header magic, that the pointer is a block start, and the bitmap
+//!   bit: a double free is caught at the second free, not at a later flush;
+//! - each block carries a redzone after the requested bytes (pattern `0xFB`) and the requested size in its
+//!   last 8 bytes; a free checks the redzone and reports the offset of the first damaged byte;
+//! - freed blocks (and new slabs) are filled with `0xDD`; an allocation checks its block is still all
+//!   poison, so a write after free is reported with its offset when the block is handed out again;
+//! - a lock-free ring of the last 256 operations (pointer, class, thread, operation) is kept; reports list
+//!   the entries for the faulting pointer. Return addresses are not recorded: stable Rust has no cheap way
+//!   to read the caller's address (`HOPLESS_DEBUG` cores keep the full stack instead).
+//!
+//! Every report is one block on stderr written without allocating, then `abort()`.
+//!
+//! Hardened mode: new slabs hand out their blocks in random order (as `SLAB_FREELIST_RANDOM`), and large
+//! blocks get a `PROT_NONE` guard page after them (and skip the mapping cache). hopless keeps no pointers
+//! inside free memory (the magazine array and the bitmap are metadata), so there is nothing to encode as
+//! SLUB's `FREELIST_HARDENED` does.
+
+use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use crate::report::Msg;
+use crate::segment::{segment_of, slab_of, SegmentKind, SEGMENT_MAGIC, SEGMENT_MAP, SLAB_MAGIC};
+use crate::size_class::{self, class_size};
+
+pub const POISON: u8 = 0xDD;
+pub const REDZONE: u8 = 0xFB;
+/// Redzone bytes at least, plus the 8-byte size trailer.
+pub const REDZONE_MIN: usize = 16;
+const TRAILER: usize = 8;
+
+const MODE_UNSET: u8 = 0x80;
+pub const DEBUG: u8 = 1;
+pub const HARDENED: u8 = 2;
+
+static MODE: AtomicU8 = AtomicU8::new(MODE_UNSET);
+
+/// The mode bits, reading the environment the first time.
+#[inline]
+pub fn mode() -> u8 {
+    let m = MODE.load(Ordering::Relaxed);
+    if m & MODE_UNSET == 0 {
+        m
+    } else {
+        init_from_env()
+    }
+}
+
+/// Whether debug checks are on (one relaxed load once set).
+#[inline(always)]
+pub fn debug_on() -> bool {
+    let m = MODE.load(Ordering::Relaxed);
+    m & DEBUG != 0 && m & MODE_UNSET == 0
+}
+
+/// Whether the hardened mode is on.
+#[inline]
+pub fn hardened() -> bool {
+    mode() & HARDENED != 0
+}
+
+#[cold]
+fn init_from_env() -> u8 {
+    fn flag(name: &core::ffi::CStr) -> bool {
+        // SAFETY: getenv reads the environment without allocating.
+        let v = unsafe { libc::getenv(name.as_ptr()) };
+        // SAFETY: a non-null result is a NUL-terminated string.
+        !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
+    }
+    let mut m = 0;
+    if flag(c"HOPLESS_DEBUG") {
+        m |= DEBUG;
+    }
+    if flag(c"HOPLESS_HARDENED") {
+        m |= HARDENED;
+    }
+    match MODE.compare_exchange(MODE_UNSET, m, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => m,
+        Err(cur) => cur,
+    }
+}
+
+/// Sets the modes from code. Only before the first allocation (returns false after it): blocks allocated
+/// without redzones cannot be checked later.
+pub fn set_mode(debug: bool, hardened: bool) -> bool {
+    let m = (if debug { DEBUG } else { 0 }) | (if hardened { HARDENED } else { 0 });
+    MODE.compare_exchange(MODE_UNSET, m, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+}
+
+// ------------------------------------------------------------------------------------------------------
+// The operation ring.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum OpKind {
+    Alloc = 1,
+    Free = 2,
+}
+
+struct RingEntry {
+    ptr: AtomicUsize,
+    /// seq << 16 | kind << 8 | class (class 0xff: large).
+    info: AtomicU64,
+    thread: AtomicU64,
+}
+
+const RING: usize = 256;
+static RING_NEXT: AtomicU64 = AtomicU64::new(0);
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_ENTRY: RingEntry = RingEntry {
+    ptr: AtomicUsize::new(0),
+    info: AtomicU64::new(0),
+    thread: AtomicU64::new(0),
+};
+static RING_ENTRIES: [RingEntry; RING] = [EMPTY_ENTRY; RING];
+
+fn thread_id() -> u64 {
+    use core::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: Cell<u64> = const { Cell::new(0) };
+    }
+    ID.with(|id| {
+        if id.get() == 0 {
+            id.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        id.get()
+    })
+}
+
+/// Records one operation (lock-free: a slot is claimed with one fetch_add).
+pub fn record(kind: OpKind, p: *mut u8, class: usize) {
+    let seq = RING_NEXT.fetch_add(1, Ordering::Relaxed);
+    let e = &RING_ENTRIES[(seq % RING as u64) as usize];
+    e.ptr.store(p.addr(), Ordering::Relaxed);
+    e.thread.store(thread_id(), Ordering::Relaxed);
+    e.info.store(
+        (seq << 16) | ((kind as u64) << 8) | (class.min(0xff) as u64),
+        Ordering::Release,
+    );
+}
+
+fn write_history(m: &mut Msg, p: *mut u8) {
+    m.str("\n  history of this pointer (last 256 operations, oldest first):");
+    let end = RING_NEXT.load(Ordering::Acquire);
+    let start = end.saturating_sub(RING as u64);
+    let mut any = false;
+    for seq in start..end {
+        let e = &RING_ENTRIES[(seq % RING as u64) as usize];
+        let info = e.info.load(Ordering::Acquire);
+        if info >> 16 != seq || e.ptr.load(Ordering::Relaxed) != p.addr() {
+            continue;
+        }
+        any = true;
+        m.str("\n    #")
+            .dec(seq)
+            .str(if (info >> 8) & 0xff == OpKind::Alloc as u64 {
+                " alloc"
+            } else {
+                " free "
+            });
+        m.str(" by thread ").dec(e.thread.load(Ordering::Relaxed));
+        let class = (info & 0xff) as usize;
+        if class < size_class::NUM_CLASSES {
+            m.str(" (class ").dec(class as u64).str(")");
+        }
+    }
+    if !any {
+        m.str("\n    (none recorded)");
+    }
+    m.str("\n  this thread: ").dec(thread_id());
+}
+
+/// A debug-mode fault report, then abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn fault(what: &str, p: *mut u8, class: usize, offset: Option<usize>) -> ! {
+    let mut m = Msg::new();
+    m.str("hopless debug: fatal: ")
+        .str(what)
+        .str("\n  pointer: ")
+        .hex(p.addr());
+    if class < size_class::NUM_CLASSES {
+        m.str("\n  class: ")
+            .dec(class as u64)
+            .str(" (")
+            .dec(class_size(class) as u64)
+            .str(" bytes)");
+    }
+    if let Some(o) = offset {
+        m.str("\n  damaged byte at offset: ")
+            .dec(o as u64)
+            .str(" (address ")
+            .hex(p.addr() + o)
+            .str(")");
+    }
+    let seg = segment_of(p);
+    if SEGMENT_MAP.contains(p) {
+        m.str("\n  segment: ").hex(seg.addr());
+        // SAFETY: the segment map says the header is mapped.
+        let kind = unsafe { (*seg).kind };
+        if kind != SegmentKind::Large {
+            // SAFETY: a small/medium segment's slab headers are mapped.
+            let s = unsafe { &*slab_of(seg, p) };
+            m.str("\n  slab: ")
+                .hex(s.start.addr())
+                .str(" (magic ")
+                .hex(s.magic as usize)
+                .str(", ");
+            m.dec(s.free as u64)
+                .str(" of ")
+                .dec(s.capacity as u64)
+                .str(" free)");
+        }
+    }
+    write_history(&mut m, p);
+    m.str("\n");
+    m.fatal()
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Checked blocks.
+
+/// The class a debug-mode block of (`size`, `align`) uses (room for the redzone and trailer).
+pub fn class_for(size: usize, align: usize) -> Option<usize> {
+    size_class::class_for(size.checked_add(REDZONE_MIN + TRAILER)?, align)
+}
+
+/// Makes a freshly taken block ready: checks it is still all poison (reports a write after free), then
+/// writes the redzone and the size trailer.
+///
+/// # Safety
+///
+/// `p` is a block of `class` the caller just took from the central heap.
+pub unsafe fn prepare(p: *mut u8, class: usize, size: usize, zeroed: bool) {
+    let cs = class_size(class);
+    // SAFETY: the block has `cs` bytes and is ours.
+    let bytes = unsafe { core::slice::from_raw_parts_mut(p, cs) };
+    if let Some(off) = bytes.iter().position(|&b| b != POISON) {
+        fault(
+            "write after free (a freed block was modified before it was reused)",
+            p,
+            class,
+            Some(off),
+        );
+    }
+    if zeroed {
+        bytes[..size].fill(0);
+    }
+    bytes[size..cs - TRAILER].fill(REDZONE);
+    bytes[cs - TRAILER..].copy_from_slice(&(size as u64).to_le_bytes());
+    record(OpKind::Alloc, p, class);
+}
+
+/// Checks a block being freed: headers, redzone; then poisons it. The bitmap check (double free) is the
+/// caller's, under the class lock.
+///
+/// # Safety
+///
+/// `p` is in a live small/medium segment and is a block start of `class`, not yet freed.
+pub unsafe fn check_and_poison(p: *mut u8, class: usize) {
+    let cs = class_size(class);
+    // SAFETY: per the caller, the block has `cs` bytes.
+    let bytes = unsafe { core::slice::from_raw_parts_mut(p, cs) };
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&bytes[cs - TRAILER..]);
+    let size = u64::from_le_bytes(t) as usize;
+    if size > cs - TRAILER - REDZONE_MIN {
+        fault(
+            "the block's size trailer is damaged (overflow past its redzone)",
+            p,
+            class,
+            Some(cs - TRAILER),
+        );
+    }
+    if let Some(off) = bytes[size..cs - TRAILER].iter().position(|&b| b != REDZONE) {
+        fault("buffer overflow into the redzone", p, class, Some(size + off));
+    }
+    bytes.fill(POISON);
+}
+
+/// Checks the headers a free of `p` relies on; returns the class. Reports foreign pointers, damaged
+/// segment or slab headers and pointers that are not block starts.
+///
+/// # Safety
+///
+/// None beyond `p` being the program's claim of a hopless block.
+pub unsafe fn check_headers(p: *mut u8) -> Option<usize> {
+    if !SEGMENT_MAP.contains(p) {
+        fault("free of a pointer hopless did not allocate", p, usize::MAX, None);
+    }
+    let seg = segment_of(p);
+    // SAFETY: the segment map says the header is mapped.
+    let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+    if magic != SEGMENT_MAGIC {
+        fault(
+            "free into a damaged segment header (or a second free of a large block)",
+            p,
+            usize::MAX,
+            None,
+        );
+    }
+    if kind == SegmentKind::Large {
+        return None;
+    }
+    // SAFETY: a small/medium segment.
+    let s = unsafe { &*slab_of(seg, p) };
+    if s.magic != SLAB_MAGIC {
+        fault(
+            "free into a damaged slab header (magic overwritten)",
+            p,
+            usize::MAX,
+            None,
+        );
+    }
+    let class = s.class as usize;
+    if class >= size_class::NUM_CLASSES {
+        fault(
+            "free into a damaged slab header (class out of range)",
+            p,
+            usize::MAX,
+            None,
+        );
+    }
+    let off = p.addr().wrapping_sub(s.start.addr());
+    if off % class_size(class) != 0 || off / class_size(class) >= s.capacity as usize {
+        fault(
+            "free of a pointer that is not the start of a block",
+            p,
+            class,
+            None,
+        );
+    }
+    Some(class)
+}
+
+/// A cheap random number for the hardened mode's slab order.
+pub fn random() -> u64 {
+    static STATE: AtomicU64 = AtomicU64::new(0x243f_6a88_85a3_08d3);
+    let mut x = STATE.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
