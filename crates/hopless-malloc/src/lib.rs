@@ -114,8 +114,13 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     let old = if Hopless::owns(p.cast()) {
         // SAFETY: a live hopless block.
         let usable = unsafe { Hopless::usable_size(p.cast()) };
-        // In place while it fits and still uses at least half the block.
-        if size <= usable && size > usable / 2 {
+        // In place while it fits and still uses at least half the block (never in debug mode, where the
+        // block's redzone starts right after the size it was allocated with).
+        #[cfg(feature = "debug")]
+        let in_place_ok = !hl::debug::debug_on();
+        #[cfg(not(feature = "debug"))]
+        let in_place_ok = true;
+        if in_place_ok && size <= usable && size > usable / 2 {
             return p;
         }
         usable
