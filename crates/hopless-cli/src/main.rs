@@ -85,6 +85,9 @@ struct AllocArgs {
     /// Also run hopless behind never-inlined calls ("hopless-call"), as the C allocators are called.
     #[arg(long)]
     with_call: bool,
+    /// Only these allocators (comma-separated: system, jemalloc, mimalloc, hopless).
+    #[arg(long, value_delimiter = ',')]
+    peers: Option<Vec<String>>,
 }
 
 fn progress(len: usize, what: &str) -> ProgressBar {
@@ -128,6 +131,12 @@ fn bench_alloc(args: &AllocArgs) -> Result<Vec<report::AllocResult>, String> {
         None => alloc::WORKLOADS.to_vec(),
     };
     let mut peers = Peer::ALL.to_vec();
+    if let Some(only) = &args.peers {
+        peers.retain(|p| only.iter().any(|o| o == p.name()));
+        if peers.is_empty() {
+            return Err("--peers names none of system, jemalloc, mimalloc, hopless".into());
+        }
+    }
     if args.with_call {
         peers.push(Peer::HoplessCall);
     }
@@ -301,6 +310,7 @@ fn headline() -> Result<(), String> {
         json: None,
         workloads: None,
         with_call: false,
+        peers: None,
     })?;
     println!("\n{}", report::headline(&kv, &alloc));
     Ok(())
