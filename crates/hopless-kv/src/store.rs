@@ -745,7 +745,29 @@ impl<A: KvAlloc> Store<A> {
             self.release(item);
             return Ok((false, old_val));
         }
-        // SAFETY: the item is ours.
+        let keep = opts.ttl == Ttl::Keep;
+        self.store_item(
+            g,
+            l,
+            key,
+            item,
+            |current| if keep { current } else { new_deadline },
+        )?;
+        Ok((true, old_val))
+    }
+
+    /// The end of every single-key write, under the shard's write lock: makes room for `item` (maxmemory),
+    /// puts it in the key's slot with the deadline `deadline(current deadline)`, releases the lock, then
+    /// drops the old item's table reference. On failure the new item is released and nothing changes.
+    fn store_item(
+        &self,
+        mut g: RwLockWriteGuard<'_, Shard<A>>,
+        l: Loc,
+        key: &[u8],
+        item: ItemPtr,
+        deadline: impl FnOnce(Option<u64>) -> Option<u64>,
+    ) -> Result<()> {
+        // SAFETY: the item is ours until installed.
         let need = unsafe { value::item_size(item) } as u64;
         if let Err(e) = self.make_room(&mut g, l, need) {
             drop(g);
@@ -754,16 +776,13 @@ impl<A: KvAlloc> Store<A> {
         }
         // make_room may have evicted the key itself.
         let existing = g.table.find(l.hash, key);
-        let deadline = match (opts.ttl, existing) {
-            (Ttl::Keep, Some(i)) => g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied(),
-            _ => new_deadline,
-        };
-        let old = self.install(&mut g, l, existing, item, deadline);
+        let current = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
+        let old = self.install(&mut g, l, existing, item, deadline(current));
         drop(g);
         if let Some(o) = old {
             self.release(o);
         }
-        Ok((true, old_val))
+        Ok(())
     }
 
     /// Plain SET.
@@ -888,20 +907,7 @@ impl<A: KvAlloc> Store<A> {
         let (new, r) = f(old)?;
         self.check_value(new.len())?;
         let item = self.new_item(key, new.len(), |b| b.copy_from_slice(&new))?;
-        // SAFETY: the item is ours.
-        let need = unsafe { value::item_size(item) } as u64;
-        if let Err(e) = self.make_room(&mut g, l, need) {
-            drop(g);
-            self.release(item);
-            return Err(e);
-        }
-        let existing = g.table.find(l.hash, key);
-        let deadline = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
-        let old = self.install(&mut g, l, existing, item, deadline);
-        drop(g);
-        if let Some(o) = old {
-            self.release(o);
-        }
+        self.store_item(g, l, key, item, |current| current)?;
         Ok(r)
     }
 

@@ -59,6 +59,17 @@ fn c_program_passes_under_preload_and_when_linked() {
         .unwrap();
     common::assert_ok(&out, "linked");
 
+    // The same program, every check on: debug mode and hardened mode find nothing wrong in it.
+    for mode in ["HOPLESS_DEBUG", "HOPLESS_HARDENED"] {
+        let out = Command::new(&plain)
+            .env("LD_PRELOAD", &so)
+            .env(mode, "1")
+            .output()
+            .unwrap();
+        common::assert_ok(&out, mode);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    }
+
     // The options: stats at exit and the configuration at start, written without allocating.
     let out = Command::new(&plain)
         .env("LD_PRELOAD", &so)

@@ -118,6 +118,11 @@ unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hopless;
 
+/// The magazine was empty (or this thread has no cache yet).
+///
+/// # Safety
+///
+/// `class` is the class of (`size`, `align`), a valid non-zero-size layout.
 #[cold]
 #[inline(never)]
 unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
@@ -142,6 +147,11 @@ unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
     }
 }
 
+/// The magazine was full (or this thread has no cache yet).
+///
+/// # Safety
+///
+/// `p` is a live block of `class` that the caller gives up.
 #[cold]
 #[inline(never)]
 unsafe fn free_slow(class: usize, p: *mut u8) {
@@ -154,6 +164,11 @@ unsafe fn free_slow(class: usize, p: *mut u8) {
     unsafe { HEAP.free_class(cache_or_init(), class, p) }
 }
 
+/// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.
+///
+/// # Safety
+///
+/// `size > 0` and `align` a power of two (a valid layout).
 #[cold]
 #[inline(never)]
 unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
@@ -487,6 +502,10 @@ unsafe impl allocator_api2::alloc::Allocator for Hopless {
 impl Hopless {
     /// Grow or shrink for the `Allocator` impl: realloc when the alignment stays and neither size is
     /// zero, otherwise allocate, copy and free.
+    ///
+    /// # Safety
+    ///
+    /// As for `Allocator::grow` / `shrink`: `p` is a live block of `old`.
     unsafe fn resize(
         &self,
         p: NonNull<u8>,

@@ -147,6 +147,9 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`], with at most [`MAG_MAX`] blocks.
     unsafe fn flush_chunk(&self, class: usize, blocks: &[*mut u8]) {
         let pool = self.pool(class);
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
