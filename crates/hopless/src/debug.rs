@@ -1,8 +1,9 @@
 //! Debug and hardened modes (feature `debug`; switched on at run time by `HOPLESS_DEBUG=1` /
 //! `HOPLESS_HARDENED=1`, read with `getenv` at the first allocation, or by [`set_mode`] before it).
 //!
-//! Debug mode bypasses the thread caches (as SLUB's debug switches off its fast path): every allocation
-//! and free goes to the central heap under its class lock, where the slab bitmap is the truth, and
+//! Debug mode bypasses the thread caches (as SLUB's debug switches off its fast path): no thread is given
+//! a cache, so every allocation and free falls from the (unchanged) fast path to the slow path, which sees
+//! the mode and goes to the central heap under its class lock, where the slab bitmap is the truth, and
 //! - a free checks the segment and slab header magic, that the pointer is a block start, and the bitmap
 //!   bit: a double free is caught at the second free, not at a later flush;
 //! - each block carries a redzone after the requested bytes (pattern `0xFB`) and the requested size in its
@@ -240,7 +241,7 @@ pub unsafe fn prepare(p: *mut u8, class: usize, size: usize, zeroed: bool) {
     let cs = class_size(class);
     // SAFETY: the block has `cs` bytes and is ours.
     let bytes = unsafe { core::slice::from_raw_parts_mut(p, cs) };
-    if let Some(off) = bytes.iter().position(|&b| b != POISON) {
+    if let Some(off) = first_not(bytes, POISON) {
         fault(
             "write after free (a freed block was modified before it was reused)",
             p,
@@ -277,10 +278,27 @@ pub unsafe fn check_and_poison(p: *mut u8, class: usize) {
             Some(cs - TRAILER),
         );
     }
-    if let Some(off) = bytes[size..cs - TRAILER].iter().position(|&b| b != REDZONE) {
+    if let Some(off) = first_not(&bytes[size..cs - TRAILER], REDZONE) {
         fault("buffer overflow into the redzone", p, class, Some(size + off));
     }
     bytes.fill(POISON);
+}
+
+/// The offset of the first byte of `bytes` that is not `pattern`; compares eight bytes at a time.
+pub fn first_not(bytes: &[u8], pattern: u8) -> Option<usize> {
+    let word = u64::from_ne_bytes([pattern; 8]);
+    let chunks = bytes.chunks_exact(8);
+    let tail = chunks.remainder().len();
+    for (i, c) in chunks.enumerate() {
+        if u64::from_ne_bytes(c.try_into().expect("8 bytes")) != word {
+            return c.iter().position(|&b| b != pattern).map(|o| i * 8 + o);
+        }
+    }
+    let start = bytes.len() - tail;
+    bytes[start..]
+        .iter()
+        .position(|&b| b != pattern)
+        .map(|o| start + o)
 }
 
 /// Checks the headers a free of `p` relies on; returns the class. Reports foreign pointers, damaged
@@ -347,4 +365,22 @@ pub fn random() -> u64 {
     x ^= x >> 27;
     x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_not;
+
+    #[test]
+    fn first_not_finds_the_first_odd_byte_anywhere() {
+        for len in 0..40 {
+            let mut v = vec![0xDDu8; len];
+            assert_eq!(first_not(&v, 0xDD), None);
+            for at in 0..len {
+                v[at] = 1;
+                assert_eq!(first_not(&v, 0xDD), Some(at), "len {len} at {at}");
+                v[at] = 0xDD;
+            }
+        }
+    }
 }

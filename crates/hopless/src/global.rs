@@ -54,6 +54,11 @@ fn cache_or_init() -> *mut ThreadCache {
     if RETIRED.with(|r| r.get()) {
         return ptr::null_mut();
     }
+    // Debug mode keeps every thread on the empty cache, so every operation reaches a checked path.
+    #[cfg(feature = "debug")]
+    if crate::debug::mode() & crate::debug::DEBUG != 0 {
+        return ptr::null_mut();
+    }
     let tc = HEAP.new_thread_cache();
     if tc.is_null() {
         return tc;
@@ -191,13 +196,13 @@ impl Hopless {
         if p.is_null() {
             return;
         }
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            // SAFETY: debug_free checks everything it is given.
-            return unsafe { HEAP.debug_free(p) };
-        }
         let mut tc = current();
         if tc == empty() {
+            #[cfg(feature = "debug")]
+            if crate::debug::debug_on() {
+                // SAFETY: debug_free checks everything it is given.
+                return unsafe { HEAP.debug_free(p) };
+            }
             tc = cache_or_init();
         }
         // SAFETY: per the caller; `tc` is this thread's live cache or null.
@@ -353,10 +358,8 @@ unsafe impl GlobalAlloc for Hopless {
     #[inline(always)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            return HEAP.debug_alloc(size, align, false);
-        }
+        // Debug mode needs no test here: it never gives a thread a cache, so this pop always falls to
+        // `alloc_slow`, which checks the mode (and the same for frees).
         if size <= SMALL_MAX && align <= 16 {
             let class = small_class(size.max(align));
             let tc = current();
@@ -377,11 +380,6 @@ unsafe impl GlobalAlloc for Hopless {
     #[inline(always)]
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         let (size, align) = (layout.size(), layout.align());
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            // SAFETY: debug_free checks everything it is given.
-            return unsafe { HEAP.debug_free(p) };
-        }
         if size <= SMALL_MAX && align <= 16 {
             let class = small_class(size.max(align));
             let tc = current();
@@ -400,10 +398,6 @@ unsafe impl GlobalAlloc for Hopless {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            return HEAP.debug_alloc(layout.size(), layout.align(), true);
-        }
         if layout.size() <= SMALL_MAX && layout.align() <= 16 {
             // SAFETY: forwarded contract.
             let p = unsafe { self.alloc(layout) };

@@ -95,10 +95,12 @@ impl<P: PageSource> Heap<P> {
                     #[cfg(feature = "debug")]
                     {
                         let mode = crate::debug::mode();
-                        if mode & crate::debug::DEBUG != 0 {
-                            ptr::write_bytes((*s).start, crate::debug::POISON, pool.slot_size());
-                        }
                         if mode & crate::debug::HARDENED != 0 {
+                            // Every block becomes takeable at once; in debug mode they must all be poison
+                            // (otherwise `Slab::take` poisons blocks as it carves them).
+                            if mode & crate::debug::DEBUG != 0 {
+                                ptr::write_bytes((*s).start, crate::debug::POISON, pool.slot_size());
+                            }
                             Slab::make_all_carved(s);
                         }
                     }
@@ -745,7 +747,7 @@ impl<P: PageSource> Heap<P> {
                         );
                     }
                     let red = core::slice::from_raw_parts(p.add(size), usable - 8 - size);
-                    if let Some(off) = red.iter().position(|&b| b != debug::REDZONE) {
+                    if let Some(off) = debug::first_not(red, debug::REDZONE) {
                         debug::fault(
                             "buffer overflow into the redzone",
                             p,

@@ -283,8 +283,15 @@ impl Slab {
             }
             (*s).hint = w as u32;
             let mut carved = (*s).carved as usize;
+            #[cfg(feature = "debug")]
+            let poison = crate::debug::debug_on();
             while got < want {
                 out[got] = start.wrapping_add(carved * size);
+                // Debug mode: a block is poison until handed out, fresh ones included.
+                #[cfg(feature = "debug")]
+                if poison {
+                    core::ptr::write_bytes(out[got], crate::debug::POISON, size);
+                }
                 carved += 1;
                 got += 1;
             }
