@@ -6,8 +6,8 @@
 //! aliases, with glibc's edge-case semantics (see each function).
 //!
 //! Nothing here allocates while setting up: thread caches come from hopless's own pages, the thread-exit
-//! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), and the
-//! fork handlers and exit report are registered from an `.init_array` constructor.
+//! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), the fork
+//! handlers are registered by hopless at the first allocation, and the exit report runs from `.fini_array`.
 //!
 //! Pointers hopless did not allocate (from before the preload took effect, or from the dynamic loader's
 //! early allocator) are recognised by the process-wide segment map: `free` leaves them alone, `realloc`
@@ -278,24 +278,8 @@ fn env_flag(name: &core::ffi::CStr) -> bool {
     !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
 }
 
-extern "C" fn fork_prepare() {
-    Hopless::prepare_fork();
-}
-
-extern "C" fn fork_parent() {
-    // SAFETY: runs once after fork_prepare, in the forking thread.
-    unsafe { Hopless::after_fork() }
-}
-
-extern "C" fn fork_child() {
-    // SAFETY: the child's only thread is the one that took the locks in fork_prepare.
-    unsafe { Hopless::after_fork() }
-}
-
 extern "C" fn on_load() {
-    // SAFETY: the handlers are plain extern "C" fns; pthread_atfork keeps the first handlers in static
-    // storage (no allocation).
-    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    // The fork handlers are registered by hopless itself at the first allocation.
     SHOW_STATS.store(env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
     if env_flag(c"HOPLESS_VERBOSE") {
         hl::platform::write_stderr(

@@ -68,6 +68,36 @@ fn cache_or_init() -> *mut ThreadCache {
     tc
 }
 
+/// Once per process, at the first allocation: fork handlers that take every allocator lock before `fork()`
+/// and release them in parent and child, so a child of a threaded process can allocate.
+static FORK_HANDLERS: AtomicU8 = AtomicU8::new(0);
+
+#[inline]
+fn process_init() {
+    if FORK_HANDLERS.load(Ordering::Relaxed) == 0 {
+        process_init_slow();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn process_init_slow() {
+    if FORK_HANDLERS
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+        .is_ok()
+    {
+        extern "C" fn prepare() {
+            HEAP.lock_all();
+        }
+        extern "C" fn release() {
+            // SAFETY: runs once after `prepare`, in the forking thread (parent) or the child's only thread.
+            unsafe { HEAP.unlock_all() }
+        }
+        // SAFETY: plain extern "C" handlers; glibc keeps the first handlers in static storage (no allocation).
+        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+    }
+}
+
 const KEY_NONE: u8 = 0;
 const KEY_BUSY: u8 = 1;
 const KEY_READY: u8 = 2;
@@ -131,6 +161,7 @@ pub struct Hopless;
 #[cold]
 #[inline(never)]
 unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
+    process_init();
     #[cfg(feature = "debug")]
     if crate::debug::mode() & crate::debug::DEBUG != 0 {
         return HEAP.debug_alloc(size, align, false);
@@ -160,6 +191,7 @@ unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
 #[cold]
 #[inline(never)]
 unsafe fn free_slow(class: usize, p: *mut u8) {
+    process_init();
     #[cfg(feature = "debug")]
     if crate::debug::debug_on() {
         // SAFETY: forwarded; debug_free checks everything.
@@ -177,6 +209,7 @@ unsafe fn free_slow(class: usize, p: *mut u8) {
 #[cold]
 #[inline(never)]
 unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    process_init();
     #[cfg(feature = "debug")]
     if crate::debug::mode() & crate::debug::DEBUG != 0 {
         return HEAP.debug_alloc(size, align, zeroed);
