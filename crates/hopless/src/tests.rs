@@ -298,7 +298,11 @@ fn batches_move_many_blocks_per_call() {
 fn threads_free_each_others_blocks() {
     let heap = Heap::new(SystemPages);
     let n = scaled(20_000, 200);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(1024);
+    /// A block on its way to the other thread (a pointer, not an integer: Miri runs with strict provenance).
+    struct Sent(*mut u8);
+    // SAFETY: the sender gives the block up; only the receiver uses it afterwards.
+    unsafe impl Send for Sent {}
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Sent>(1024);
     std::thread::scope(|s| {
         let heap = &heap;
         s.spawn(move || {
@@ -308,7 +312,7 @@ fn threads_free_each_others_blocks() {
                 // SAFETY: this thread's cache.
                 let p = unsafe { heap.alloc(tc, size, 8, false) };
                 fill(p, size, i as u8);
-                tx.send(p as usize).unwrap();
+                tx.send(Sent(p)).unwrap();
             }
             // SAFETY: the thread is done with its cache.
             unsafe { heap.retire_thread_cache(tc) };
@@ -316,7 +320,7 @@ fn threads_free_each_others_blocks() {
         s.spawn(move || {
             let tc = heap.new_thread_cache();
             for i in 0..n {
-                let p = rx.recv().unwrap() as *mut u8;
+                let p = rx.recv().unwrap().0;
                 let size = 16 + (i % 7) * 40;
                 check(p, size, i as u8);
                 // SAFETY: the block came from the other thread, which gave it up.
