@@ -11,12 +11,14 @@
 //! |---|---|
 //! | [`peers`] | the allocators under test, behind one enum |
 //! | [`alloc`] | `hopless bench alloc`: the allocator micro-workloads and their runner |
+//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment, four thread-cache strategies |
 //! | [`kv`] | `hopless bench kv`: the seed's store workload, one configuration per child process |
 //! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
 //! | [`report`] | medians, tables and JSON |
 
 pub mod alloc;
 pub mod chart;
+pub mod fastpath;
 pub mod kv;
 pub mod peers;
 pub mod report;

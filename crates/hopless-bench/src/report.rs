@@ -199,6 +199,61 @@ pub fn headline(kv: &[crate::kv::KvResult], alloc: &[AllocResult]) -> String {
     out
 }
 
+/// The fast-path experiment as a markdown report: one table per scenario.
+pub fn fastpath_markdown(
+    rs: &[crate::fastpath::FastpathResult],
+    rounds: usize,
+    l2: usize,
+    valgrind: bool,
+) -> String {
+    use crate::fastpath::{SCENARIOS, SIZES, STRATEGIES};
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# hopless bench fastpath\n\nMedian of {rounds} rounds, strategies alternating. L2: {} KiB (cold working set: 4x). \
+         ns per op; fast-path hit rate; D1 / LL read misses per op from cachegrind (1 thread){}.\n",
+        l2 >> 10,
+        if valgrind { "" } else { " - valgrind not installed (apt-get install valgrind)" }
+    );
+    for sc in SCENARIOS {
+        let _ = writeln!(out, "## {sc}\n");
+        let _ = write!(out, "| strategy |");
+        for sz in SIZES {
+            let _ = write!(out, " {sz} B, 1 thr | {sz} B, 2 thr |");
+        }
+        out.push('\n');
+        out.push_str("|---|");
+        for _ in SIZES {
+            out.push_str("---|---|");
+        }
+        out.push('\n');
+        for s in STRATEGIES {
+            let _ = write!(out, "| {s} |");
+            for sz in SIZES {
+                for t in [1u32, 2] {
+                    match rs
+                        .iter()
+                        .find(|r| r.strategy == s && r.scenario == sc && r.size == sz && r.threads == t)
+                    {
+                        Some(r) => {
+                            let _ =
+                                write!(out, " {:.2} ns, {:.0}%", r.ns_per_op, r.fastpath_hit_rate * 100.0);
+                            if let (Some(d1), Some(ll)) = (r.d1_misses_per_op, r.ll_misses_per_op) {
+                                let _ = write!(out, ", D1 {d1:.3} LL {ll:.3}");
+                            }
+                            out.push_str(" |");
+                        }
+                        None => out.push_str(" - |"),
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

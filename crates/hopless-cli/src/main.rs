@@ -38,6 +38,27 @@ enum Bench {
     Alloc(AllocArgs),
     /// The seed's KV workload on the store over each allocator (and dashmap on hopless), side by side.
     Kv(KvArgs),
+    /// The SLUB fast-path experiment: array vs intrusive vs cached-next thread caches.
+    Fastpath(FastpathArgs),
+}
+
+#[derive(Args)]
+struct FastpathArgs {
+    /// Fewer ops and rounds: finishes in under 3 minutes on a 2-core machine.
+    #[arg(long)]
+    quick: bool,
+    /// Rounds (default 3 quick, 7 full).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Write the results as JSON to this path.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Skip the cachegrind runs.
+    #[arg(long)]
+    no_cachegrind: bool,
+    /// Internal: run one cell (strategy:scenario:size:scale) on one thread and print its op count.
+    #[arg(long, hide = true)]
+    child: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -289,6 +310,149 @@ fn bench_kv(args: &KvArgs) -> Result<Vec<kv::KvResult>, String> {
     Ok(results)
 }
 
+fn bench_fastpath(args: &FastpathArgs) -> Result<(), String> {
+    use hopless_bench::fastpath::{self, FastpathResult, SCENARIOS, SIZES, STRATEGIES};
+    if let Some(spec) = &args.child {
+        let parts: Vec<&str> = spec.split(':').collect();
+        let [strategy, scenario, size, scale] = parts[..] else {
+            return Err(format!("bad child spec {spec}"));
+        };
+        let size: u32 = size.parse().map_err(|e| format!("{e}"))?;
+        let scale: f64 = scale.parse().map_err(|e| format!("{e}"))?;
+        let (_, ops, _) = fastpath::cell(strategy, scenario, size, 1, scale);
+        println!("{ops}");
+        return Ok(());
+    }
+    let rounds = args.rounds.unwrap_or(if args.quick { 3 } else { 7 }).max(1);
+    let scale = if args.quick { 0.25 } else { 1.0 };
+    let mut cells: Vec<(&str, u32, u32)> = Vec::new();
+    for sc in SCENARIOS {
+        for sz in SIZES {
+            for t in [1u32, 2] {
+                cells.push((sc, sz, t));
+            }
+        }
+    }
+    let valgrind = !args.no_cachegrind
+        && std::process::Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    let cg_cells = if valgrind {
+        STRATEGIES.len() * SCENARIOS.len() * SIZES.len() * 2
+    } else {
+        0
+    };
+    let bar = progress(rounds * cells.len() * STRATEGIES.len() + cg_cells, "fastpath");
+    let t0 = Instant::now();
+    let mut ns: std::collections::HashMap<(usize, usize), Vec<f64>> = Default::default();
+    let mut hit: std::collections::HashMap<(usize, usize), f64> = Default::default();
+    for r in 0..rounds {
+        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
+            for k in 0..STRATEGIES.len() {
+                let si = (k + r + ci) % STRATEGIES.len();
+                let (v, _, h) = fastpath::cell(STRATEGIES[si], sc, sz, t, scale);
+                ns.entry((si, ci)).or_default().push(v);
+                hit.insert((si, ci), h);
+                bar.inc(1);
+            }
+        }
+    }
+    // cachegrind: one thread, two op counts; the difference cancels start-up and set-up.
+    let mut misses: std::collections::HashMap<(usize, &str, u32), (f64, f64)> = Default::default();
+    if valgrind {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        for (si, s) in STRATEGIES.iter().enumerate() {
+            for sc in SCENARIOS {
+                for sz in SIZES {
+                    bar.set_message(format!("cachegrind {s} {sc} {sz}"));
+                    // `cold` runs whole rounds (scale 0.5: one, 1.0: two); the others scale their op count.
+                    let (lo, hi) = if sc == "cold" { (0.5, 1.0) } else { (0.02, 0.04) };
+                    let a = fastpath::cachegrind(&exe, s, sc, sz, lo);
+                    bar.inc(1);
+                    let b = fastpath::cachegrind(&exe, s, sc, sz, hi);
+                    bar.inc(1);
+                    if let (Some(a), Some(b)) = (a, b) {
+                        let dops = b.2.saturating_sub(a.2).max(1) as f64;
+                        misses.insert(
+                            (si, sc, sz),
+                            (((b.0 - a.0) / dops).max(0.0), ((b.1 - a.1) / dops).max(0.0)),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let mut results = Vec::new();
+    for (si, s) in STRATEGIES.iter().enumerate() {
+        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
+            let m = if t == 1 {
+                misses.get(&(si, sc, sz)).copied()
+            } else {
+                None
+            };
+            results.push(FastpathResult {
+                strategy: s.to_string(),
+                scenario: sc.to_string(),
+                size: sz,
+                threads: t,
+                ns_per_op: report::median(&ns[&(si, ci)]),
+                d1_misses_per_op: m.map(|m| m.0),
+                ll_misses_per_op: m.map(|m| m.1),
+                fastpath_hit_rate: hit[&(si, ci)],
+            });
+        }
+    }
+    let md = report::fastpath_markdown(&results, rounds, fastpath::l2_bytes(), valgrind);
+    println!(
+        "hopless bench fastpath: median of {rounds} rounds, strategies alternating, {:.0} s\n",
+        t0.elapsed().as_secs_f64()
+    );
+    println!("{md}");
+    let dir = PathBuf::from("target/hopless-report");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("fastpath.md"), &md).map_err(|e| e.to_string())?;
+    let bars: Vec<(String, Vec<f64>)> = STRATEGIES
+        .iter()
+        .map(|s| {
+            let v = SIZES
+                .iter()
+                .map(|&sz| {
+                    results
+                        .iter()
+                        .find(|r| r.strategy == *s && r.scenario == "cold" && r.size == sz && r.threads == 1)
+                        .map_or(0.0, |r| r.ns_per_op)
+                })
+                .collect();
+            (s.to_string(), v)
+        })
+        .collect();
+    let metrics: Vec<String> = SIZES.iter().map(|s| format!("cold, {s} B: ns/alloc")).collect();
+    let metric_refs: Vec<&str> = metrics.iter().map(|s| s.as_str()).collect();
+    match hopless_bench::chart::bars(
+        &dir.join("fastpath.png"),
+        "hopless bench fastpath: freed, then allocated again",
+        &metric_refs,
+        &bars,
+    ) {
+        Ok(()) => println!(
+            "report: {}, chart: {}",
+            dir.join("fastpath.md").display(),
+            dir.join("fastpath.png").display()
+        ),
+        Err(e) => println!(
+            "report: {} (chart skipped: {e})",
+            dir.join("fastpath.md").display()
+        ),
+    }
+    if let Some(path) = &args.json {
+        report::write_json(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// `cargo run --release`: the quick kv comparison and the quick alloc bench, then the headline table.
 fn headline() -> Result<(), String> {
     println!("hopless: the seed's KV workload and the allocator micro-benchmarks, quick runs (full: `hopless bench kv`, `hopless bench alloc`)\n");
@@ -321,6 +485,7 @@ fn main() {
     let result = match cli.command {
         Some(Command::Bench(Bench::Alloc(args))) => bench_alloc(&args).map(|_| ()),
         Some(Command::Bench(Bench::Kv(args))) => bench_kv(&args).map(|_| ()),
+        Some(Command::Bench(Bench::Fastpath(args))) => bench_fastpath(&args),
         Some(Command::Stats) => {
             let v: Vec<Vec<u8>> = (0..100_000).map(|i| vec![0u8; 1 + i % 5000]).collect();
             drop(v);

@@ -30,6 +30,7 @@
 //! | [`platform`] | the page source trait (mmap / a test source for Miri) and raw stderr/abort |
 //! | `global` | [`Hopless`]: the process heap, thread-local caches, `GlobalAlloc` and `Allocator` |
 //! | [`stats`] | counters (feature `stats`) and the slabinfo-style table |
+//! | [`strategy`] | the SLUB experiment: array, intrusive and cached-next thread caches, by type |
 //! | [`debug`] | debug and hardened modes (feature `debug`): checked paths, poison, redzones, op ring |
 //! | `report` | fatal reports without allocating |
 
@@ -45,6 +46,7 @@ mod report;
 pub mod segment;
 pub mod size_class;
 pub mod stats;
+pub mod strategy;
 pub mod thread_cache;
 
 pub use global::Hopless;

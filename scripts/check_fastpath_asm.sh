@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The seed's "look at the assembly": the fast path must not load from the block it hands out.
+# Builds libhopless.so (release) and reads the machine code of two out-of-line probes:
+#   hopless_probe_fast_pop       the global allocator's pop (array strategy): must pass;
+#   hopless_probe_intrusive_pop  the intrusive strategy's pop: must be caught (it reads the next pointer
+#                                out of the popped block), which shows the check can fail.
+# The check follows registers through the straight-line code: the arguments (%rdi, %rsi) and registers
+# copied or computed from them are metadata addresses; a register loaded from memory holds a value read
+# from memory (a count, or a block pointer). A memory operand based on such a register is a load through
+# a pointer the code read: the extra hop.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p hopless-malloc --quiet
+so=target/release/libhopless.so
+dis=$(mktemp)
+trap 'rm -f "$dis"' EXIT
+objdump -d --no-show-raw-insn "$so" > "$dis"
+python3 - "$dis" <<'PY'
+import re, sys
+dis = open(sys.argv[1]).read().splitlines()
+
+def body(name):
+    out, on = [], False
+    for l in dis:
+        if l.endswith(f"<{name}>:"):
+            on = True
+            continue
+        if on:
+            if not l.strip():
+                break
+            out.append(l.split("\t", 1)[-1].strip())
+    return out
+
+R64 = {"eax": "rax", "ebx": "rbx", "ecx": "rcx", "edx": "rdx", "esi": "rsi", "edi": "rdi", "ebp": "rbp",
+       "esp": "rsp", **{f"r{i}d": f"r{i}" for i in range(8, 16)}}
+def reg(r):
+    return R64.get(r, r)
+
+def hops(code):
+    derived = {"rdi", "rsi", "rsp", "rip"}
+    bad = []
+    for ins in code:
+        if ins.startswith(("ret", "int3", "ud2", "call", "j")):
+            if ins.startswith("ret"):
+                break
+            continue
+        m = re.match(r"(\w+)\s+(.*)", ins)
+        if not m:
+            continue
+        op, args = m.groups()
+        for base in re.findall(r"\(%(\w+)", args):
+            if reg(base) not in derived:
+                bad.append(ins)
+        parts = [a.strip() for a in re.split(r",(?![^(]*\))", args)]
+        dst = parts[-1]
+        if not dst.startswith("%"):
+            continue
+        d = reg(dst[1:])
+        src = parts[0] if len(parts) > 1 else ""
+        if op.startswith("mov") and src.startswith("%"):
+            (derived.add if reg(src[1:]) in derived else derived.discard)(d)
+        elif op.startswith("lea"):
+            b = re.findall(r"\(%(\w+)", src)
+            (derived.add if b and reg(b[0]) in derived else derived.discard)(d)
+        elif "(" in src:
+            derived.discard(d)  # loaded from memory
+        elif op.startswith(("add", "sub", "inc", "dec", "and", "or", "xor", "shl", "shr", "imul")):
+            pass  # arithmetic keeps what the register was
+    return bad
+
+fast, intr = body("hopless_probe_fast_pop"), body("hopless_probe_intrusive_pop")
+if not fast or not intr:
+    sys.exit("probes not found in libhopless.so")
+print("fast path pop (array):"); print("\n".join("  " + l for l in fast if not l.startswith("int3")))
+print("intrusive pop:"); print("\n".join("  " + l for l in intr if not l.startswith("int3")))
+if hops(fast):
+    sys.exit("FAIL: the fast path loads through a pointer it read from memory: " + "; ".join(hops(fast)))
+if not hops(intr):
+    sys.exit("FAIL: the check did not catch the intrusive list's load through the block")
+print("ok: the fast path reads only its metadata; the intrusive pop loads through the block: " + "; ".join(hops(intr)))
+PY
