@@ -39,8 +39,11 @@ pub struct FastpathResult {
     pub size: u32,
     pub threads: u32,
     pub ns_per_op: f64,
+    /// D1 and LL read misses per op (cachegrind), and D1 write misses: where an intrusive list's links are
+    /// written into cold blocks, the miss shows up as a write.
     pub d1_misses_per_op: Option<f64>,
     pub ll_misses_per_op: Option<f64>,
+    pub d1_write_misses_per_op: Option<f64>,
     pub fastpath_hit_rate: f64,
 }
 
@@ -167,14 +170,15 @@ pub fn cell(strategy: &str, name: &str, size: u32, threads: u32, scale: f64) -> 
     }
 }
 
-/// Read misses (D1, LL) of one cachegrind run of `exe bench fastpath --child ...`; None without valgrind.
+/// Misses of one cachegrind run of `exe bench fastpath --child ...`: (D1 read, LL read, D1 write, ops);
+/// None without valgrind.
 pub fn cachegrind(
     exe: &std::path::Path,
     strategy: &str,
     name: &str,
     size: u32,
     scale: f64,
-) -> Option<(f64, f64, u64)> {
+) -> Option<(f64, f64, f64, u64)> {
     let out = std::process::Command::new("valgrind")
         .args([
             "--tool=cachegrind",
@@ -194,13 +198,23 @@ pub fn cachegrind(
         return None;
     }
     let err = String::from_utf8_lossy(&out.stderr);
-    let rd = |label: &str| -> Option<f64> {
+    // "==N== D1  misses:   1,234  (  1,000 rd   +   234 wr)"
+    let field = |label: &str, k: usize| -> Option<f64> {
         let line = err.lines().find(|l| l.contains(label))?;
         let inner = line.split('(').nth(1)?;
-        inner.split_whitespace().next()?.replace(',', "").parse().ok()
+        let nums: Vec<&str> = inner
+            .split_whitespace()
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .collect();
+        nums.get(k)?.replace(',', "").parse().ok()
     };
     let ops: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-    Some((rd("D1  misses:")?, rd("LLd misses:")?, ops))
+    Some((
+        field("D1  misses:", 0)?,
+        field("LLd misses:", 0)?,
+        field("D1  misses:", 1)?,
+        ops,
+    ))
 }
 
 #[cfg(test)]

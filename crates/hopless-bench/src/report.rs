@@ -211,7 +211,8 @@ pub fn fastpath_markdown(
     let _ = writeln!(
         out,
         "# hopless bench fastpath\n\nMedian of {rounds} rounds, strategies alternating. L2: {} KiB (cold working set: 4x). \
-         ns per op; fast-path hit rate; D1 / LL read misses per op from cachegrind (1 thread){}.\n",
+         ns per op; fast-path hit rate; D1 read and write misses and LL read misses per op from cachegrind \
+         (1 thread){}.\n",
         l2 >> 10,
         if valgrind { "" } else { " - valgrind not installed (apt-get install valgrind)" }
     );
@@ -238,8 +239,10 @@ pub fn fastpath_markdown(
                         Some(r) => {
                             let _ =
                                 write!(out, " {:.2} ns, {:.0}%", r.ns_per_op, r.fastpath_hit_rate * 100.0);
-                            if let (Some(d1), Some(ll)) = (r.d1_misses_per_op, r.ll_misses_per_op) {
-                                let _ = write!(out, ", D1 {d1:.3} LL {ll:.3}");
+                            if let (Some(d1), Some(ll), Some(w)) =
+                                (r.d1_misses_per_op, r.ll_misses_per_op, r.d1_write_misses_per_op)
+                            {
+                                let _ = write!(out, ", D1 rd {d1:.3} wr {w:.3}, LL rd {ll:.3}");
                             }
                             out.push_str(" |");
                         }

@@ -359,7 +359,7 @@ fn bench_fastpath(args: &FastpathArgs) -> Result<(), String> {
         }
     }
     // cachegrind: one thread, two op counts; the difference cancels start-up and set-up.
-    let mut misses: std::collections::HashMap<(usize, &str, u32), (f64, f64)> = Default::default();
+    let mut misses: std::collections::HashMap<(usize, &str, u32), (f64, f64, f64)> = Default::default();
     if valgrind {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         for (si, s) in STRATEGIES.iter().enumerate() {
@@ -373,11 +373,9 @@ fn bench_fastpath(args: &FastpathArgs) -> Result<(), String> {
                     let b = fastpath::cachegrind(&exe, s, sc, sz, hi);
                     bar.inc(1);
                     if let (Some(a), Some(b)) = (a, b) {
-                        let dops = b.2.saturating_sub(a.2).max(1) as f64;
-                        misses.insert(
-                            (si, sc, sz),
-                            (((b.0 - a.0) / dops).max(0.0), ((b.1 - a.1) / dops).max(0.0)),
-                        );
+                        let dops = b.3.saturating_sub(a.3).max(1) as f64;
+                        let per = |x: f64, y: f64| ((y - x) / dops).max(0.0);
+                        misses.insert((si, sc, sz), (per(a.0, b.0), per(a.1, b.1), per(a.2, b.2)));
                     }
                 }
             }
@@ -400,6 +398,7 @@ fn bench_fastpath(args: &FastpathArgs) -> Result<(), String> {
                 ns_per_op: report::median(&ns[&(si, ci)]),
                 d1_misses_per_op: m.map(|m| m.0),
                 ll_misses_per_op: m.map(|m| m.1),
+                d1_write_misses_per_op: m.map(|m| m.2),
                 fastpath_hit_rate: hit[&(si, ci)],
             });
         }
