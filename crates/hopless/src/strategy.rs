@@ -264,18 +264,9 @@ impl<F: FreeList> StrategyCache<F> {
     unsafe fn free_slow<P: PageSource>(&mut self, heap: &Heap<P>, class: usize, p: *mut u8) {
         self.slow_frees += 1;
         let mut buf = [ptr::null_mut(); BATCH];
-        let mut n = 0;
-        while n < BATCH {
-            // SAFETY: the list's blocks are free blocks of `class`.
-            let b = unsafe { self.lists[class].pop() };
-            if b.is_null() {
-                break;
-            }
-            buf[n] = b;
-            n += 1;
-        }
-        // SAFETY: blocks of `class` from `heap`, now unused; then the list has room for `p`.
+        // SAFETY: the list's blocks are free blocks of `class` from `heap`; then the list has room for `p`.
         unsafe {
+            let n = self.take_batch(class, &mut buf);
             heap.flush(class, &buf[..n]);
             self.lists[class].push(p);
         }
@@ -288,18 +279,10 @@ impl<F: FreeList> StrategyCache<F> {
     /// As for [`StrategyCache::alloc`].
     pub unsafe fn flush_all<P: PageSource>(&mut self, heap: &Heap<P>) {
         for class in 0..NUM_CLASSES {
+            let mut buf = [ptr::null_mut(); BATCH];
             loop {
-                let mut buf = [ptr::null_mut(); BATCH];
-                let mut n = 0;
-                while n < BATCH {
-                    // SAFETY: per the caller.
-                    let b = unsafe { self.lists[class].pop() };
-                    if b.is_null() {
-                        break;
-                    }
-                    buf[n] = b;
-                    n += 1;
-                }
+                // SAFETY: per the caller.
+                let n = unsafe { self.take_batch(class, &mut buf) };
                 if n == 0 {
                     break;
                 }
@@ -307,6 +290,25 @@ impl<F: FreeList> StrategyCache<F> {
                 unsafe { heap.flush(class, &buf[..n]) };
             }
         }
+    }
+
+    /// Pops up to `buf.len()` blocks of `class` into `buf`; returns how many.
+    ///
+    /// # Safety
+    ///
+    /// As for [`FreeList::pop`].
+    unsafe fn take_batch(&mut self, class: usize, buf: &mut [*mut u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            // SAFETY: per the caller.
+            let b = unsafe { self.lists[class].pop() };
+            if b.is_null() {
+                break;
+            }
+            buf[n] = b;
+            n += 1;
+        }
+        n
     }
 
     /// Fraction of allocations served without the central heap.
