@@ -13,36 +13,16 @@ use std::process::Command;
 fn c_program_passes_under_preload_and_when_linked() {
     let so = common::libhopless();
     let dir = common::scratch("c-abi");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/malloc_test.c");
-
     let plain = dir.join("malloc_test");
-    common::cc(&[
-        src,
-        "-O1",
-        "-pthread",
-        "-Wno-alloc-size-larger-than",
-        "-o",
-        plain.to_str().unwrap(),
-        "-ldl",
-    ]);
+    common::cc_program("malloc_test", &plain, &[]);
     let out = Command::new(&plain).env("LD_PRELOAD", &so).output().unwrap();
     common::assert_ok(&out, "preloaded");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
 
     let lib_dir = so.parent().unwrap().to_str().unwrap().to_string();
     let linked = dir.join("malloc_test_linked");
-    common::cc(&[
-        src,
-        "-O1",
-        "-pthread",
-        "-Wno-alloc-size-larger-than",
-        "-o",
-        linked.to_str().unwrap(),
-        "-ldl",
-        &format!("-L{lib_dir}"),
-        "-lhopless",
-        &format!("-Wl,-rpath,{lib_dir}"),
-    ]);
+    let (search, rpath) = (format!("-L{lib_dir}"), format!("-Wl,-rpath,{lib_dir}"));
+    common::cc_program("malloc_test", &linked, &[&search, "-lhopless", &rpath]);
     let ldd = Command::new("ldd")
         .arg(&linked)
         .env_remove("LD_LIBRARY_PATH")

@@ -14,8 +14,7 @@ fn the_seeds_races_are_caught_under_preload_in_debug_mode() {
     let so = common::libhopless();
     let dir = common::scratch("races");
     let bin = dir.join("races");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/races.c");
-    common::cc(&[src, "-O1", "-pthread", "-o", bin.to_str().unwrap()]);
+    common::cc_program("races", &bin, &[]);
     let run = |mode: &str| {
         let out = Command::new(&bin)
             .arg(mode)

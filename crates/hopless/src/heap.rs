@@ -702,14 +702,8 @@ impl<P: PageSource> Heap<P> {
     /// `p` is a live debug-mode block.
     #[cfg(feature = "debug")]
     pub unsafe fn debug_size(&self, p: *mut u8) -> usize {
-        // SAFETY: per the caller, the block ends with its size trailer.
-        unsafe {
-            let end = match (*segment_of(p)).kind {
-                SegmentKind::Large => self.usable_size(p),
-                _ => self.usable_size(p),
-            };
-            p.add(end - 8).cast::<u64>().read_unaligned() as usize
-        }
+        // SAFETY: per the caller, the block (slab or large) ends with its size trailer.
+        unsafe { p.add(self.usable_size(p) - 8).cast::<u64>().read_unaligned() as usize }
     }
 
     /// Debug mode: a checked free (see [`crate::debug`]).

@@ -30,6 +30,23 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Compiles one of the C test programs (`tests/c/NAME.c`) to `out`, with `extra` arguments last.
+pub fn cc_program(name: &str, out: &std::path::Path, extra: &[&str]) {
+    let src = format!("{}/tests/c/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let out = out.to_str().expect("utf-8 path");
+    let mut args = vec![
+        src.as_str(),
+        "-O1",
+        "-pthread",
+        "-Wno-alloc-size-larger-than",
+        "-o",
+        out,
+        "-ldl",
+    ];
+    args.extend_from_slice(extra);
+    cc(&args);
+}
+
 pub fn cc(args: &[&str]) {
     let out = Command::new("cc")
         .args(args)
