@@ -9,10 +9,8 @@
 //! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), the fork
 //! handlers are registered by hopless at the first allocation, and the exit report runs from `.fini_array`.
 //!
-//! Pointers hopless did not allocate (from before the preload took effect, or from the dynamic loader's
-//! early allocator) are recognised by the process-wide segment map: `free` leaves them alone, `realloc`
-//! moves their contents into a hopless block (reading glibc's chunk header for their size), and
-//! `malloc_usable_size` reports 0 for them.
+//! Pointers hopless did not allocate are recognised exactly (`Hopless::owns`): `free` and `realloc` of
+//! one report it and abort, as glibc does for an invalid pointer, and `malloc_usable_size` reports 0.
 //!
 //! # Layout
 //! Everything is in this file: the exports, errno handling, foreign pointers, and process hooks.
@@ -57,11 +55,9 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() {
         return;
     }
-    if !Hopless::owns(p.cast()) {
-        // Not ours (allocated before the preload took effect): leave it alone rather than corrupt anything.
-        return;
-    }
-    // SAFETY: a hopless pointer the program gives up (a double free is reported and stops the process).
+    // SAFETY: the program gives up a block; anything that is not a live hopless block (a double free,
+    // an interior, stack or foreign pointer, a header) is reported and stops the process, as glibc's
+    // "free(): invalid pointer" does.
     unsafe { Hopless::free(p.cast()) }
 }
 
@@ -82,23 +78,6 @@ pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     }
 }
 
-/// Size of a block glibc's malloc made, from its chunk header (for `realloc` of a foreign pointer).
-///
-/// # Safety
-///
-/// `p` came from glibc's malloc (so the 8 bytes before it are its chunk's size field).
-unsafe fn foreign_usable_size(p: *mut c_void) -> usize {
-    // SAFETY: per the caller, the size word precedes the user pointer.
-    let word = unsafe { p.cast::<usize>().sub(1).read() };
-    let chunk = word & !7;
-    let mmapped = word & 2 != 0;
-    let overhead = if mmapped { 16 } else { 8 };
-    if !(16..=(1 << 40)).contains(&chunk) {
-        return 0;
-    }
-    chunk - overhead
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if p.is_null() {
@@ -111,34 +90,13 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let old = if Hopless::owns(p.cast()) {
-        // SAFETY: a live hopless block.
-        let usable = unsafe { Hopless::usable_size(p.cast()) };
-        // In place while it fits and still uses at least half the block (never in debug mode, where the
-        // block's redzone starts right after the size it was allocated with).
-        #[cfg(feature = "debug")]
-        let in_place_ok = !hl::debug::debug_on();
-        #[cfg(not(feature = "debug"))]
-        let in_place_ok = true;
-        if in_place_ok && size <= usable && size > usable / 2 {
-            return p;
-        }
-        usable
-    } else {
-        // SAFETY: not ours, so glibc's (or the loader's) block with a chunk header before it.
-        unsafe { foreign_usable_size(p) }
-    };
-    // SAFETY: malloc has no preconditions.
-    let q = unsafe { malloc(size) };
+    let align = if size <= 8 { 8 } else { MALLOC_ALIGN };
+    // SAFETY: a live block of this allocator (anything else is reported); size > 0.
+    let q = unsafe { Hopless::realloc_unsized(p.cast(), size, align) };
     if q.is_null() {
-        return q; // errno set; the old block is untouched, as C requires.
+        set_errno(libc::ENOMEM); // the old block is untouched, as C requires
     }
-    // SAFETY: both blocks hold at least min(old, size) bytes and are distinct.
-    unsafe {
-        ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), old.min(size));
-        free(p);
-    }
-    q
+    q.cast()
 }
 
 #[no_mangle]

@@ -155,7 +155,6 @@ impl SlabPool {
                 map_len: SEGMENT_SIZE,
                 data_offset: 0,
                 usable: 0,
-                map_align: SEGMENT_SIZE,
                 next: ptr::null_mut(),
             });
             let slabs = crate::segment::slabs_of(seg);

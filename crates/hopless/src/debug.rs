@@ -308,11 +308,13 @@ pub fn first_not(bytes: &[u8], pattern: u8) -> Option<usize> {
 ///
 /// None beyond `p` being the program's claim of a hopless block.
 pub unsafe fn check_headers(p: *mut u8) -> Option<usize> {
-    if !SEGMENT_MAP.contains(p) {
-        fault("free of a pointer hopless did not allocate", p, usize::MAX, None);
-    }
-    let seg = segment_of(p);
-    // SAFETY: the segment map says the header is mapped.
+    let seg = match crate::segment::locate(p) {
+        crate::segment::Located::Foreign => {
+            fault("free of a pointer hopless did not allocate", p, usize::MAX, None)
+        }
+        crate::segment::Located::Large(seg) | crate::segment::Located::Slab(seg) => seg,
+    };
+    // SAFETY: `locate` found the header in the segment map: it is mapped.
     let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
     if magic != SEGMENT_MAGIC {
         fault(

@@ -9,13 +9,13 @@
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::heap::Heap;
 use crate::platform::OsPages;
 use crate::size_class::{self, small_class, SMALL_MAX};
 use crate::stats::{stat, Stats};
-use crate::thread_cache::ThreadCache;
+use crate::thread_cache::{mark_freed, ThreadCache};
 
 /// The process's heap.
 pub(crate) static HEAP: Heap<OsPages> = Heap::new(OsPages);
@@ -59,22 +59,36 @@ fn cache_or_init() -> *mut ThreadCache {
     if crate::debug::mode() & crate::debug::DEBUG != 0 {
         return ptr::null_mut();
     }
-    let tc = HEAP.new_thread_cache();
+    process_init();
+    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
     if tc.is_null() {
         return tc;
     }
-    register_exit(tc);
+    // Published before the exit hook is registered: `pthread_setspecific` allocates for keys past the
+    // first 32, and that allocation must find this cache rather than set up another one.
     CACHE.with(|c| c.set(tc));
+    register_exit(tc);
     tc
 }
 
-/// Once per process, at the first allocation: fork handlers that take every allocator lock before `fork()`
-/// and release them in parent and child, so a child of a threaded process can allocate.
-static FORK_HANDLERS: AtomicU8 = AtomicU8::new(0);
+// ------------------------------------------------------------------------------------------------------
+// Process set-up: at load time (`.init_array`), before the program's own code, so hopless's fork
+// handlers are registered before any the program registers (prepare handlers run in reverse order, so
+// hopless takes its locks last, after the program's handlers have allocated); and lazily at the first
+// slow-path operation, for a loader that skipped the constructor.
+
+const INIT_NONE: u8 = 0;
+const INIT_BUSY: u8 = 1;
+const INIT_READY: u8 = 2;
+static INIT: AtomicU8 = AtomicU8::new(INIT_NONE);
+/// The thread running the set-up: its own allocations during it (from `pthread_atfork`) go ahead.
+static INIT_OWNER: AtomicUsize = AtomicUsize::new(0);
+static KEY_OK: AtomicBool = AtomicBool::new(false);
+static KEY: AtomicU32 = AtomicU32::new(0);
 
 #[inline]
 fn process_init() {
-    if FORK_HANDLERS.load(Ordering::Relaxed) == 0 {
+    if INIT.load(Ordering::Acquire) != INIT_READY {
         process_init_slow();
     }
 }
@@ -82,57 +96,83 @@ fn process_init() {
 #[cold]
 #[inline(never)]
 fn process_init_slow() {
-    if FORK_HANDLERS
-        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
-        .is_ok()
-    {
-        extern "C" fn prepare() {
-            HEAP.lock_all();
+    loop {
+        match INIT.compare_exchange(INIT_NONE, INIT_BUSY, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(INIT_READY) => return,
+            Err(_) => {
+                if INIT_OWNER.load(Ordering::Relaxed) == crate::platform::thread_self() {
+                    return; // our own set-up allocating: go ahead without the rest of it
+                }
+                crate::platform::yield_now();
+            }
         }
-        extern "C" fn release() {
-            // SAFETY: runs once after `prepare`, in the forking thread (parent) or the child's only thread.
-            unsafe { HEAP.unlock_all() }
-        }
-        // SAFETY: plain extern "C" handlers; glibc keeps the first handlers in static storage (no allocation).
-        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
     }
+    INIT_OWNER.store(crate::platform::thread_self(), Ordering::Relaxed);
+    #[cfg(not(miri))]
+    {
+        // SAFETY: getauxval has no preconditions; AT_RANDOM points at 16 random bytes the kernel gave
+        // this process (or is 0).
+        let random = unsafe {
+            let at = libc::getauxval(libc::AT_RANDOM) as *const u8;
+            if at.is_null() {
+                0
+            } else {
+                at.cast::<usize>().read_unaligned()
+            }
+        };
+        crate::thread_cache::seed_free_key(random);
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor is an `extern "C"` fn. Creating a key does
+    // not allocate.
+    if unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) } == 0 {
+        KEY.store(key, Ordering::Relaxed);
+        KEY_OK.store(true, Ordering::Release);
+    }
+    // SAFETY: plain extern "C" handlers.
+    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    INIT_OWNER.store(0, Ordering::Relaxed);
+    INIT.store(INIT_READY, Ordering::Release);
 }
 
-const KEY_NONE: u8 = 0;
-const KEY_BUSY: u8 = 1;
-const KEY_READY: u8 = 2;
-const KEY_FAILED: u8 = 3;
-static KEY_STATE: AtomicU8 = AtomicU8::new(KEY_NONE);
-static KEY: AtomicU32 = AtomicU32::new(0);
+extern "C" fn fork_prepare() {
+    HEAP.lock_all();
+    crate::lock::set_fork_holder();
+}
 
-/// Arranges for `tc` to be retired when the thread exits (pthread keys neither allocate on creation nor,
-/// for the first 32 keys of a process, on set).
-fn register_exit(tc: *mut ThreadCache) {
-    loop {
-        match KEY_STATE.load(Ordering::Acquire) {
-            KEY_READY => break,
-            KEY_FAILED => return,
-            KEY_NONE => {
-                if KEY_STATE
-                    .compare_exchange(KEY_NONE, KEY_BUSY, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    let mut key: libc::pthread_key_t = 0;
-                    // SAFETY: `key` is a valid out-pointer; the destructor is an `extern "C"` fn.
-                    let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
-                    if rc == 0 {
-                        KEY.store(key, Ordering::Relaxed);
-                        KEY_STATE.store(KEY_READY, Ordering::Release);
-                    } else {
-                        KEY_STATE.store(KEY_FAILED, Ordering::Release);
-                    }
-                }
-            }
-            _ => crate::platform::yield_now(),
-        }
+extern "C" fn fork_parent() {
+    crate::lock::clear_fork_holder();
+    // SAFETY: runs once after `fork_prepare`, in the forking thread, which holds every lock.
+    unsafe { HEAP.unlock_all() }
+}
+
+extern "C" fn fork_child() {
+    crate::lock::clear_fork_holder();
+    let tc = current();
+    if tc != empty() {
+        // SAFETY: the child's only thread and its own cache; the registry lock is held (by it).
+        unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
     }
-    // SAFETY: the key was created above; the value is only passed back to `on_thread_exit`.
-    unsafe { libc::pthread_setspecific(KEY.load(Ordering::Relaxed), tc.cast()) };
+    // SAFETY: the child's only thread, a copy of the forking one, holds every lock.
+    unsafe { HEAP.unlock_all() }
+}
+
+extern "C" fn on_load() {
+    process_init();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// Arranges for `tc` to be retired when the thread exits. If that fails (no key, or no memory for the
+/// key's slot), the cache is reclaimed later anyway, once its thread is found dead.
+fn register_exit(tc: *mut ThreadCache) {
+    if KEY_OK.load(Ordering::Acquire) {
+        // SAFETY: the key exists; the value is only passed back to `on_thread_exit`.
+        unsafe { libc::pthread_setspecific(KEY.load(Ordering::Relaxed), tc.cast()) };
+    }
 }
 
 unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
@@ -183,7 +223,8 @@ unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
     }
 }
 
-/// The magazine was full (or this thread has no cache yet).
+/// The magazine was full (or this thread has no cache yet, or debug mode is on). The block's free key
+/// has not been written.
 ///
 /// # Safety
 ///
@@ -197,8 +238,20 @@ unsafe fn free_slow(class: usize, p: *mut u8) {
         // SAFETY: forwarded; debug_free checks everything.
         return unsafe { HEAP.debug_free(p) };
     }
-    // SAFETY: the caller frees an in-use block of `class`; the cache is this thread's or null.
-    unsafe { HEAP.free_class(cache_or_init(), class, p) }
+    // SAFETY: the caller frees a block of `class`; the cache is this thread's or null.
+    unsafe { HEAP.free_checked(cache_or_init(), class, p) }
+}
+
+/// The block's free key was already there (see `Heap::free_suspect`).
+///
+/// # Safety
+///
+/// As for [`free_slow`].
+#[cold]
+#[inline(never)]
+unsafe fn free_suspect(class: usize, p: *mut u8) {
+    // SAFETY: forwarded; the cache is this thread's (the fast path found room in it).
+    unsafe { HEAP.free_suspect(current(), class, p) }
 }
 
 /// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.
@@ -302,11 +355,67 @@ impl Hopless {
         unsafe { HEAP.free_batch(cache_or_init(), layout.size(), layout.align(), blocks) }
     }
 
-    /// Whether `p` points into memory hopless manages (a slab segment or a large mapping): what a C `free`
-    /// of a pointer from elsewhere (allocated before an `LD_PRELOAD` took effect, say) must check first.
+    /// Whether `p` points into memory hopless manages: a slab segment (blocks and their headers) or a
+    /// large mapping, exactly (the rest of a 4 MiB slot that a large mapping only partly covers is not
+    /// ours). A pointer into hopless's headers is ours, and freeing it is reported.
     #[inline]
     pub fn owns(p: *const u8) -> bool {
-        crate::segment::SEGMENT_MAP.contains(p)
+        !matches!(crate::segment::locate(p), crate::segment::Located::Foreign)
+    }
+
+    /// `realloc` without the old size (the C contract): in place when the block's class still fits, a
+    /// large block by moving its pages, otherwise allocate, copy, free. `align` is the alignment the new
+    /// block needs if it moves. Null on failure, the old block untouched. A pointer that is not a live
+    /// hopless block is reported.
+    ///
+    /// # Safety
+    ///
+    /// `p` was returned by this allocator and is live; `new_size > 0`; `align` a power of two.
+    pub unsafe fn realloc_unsized(p: *mut u8, new_size: usize, align: usize) -> *mut u8 {
+        #[cfg(feature = "debug")]
+        if crate::debug::debug_on() {
+            // Debug mode never resizes in place: the old block is checked and poisoned.
+            // SAFETY: per the caller (a foreign pointer is reported by the free).
+            let old = if Self::owns(p) {
+                unsafe { HEAP.debug_size(p) }
+            } else {
+                0
+            };
+            let q = HEAP.debug_alloc(new_size, align, false);
+            if !q.is_null() {
+                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
+                unsafe {
+                    ptr::copy_nonoverlapping(p, q, old.min(new_size));
+                    HEAP.debug_free(p);
+                }
+            }
+            return q;
+        }
+        // SAFETY: per the caller.
+        let usable = unsafe { HEAP.usable_size(p) };
+        if usable == 0 {
+            // Not a live block: the free reports it.
+            // SAFETY: reported, never freed.
+            unsafe { Self::free(p) };
+            return ptr::null_mut();
+        }
+        if size_class::class_for(new_size, align).is_none() {
+            // SAFETY: per the caller; only acts on a live large block.
+            if let Some(q) = unsafe { HEAP.realloc_large(p, new_size) } {
+                return q;
+            }
+        } else if new_size <= usable && new_size > usable / 2 {
+            return p;
+        }
+        let q = Self::alloc_bytes(new_size, align, false);
+        if !q.is_null() {
+            // SAFETY: both blocks hold min(usable, new) bytes and are distinct; `p` is given up.
+            unsafe {
+                ptr::copy_nonoverlapping(p, q, usable.min(new_size));
+                Self::free(p);
+            }
+        }
+        q
     }
 
     /// Allocates `size > 0` bytes aligned to `align` (a power of two): the C entry point, with the same
@@ -324,22 +433,6 @@ impl Hopless {
                 GlobalAlloc::alloc(&Hopless, layout)
             }
         }
-    }
-
-    /// Takes every allocator lock: call right before `fork()` (a `pthread_atfork` prepare handler), so
-    /// the child never inherits a lock held by a thread that does not exist there.
-    pub fn prepare_fork() {
-        HEAP.lock_all();
-    }
-
-    /// Releases the locks [`Hopless::prepare_fork`] took, in the parent or in the child after `fork()`.
-    ///
-    /// # Safety
-    ///
-    /// Called exactly once after each `prepare_fork`, by the thread that forked (or the child's only thread).
-    pub unsafe fn after_fork() {
-        // SAFETY: per the caller, this thread holds every lock from `prepare_fork`.
-        unsafe { HEAP.unlock_all() }
     }
 
     /// Writes the slabinfo-style statistics table to stderr without allocating (a fixed stack buffer).
@@ -416,14 +509,20 @@ unsafe impl GlobalAlloc for Hopless {
         if size <= SMALL_MAX && align <= 16 {
             let class = small_class(size.max(align));
             let tc = current();
-            // SAFETY: per the GlobalAlloc contract `p` is a live block of this layout, so of `class`.
-            if unsafe { ThreadCache::push(tc, class, p) } {
-                // SAFETY: `tc` is live: the empty cache never accepts a block.
-                stat!(unsafe { (*tc).counters[class].free_fast.bump() });
-                return;
+            // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and
+            // threads without a cache take the slow path); per the GlobalAlloc contract `p` is a live
+            // block of this layout, so of `class`: at least 8 bytes, aligned to 8.
+            unsafe {
+                if ThreadCache::has_room(tc, class) {
+                    if !mark_freed(p) {
+                        return free_suspect(class, p);
+                    }
+                    ThreadCache::push_unchecked(tc, class, p);
+                    stat!((*tc).counters[class].free_fast.bump());
+                    return;
+                }
+                return free_slow(class, p);
             }
-            // SAFETY: as above.
-            return unsafe { free_slow(class, p) };
         }
         // SAFETY: as above; the header lookup finds the class or the large mapping.
         unsafe { Hopless::free(p) }

@@ -7,6 +7,7 @@
 //! driven by explicit thread caches instead of thread-local ones.
 
 use core::ptr;
+use core::sync::atomic::Ordering;
 
 use crate::central::{ClassHeap, SlabPool, KEEP_EMPTY_SMALL};
 use crate::large::LargeCache;
@@ -14,18 +15,30 @@ use crate::lock::SpinLock;
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::report::Msg;
 use crate::segment::{
-    segment_of, slab_of, FreeError, SegmentKind, Slab, SlabState, SEGMENT_MAGIC, SEGMENT_MAP,
+    locate, segment_of, slab_of, FreeError, Located, SegmentHeader, SegmentKind, Slab, SlabState,
+    SEGMENT_MAGIC, SEGMENT_MAP,
 };
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
-use crate::thread_cache::ThreadCache;
+use crate::thread_cache::{mark_freed, ThreadCache};
 
-/// The registry of thread caches: every one ever made (for stats) and the parked ones (for reuse).
+/// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
 struct Caches {
     all: *mut ThreadCache,
     parked: *mut ThreadCache,
+    /// Caches on `parked`.
+    parked_len: usize,
+    /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
+    cursor: *mut ThreadCache,
     made: u64,
 }
+
+/// Parked caches kept for new threads (their first page stays mapped); a thread that exits past this
+/// unmaps its cache. With the `stats` feature caches are never unmapped: their counters are the stats.
+const MAX_PARKED: usize = 64;
+
+/// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
+const ORPHAN_PROBES: usize = 4;
 
 // SAFETY: the cache pointers are only followed under the registry lock (or by their owning thread).
 unsafe impl Send for Caches {}
@@ -56,13 +69,11 @@ impl<P: PageSource> Heap<P> {
             caches: SpinLock::new(Caches {
                 all: ptr::null_mut(),
                 parked: ptr::null_mut(),
+                parked_len: 0,
+                cursor: ptr::null_mut(),
                 made: 0,
             }),
         }
-    }
-
-    pub fn source(&self) -> &P {
-        &self.source
     }
 
     fn pool(&self, class: usize) -> &SlabPool {
@@ -213,31 +224,74 @@ impl<P: PageSource> Heap<P> {
     // ---------------------------------------------------------------------------------------------------
     // Thread caches.
 
-    /// A cache for a new thread: a parked one, or a new one from the page source (never from the
-    /// allocator's public path). Null when out of memory.
-    pub fn new_thread_cache(&self) -> *mut ThreadCache {
-        {
+    /// A cache for a new thread: a parked one, the cache of a thread that died without retiring it, or a
+    /// new one from the page source (never from the allocator's public path). Null when out of memory.
+    /// `tid` is the calling thread's kernel id.
+    pub fn new_thread_cache(&self, tid: i32) -> *mut ThreadCache {
+        let orphan = {
             let mut g = self.caches.lock();
             let tc = g.parked;
             if !tc.is_null() {
                 // SAFETY: parked caches are valid and owned by the registry.
-                g.parked = unsafe { (*tc).next_parked };
+                unsafe {
+                    g.parked = (*tc).next_parked;
+                    g.parked_len = g.parked_len.saturating_sub(1);
+                    (*tc).owner_tid.store(tid, Ordering::Relaxed);
+                    (*tc).live.store(true, Ordering::Relaxed);
+                }
                 return tc;
             }
+            self.find_orphan(&mut g, tid)
+        };
+        if !orphan.is_null() {
+            // SAFETY: its thread is gone and the registry handed it to us alone: its blocks are free
+            // blocks nobody else can reach.
+            unsafe { self.flush_all(orphan) };
+            return orphan;
         }
         let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
         let tc = self.source.reserve(size, PAGE_SIZE).cast::<ThreadCache>();
         if tc.is_null() {
             return tc;
         }
-        // SAFETY: fresh zeroed memory, big and aligned enough; all-zero is a valid ThreadCache.
-        unsafe { (*tc).init() };
+        // SAFETY: fresh zeroed memory, big and aligned enough; all-zero is a valid ThreadCache (every
+        // capacity zero: magazines open as their classes are first used).
+        unsafe {
+            (*tc).owner_tid.store(tid, Ordering::Relaxed);
+            (*tc).live.store(true, Ordering::Relaxed);
+        }
         let mut g = self.caches.lock();
         // SAFETY: `tc` is valid and not yet shared.
         unsafe { (*tc).next_all = g.all };
         g.all = tc;
-        g.made += 1;
+        g.made = g.made.wrapping_add(1);
         tc
+    }
+
+    /// Looks at a few live caches for one whose owner thread no longer exists (a thread whose first
+    /// allocation came in the last round of TSD destructors never runs hopless's exit hook; nor do the
+    /// other threads of a parent in a `fork` child). Hands it over to `tid`, or returns null.
+    fn find_orphan(&self, g: &mut Caches, tid: i32) -> *mut ThreadCache {
+        for _ in 0..ORPHAN_PROBES {
+            let mut tc = g.cursor;
+            if tc.is_null() {
+                tc = g.all;
+            }
+            if tc.is_null() {
+                return tc;
+            }
+            // SAFETY: caches on `all` are mapped while the registry lock is held.
+            unsafe {
+                g.cursor = (*tc).next_all;
+                if (*tc).live.load(Ordering::Relaxed)
+                    && !self.source.thread_alive((*tc).owner_tid.load(Ordering::Relaxed))
+                {
+                    (*tc).owner_tid.store(tid, Ordering::Relaxed);
+                    return tc;
+                }
+            }
+        }
+        ptr::null_mut()
     }
 
     /// Returns every block of a cache to the central heap.
@@ -246,20 +300,22 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `tc` is a live cache that only the calling thread uses.
     pub unsafe fn flush_all(&self, tc: *mut ThreadCache) {
+        let mut buf = [ptr::null_mut(); MAG_MAX];
         for class in 0..NUM_CLASSES {
-            // SAFETY: the magazine is the calling thread's; its slots[..count] are blocks of `class`.
+            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
             unsafe {
-                let m = ThreadCache::mag(tc, class);
-                let n = (*m).count as usize;
-                if n > 0 {
-                    (*m).count = 0;
-                    self.flush(class, &(&(*m).slots)[..n]);
+                let n = ThreadCache::take_oldest(tc, class, MAG_MAX, &mut buf);
+                if let Some(blocks) = buf.get(..n) {
+                    if n > 0 {
+                        self.flush(class, blocks);
+                    }
                 }
             }
         }
     }
 
-    /// Returns an exiting thread's blocks and parks its cache for the next thread.
+    /// Returns an exiting thread's blocks, gives its magazine pages back, and parks its cache for the next
+    /// thread (or unmaps it when enough are parked).
     ///
     /// # Safety
     ///
@@ -267,10 +323,57 @@ impl<P: PageSource> Heap<P> {
     pub unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
         // SAFETY: per the caller.
         unsafe { self.flush_all(tc) };
-        let mut g = self.caches.lock();
-        // SAFETY: the cache is ours to file.
-        unsafe { (*tc).next_parked = g.parked };
-        g.parked = tc;
+        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+        // The magazines after the first page: zero again, so each class reopens on first use. Concurrent
+        // readers (the double-free check) see empty magazines either way.
+        // SAFETY: whole pages of the cache's own reservation, holding only magazines, all empty now.
+        unsafe {
+            let first = (&raw mut (*tc).mags).cast::<u8>();
+            let from = first.addr().next_multiple_of(PAGE_SIZE) - tc.addr();
+            if from < size {
+                self.source.decommit(tc.cast::<u8>().add(from), size - from);
+            }
+        }
+        let mut release = false;
+        {
+            let mut g = self.caches.lock();
+            // SAFETY: the cache is ours to file; the registry lock guards the lists.
+            unsafe {
+                (*tc).live.store(false, Ordering::Relaxed);
+                if g.parked_len < MAX_PARKED || cfg!(feature = "stats") {
+                    (*tc).next_parked = g.parked;
+                    g.parked = tc;
+                    g.parked_len += 1;
+                } else {
+                    // Unlink it from `all`.
+                    let mut link: *mut *mut ThreadCache = &raw mut g.all;
+                    while !(*link).is_null() && *link != tc {
+                        link = &raw mut (**link).next_all;
+                    }
+                    if *link == tc {
+                        *link = (*tc).next_all;
+                        if g.cursor == tc {
+                            g.cursor = (*tc).next_all;
+                        }
+                        release = true;
+                    }
+                }
+            }
+        }
+        if release {
+            // SAFETY: unlinked from every list under the lock; nobody can reach it any more.
+            unsafe { self.source.release(tc.cast(), size, PAGE_SIZE) };
+        }
+    }
+
+    /// Updates a forking thread's cache in the child (its kernel thread id changed).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache.
+    pub unsafe fn adopt_after_fork(&self, tc: *mut ThreadCache, tid: i32) {
+        // SAFETY: per the caller.
+        unsafe { (*tc).owner_tid.store(tid, Ordering::Relaxed) };
     }
 
     // ---------------------------------------------------------------------------------------------------
@@ -284,18 +387,24 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
-        // SAFETY: the magazine is the calling thread's own.
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let want = batch(class).min(MAG_MAX);
+        // SAFETY: the magazine is the calling thread's own, and empty.
         unsafe {
-            let m = ThreadCache::mag(tc, class);
-            debug_assert_eq!((*m).count, 0);
-            let n = self.refill(class, &mut (&mut (*m).slots)[..batch(class)]);
-            (*m).count = n as u32;
+            ThreadCache::open(tc, class);
+            let n = match buf.get_mut(..want) {
+                Some(out) => self.refill(class, out),
+                None => 0,
+            };
+            if let Some(blocks) = buf.get(..n) {
+                ThreadCache::fill(tc, class, blocks);
+            }
             stat!((*tc).counters[class].alloc_slow.bump());
             ThreadCache::pop(tc, class)
         }
     }
 
-    /// The magazine of `class` is full: flush its older half, then keep `p`.
+    /// The magazine of `class` is full (or not opened yet): flush its older half, then keep `p`.
     ///
     /// # Safety
     ///
@@ -303,17 +412,22 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        // SAFETY: the magazine is the calling thread's own; the older half is slots[..half].
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        // SAFETY: the magazine is the calling thread's own.
         unsafe {
-            let m = ThreadCache::mag(tc, class);
-            let count = (*m).count as usize;
-            let half = count.div_ceil(2);
-            self.flush(class, &(&(*m).slots)[..half]);
-            (*m).slots.copy_within(half..count, 0);
-            (*m).count = (count - half) as u32;
+            ThreadCache::open(tc, class);
+            if ThreadCache::push(tc, class, p) {
+                return;
+            }
+            let half = ThreadCache::count(tc, class).div_ceil(2);
+            let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
+            if let Some(blocks) = buf.get(..n) {
+                self.flush(class, blocks);
+            }
             stat!((*tc).counters[class].free_slow.bump());
-            let pushed = ThreadCache::push(tc, class, p);
-            debug_assert!(pushed);
+            if !ThreadCache::push(tc, class, p) {
+                self.flush(class, &[p]);
+            }
         }
     }
 
@@ -357,7 +471,8 @@ impl<P: PageSource> Heap<P> {
         p
     }
 
-    /// Frees a block of known class through `tc` (null: uncached).
+    /// Frees a block of known class through `tc` (null: uncached), after its double-free check: the
+    /// caller has written the block's free key ([`mark_freed`]) or confirmed the block is in use.
     ///
     /// # Safety
     ///
@@ -379,8 +494,89 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
+    /// Frees a block of known class, checking first that it is not already free (its free key).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_class`], but `p` may be a block freed already (which is reported).
+    #[inline]
+    pub unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller, `p` is a block of `class` (at least 8 bytes, aligned to 8).
+        unsafe {
+            if !mark_freed(p) {
+                return self.free_suspect(tc, class, p);
+            }
+            self.free_class(tc, class, p)
+        }
+    }
+
+    /// A block being freed already holds its free key: either it is free (a double free: reported), or
+    /// it was handed out again and its first word never written since. The truth is where free blocks
+    /// are: the thread's magazine, the slab bitmap, or another thread's magazine.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_checked`].
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: `tc` is the calling thread's own cache.
+        if !tc.is_null() && unsafe { ThreadCache::holds(tc, class, p) } {
+            report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
+        }
+        // SAFETY: `p` is in a live segment of `class` (the caller checked its headers).
+        let s = unsafe { slab_of(segment_of(p), p) };
+        {
+            let _g = self.class(class).inner.lock();
+            // SAFETY: the class lock owns the bitmap of its slabs.
+            if unsafe { Slab::is_free(s, p) } {
+                drop(_g);
+                report_bad_free(FreeError::DoubleFree, p, class, s);
+            }
+        }
+        {
+            let g = self.caches.lock();
+            let mut other = g.all;
+            while !other.is_null() {
+                // SAFETY: caches on `all` stay mapped while the registry lock is held; `holds` reads a
+                // magazine another thread may be changing, through atomics.
+                unsafe {
+                    if other != tc
+                        && (*other).live.load(Ordering::Relaxed)
+                        && ThreadCache::holds(other, class, p)
+                    {
+                        drop(g);
+                        report_bad_free(FreeError::DoubleFree, p, class, s);
+                    }
+                    other = (*other).next_all;
+                }
+            }
+        }
+        // In use after all: its first word just happened to hold the key.
+        // SAFETY: per the caller.
+        unsafe { self.free_class(tc, class, p) }
+    }
+
+    /// The slab of a block in a small or medium segment (for reports).
+    fn slab_for_report(&self, p: *mut u8) -> *mut Slab {
+        match locate(p) {
+            // SAFETY: a live small/medium segment holds `p`.
+            Located::Slab(seg) => unsafe { slab_of(seg, p) },
+            _ => ptr::null_mut(),
+        }
+    }
+
+    fn class(&self, class: usize) -> &ClassHeap {
+        match self.classes.get(class) {
+            Some(c) => c,
+            None => report_bad_free(FreeError::BadSlab, ptr::null_mut(), class, ptr::null_mut()),
+        }
+    }
+
     /// Frees any block by its address alone: the segment header says small, medium or large, and for a
-    /// slab block the slab header says its class. Pointers that are not ours are reported.
+    /// slab block the slab header says its class. Pointers that are not in-use blocks of this heap
+    /// (foreign, interior, metadata, never handed out, freed already) are reported, and the process
+    /// stops, before anything could hand the block out twice.
     ///
     /// # Safety
     ///
@@ -388,56 +584,79 @@ impl<P: PageSource> Heap<P> {
     /// [`Heap::free_class`].
     #[inline]
     pub unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
-        if !SEGMENT_MAP.contains(p) {
-            report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut());
-        }
-        let seg = segment_of(p);
-        // SAFETY: the segment map says `p` is in a live hopless segment: its header is mapped.
-        let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
-        if magic != SEGMENT_MAGIC {
-            report_bad_free(FreeError::BadSlab, p, usize::MAX, ptr::null_mut());
-        }
-        match kind {
-            SegmentKind::Large => {
-                // SAFETY: a large block's header, and the block is being freed.
-                unsafe {
-                    if p != seg.cast::<u8>().add((*seg).data_offset) {
-                        report_bad_free(FreeError::NotBlockStart, p, usize::MAX, ptr::null_mut());
+        match locate(p) {
+            Located::Foreign => report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut()),
+            // SAFETY: a large block's header (mapped: `locate` found it in the map).
+            Located::Large(seg) => unsafe { self.free_large(seg, p) },
+            Located::Slab(seg) => {
+                // SAFETY: `locate` found `p` in a live small/medium segment.
+                let class = match unsafe { Slab::check_free(seg, p) } {
+                    Ok(c) => c,
+                    Err(FreeError::Metadata) => {
+                        report_bad_free(FreeError::Metadata, p, usize::MAX, ptr::null_mut())
                     }
-                    self.large.free(&self.source, seg)
-                }
-            }
-            SegmentKind::Small | SegmentKind::Medium => {
-                // SAFETY: a small/medium segment; the slab's class is stable while `p` is in use.
-                let class = unsafe { (*slab_of(seg, p)).class as usize };
-                if class >= NUM_CLASSES {
-                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
-                }
-                // SAFETY: `p` is a block of `class` (the flush re-checks this against the bitmap).
-                unsafe { self.free_class(tc, class, p) }
+                    // SAFETY: as above.
+                    Err(e) => report_bad_free(e, p, usize::MAX, unsafe { slab_of(seg, p) }),
+                };
+                // SAFETY: `p` is a handed-out block of `class`; whether it is free already is checked.
+                unsafe { self.free_checked(tc, class, p) }
             }
         }
     }
 
-    /// Usable bytes of a block (its class size, or a large block's mapping minus its header).
+    /// # Safety
+    ///
+    /// `seg` is a mapped large-block header and `p` lies in its mapping.
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_large(&self, seg: *mut SegmentHeader, p: *mut u8) {
+        // SAFETY: per the caller.
+        unsafe {
+            if (*seg).magic != SEGMENT_MAGIC {
+                report_bad_free(FreeError::LargeNotInUse, p, usize::MAX, ptr::null_mut());
+            }
+            if p != seg.cast::<u8>().wrapping_add((*seg).data_offset) {
+                let e = if p.addr() < seg.addr() + (*seg).data_offset {
+                    FreeError::Metadata
+                } else {
+                    FreeError::NotBlockStart
+                };
+                report_bad_free(e, p, usize::MAX, ptr::null_mut());
+            }
+            self.large.free(&self.source, seg)
+        }
+    }
+
+    /// Usable bytes of a block (its class size, or a large block's mapping minus its header); 0 for a
+    /// pointer that is not the start of a block of this heap.
     ///
     /// # Safety
     ///
-    /// `p` is an in-use block of this heap.
+    /// `p` is an in-use block of this heap, or not a hopless pointer at all.
     pub unsafe fn usable_size(&self, p: *mut u8) -> usize {
-        let seg = segment_of(p);
-        // SAFETY: per the caller, the segment is live.
-        unsafe {
-            match (*seg).kind {
-                SegmentKind::Large => (*seg).usable - (p.addr() - seg.addr() - (*seg).data_offset),
-                _ => class_size((*slab_of(seg, p)).class as usize),
-            }
+        match locate(p) {
+            Located::Foreign => 0,
+            // SAFETY: a mapped large-block header.
+            Located::Large(seg) => unsafe {
+                let start = seg.addr() + (*seg).data_offset;
+                if (*seg).magic != SEGMENT_MAGIC || p.addr() < start {
+                    0
+                } else {
+                    (*seg).usable.saturating_sub(p.addr() - start)
+                }
+            },
+            // SAFETY: a live small/medium segment holds `p`.
+            Located::Slab(seg) => match unsafe { Slab::check_free(seg, p) } {
+                Ok(class) => class_size(class),
+                Err(_) => 0,
+            },
         }
     }
 
     /// Resizes a block allocated with (`old_size`, `align`). In place while the new size maps to the same
-    /// class (or, for a large block, fits its mapping and uses at least half of it); otherwise allocates,
-    /// copies and frees. Null on failure, with the old block untouched.
+    /// class; a large block that stays large is resized by moving its pages (never its bytes) or in place
+    /// while the new size fits and uses at least half of it; otherwise allocates, copies and frees. Null
+    /// on failure, with the old block untouched.
     ///
     /// # Safety
     ///
@@ -452,17 +671,16 @@ impl<P: PageSource> Heap<P> {
         new_size: usize,
     ) -> *mut u8 {
         let old_class = size_class::class_for(old_size, align);
+        let new_class = size_class::class_for(new_size, align);
         match old_class {
-            Some(c) if size_class::class_for(new_size, align) == Some(c) => return p,
-            None => {
+            Some(c) if new_class == Some(c) => return p,
+            None if new_class.is_none() => {
                 // SAFETY: `p` is a live large block (its layout has no class).
-                let usable = unsafe { self.usable_size(p) };
-                let large_again = size_class::class_for(new_size, align).is_none();
-                if large_again && new_size <= usable && new_size > usable / 2 {
-                    return p;
+                if let Some(q) = unsafe { self.realloc_large(p, new_size) } {
+                    return q;
                 }
             }
-            Some(_) => {}
+            _ => {}
         }
         // SAFETY: per the caller.
         let q = unsafe { self.alloc(tc, new_size, align, false) };
@@ -474,6 +692,26 @@ impl<P: PageSource> Heap<P> {
             }
         }
         q
+    }
+
+    /// Resizes a live large block without copying: in place when the new size fits and uses at least half
+    /// of it, else by resizing its mapping. `Some(null)` is never returned; `None` means "copy instead".
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live large block of this heap that the caller owns.
+    pub unsafe fn realloc_large(&self, p: *mut u8, new_size: usize) -> Option<*mut u8> {
+        let Located::Large(seg) = locate(p) else {
+            return None;
+        };
+        // SAFETY: a live large block's header.
+        let usable = unsafe { (*seg).usable };
+        if new_size <= usable && new_size > usable / 2 {
+            return Some(p);
+        }
+        // SAFETY: per the caller, the block is ours alone.
+        let q = unsafe { self.large.resize(&self.source, seg, new_size) };
+        (!q.is_null()).then_some(q)
     }
 
     /// Fills `out` with blocks of (`size`, `align`); returns how many (all, unless out of memory). Blocks
@@ -543,8 +781,17 @@ impl<P: PageSource> Heap<P> {
         };
         let mut i = 0;
         if !tc.is_null() {
-            // SAFETY: per the caller.
-            while i < blocks.len() && unsafe { ThreadCache::push(tc, class, blocks[i]) } {
+            // SAFETY: per the caller, `tc` is the calling thread's live cache.
+            unsafe { ThreadCache::open(tc, class) };
+            while let Some(&p) = blocks.get(i) {
+                // SAFETY: per the caller, `p` is a block of `class` being freed.
+                unsafe {
+                    if !mark_freed(p) {
+                        self.free_suspect(tc, class, p);
+                    } else if !ThreadCache::push(tc, class, p) {
+                        break;
+                    }
+                }
                 i += 1;
             }
             // SAFETY: per the caller, `tc` is live.
@@ -555,8 +802,8 @@ impl<P: PageSource> Heap<P> {
                 // SAFETY: per the caller.
                 unsafe { (*tc).counters[class].free_slow.add((blocks.len() - i) as u64) }
             });
-            // SAFETY: per the caller.
-            unsafe { self.flush(class, &blocks[i..]) };
+            // SAFETY: per the caller; the bitmap checks each of these for a double free.
+            unsafe { self.flush(class, blocks.get(i..).unwrap_or(&[])) };
         }
     }
 
@@ -719,7 +966,10 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: check_headers validates everything it reads through the segment map first.
         match unsafe { debug::check_headers(p) } {
             None => {
-                let seg = segment_of(p);
+                let seg = match locate(p) {
+                    Located::Large(seg) => seg,
+                    _ => segment_of(p),
+                };
                 // SAFETY: a live large block (its header magic was checked).
                 unsafe {
                     if p != seg.cast::<u8>().add((*seg).data_offset) {
@@ -764,7 +1014,7 @@ impl<P: PageSource> Heap<P> {
                         let i = (*s).index_of(p);
                         (
                             (*s).bitmap[i / 64] & (1 << (i % 64)) != 0,
-                            i >= (*s).carved as usize,
+                            i >= (*s).carved.load(Ordering::Relaxed) as usize,
                         )
                     };
                     if free {

@@ -7,7 +7,29 @@
 //! most 64 pointers) and never allocate, so spinning is the right first response.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// The thread (its `pthread_self`) that holds every allocator lock across a `fork()`, from hopless's
+/// prepare handler to its parent/child handlers; 0 otherwise. Other `pthread_atfork` handlers of the
+/// program run in that window on the same thread and may allocate (glibc allows it): their lock requests
+/// find the lock taken by this thread, between operations, and go ahead without taking it again.
+static FORK_HOLDER: AtomicUsize = AtomicUsize::new(0);
+
+/// Marks the calling thread as the holder of every lock (after taking them all for `fork`).
+pub fn set_fork_holder() {
+    FORK_HOLDER.store(crate::platform::thread_self(), Ordering::Release);
+}
+
+/// Clears the mark (before releasing the locks after `fork`).
+pub fn clear_fork_holder() {
+    FORK_HOLDER.store(0, Ordering::Release);
+}
+
+#[cold]
+fn held_for_fork_by_me() -> bool {
+    let h = FORK_HOLDER.load(Ordering::Acquire);
+    h != 0 && h == crate::platform::thread_self()
+}
 
 /// A spin lock protecting a `T`.
 pub struct SpinLock<T> {
@@ -36,14 +58,25 @@ impl<T> SpinLock<T> {
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            self.lock_slow();
+            return SpinGuard {
+                lock: self,
+                release: self.lock_slow(),
+            };
         }
-        SpinGuard { lock: self }
+        SpinGuard {
+            lock: self,
+            release: true,
+        }
     }
 
+    /// Waits for the lock; false when the calling thread holds it already for `fork` (the guard must not
+    /// release it then).
     #[cold]
     #[inline(never)]
-    fn lock_slow(&self) {
+    fn lock_slow(&self) -> bool {
+        if held_for_fork_by_me() {
+            return false;
+        }
         let mut spins = 0u32;
         loop {
             while self.locked.load(Ordering::Relaxed) {
@@ -61,7 +94,7 @@ impl<T> SpinLock<T> {
                 .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                return;
+                return true;
             }
         }
     }
@@ -84,20 +117,13 @@ impl<T> SpinLock<T> {
     pub unsafe fn raw_unlock(&self) {
         self.locked.store(false, Ordering::Release);
     }
-
-    /// Forces the lock open, whoever held it (a `fork` child, where the holder no longer exists).
-    ///
-    /// # Safety
-    ///
-    /// No thread of this process is inside the critical section.
-    pub unsafe fn force_unlock(&self) {
-        self.locked.store(false, Ordering::Release);
-    }
 }
 
 /// Access to the value while the lock is held.
 pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    /// False for a lock the thread holds for `fork` already: dropping the guard leaves it held.
+    release: bool,
 }
 
 impl<T> core::ops::Deref for SpinGuard<'_, T> {
@@ -118,7 +144,9 @@ impl<T> core::ops::DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.lock.locked.store(false, Ordering::Release);
+        if self.release {
+            self.lock.locked.store(false, Ordering::Release);
+        }
     }
 }
 

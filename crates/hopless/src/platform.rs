@@ -46,6 +46,108 @@ pub unsafe trait PageSource: Sync {
     ///
     /// The range lies inside one reservation, is page-aligned, and nothing will use it until released.
     unsafe fn protect(&self, _ptr: *mut u8, _size: usize) {}
+
+    /// Like [`PageSource::reserve`], but aligns `base + offset` to `align` instead of `base` (for blocks
+    /// aligned to more than the segment size, whose header sits `offset` bytes before them). Null when not
+    /// supported or out of memory; release the result with `align` = [`PAGE_SIZE`].
+    fn reserve_offset(&self, _size: usize, _align: usize, _offset: usize) -> *mut u8 {
+        ptr::null_mut()
+    }
+
+    /// Resizes a reservation made with `align`, keeping its contents (pages are moved, not copied) and
+    /// its alignment; the result may be at another address. Null when it cannot (then the old reservation
+    /// is untouched). The default cannot.
+    ///
+    /// # Safety
+    ///
+    /// `ptr`, `old_size` and `align` are those of one live reservation; nobody uses it during the call,
+    /// and the caller uses the result, not `ptr`, afterwards. `new_size` is a non-zero multiple of
+    /// [`PAGE_SIZE`].
+    unsafe fn resize(&self, _ptr: *mut u8, _old_size: usize, _new_size: usize, _align: usize) -> *mut u8 {
+        ptr::null_mut()
+    }
+
+    /// Whether the thread with this kernel id still exists (caches of dead threads are reclaimed). The
+    /// default says yes: nothing is reclaimed.
+    fn thread_alive(&self, _tid: i32) -> bool {
+        true
+    }
+}
+
+/// An anonymous private mapping of `len` bytes; null on failure. Not `MAP_NORESERVE`: the kernel's
+/// overcommit check then refuses a request the machine can never back (`malloc(16 TiB)` fails with
+/// `ENOMEM`, as with glibc), while untouched pages still cost no memory.
+fn map(len: usize) -> *mut u8 {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choosing has no preconditions;
+    // the result is checked against MAP_FAILED.
+    let raw = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        ptr::null_mut()
+    } else {
+        raw.cast()
+    }
+}
+
+/// Unmaps a range; when the kernel refuses (it can, with `ENOMEM`, when unmapping would split a mapping
+/// past `vm.max_map_count`), at least gives its memory back.
+///
+/// # Safety
+///
+/// The range is page-aligned, lies inside mappings hopless made, and nothing uses it any more.
+unsafe fn unmap(ptr: *mut u8, len: usize) {
+    // SAFETY: per the caller.
+    unsafe {
+        if libc::munmap(ptr.cast(), len) != 0 {
+            libc::madvise(ptr.cast(), len, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+/// Maps `size + slack` bytes and trims them to `size` bytes whose `base + offset` is aligned to `align`.
+fn map_aligned(size: usize, align: usize, offset: usize) -> *mut u8 {
+    let Some(len) = size.checked_add(align.saturating_sub(PAGE_SIZE)) else {
+        return ptr::null_mut();
+    };
+    if len > isize::MAX as usize {
+        return ptr::null_mut();
+    }
+    let raw = map(len);
+    if raw.is_null() || align <= PAGE_SIZE {
+        return raw;
+    }
+    let addr = raw.addr();
+    let target = (addr.wrapping_add(offset).wrapping_add(align - 1)) & !(align - 1);
+    let head = target.wrapping_sub(offset).wrapping_sub(addr);
+    if head > len - size {
+        // Cannot happen (offset is a multiple of the page size, so some base in the slack fits).
+        // SAFETY: the mapping just made, unused.
+        unsafe { unmap(raw, len) };
+        return ptr::null_mut();
+    }
+    let tail = len - head - size;
+    // SAFETY: `head` and `tail` are whole pages at the two ends of the mapping just made, outside the
+    // range that is returned. If the kernel refuses a trim, the whole mapping goes back and the
+    // reservation fails, rather than leaving pages nobody would ever release.
+    unsafe {
+        if head != 0 && libc::munmap(raw.cast(), head) != 0 {
+            unmap(raw, len);
+            return ptr::null_mut();
+        }
+        if tail != 0 && libc::munmap(raw.add(head + size).cast(), tail) != 0 {
+            unmap(raw.add(head), len - head);
+            return ptr::null_mut();
+        }
+        raw.add(head)
+    }
 }
 
 /// Pages straight from the kernel: anonymous private mappings.
@@ -56,50 +158,58 @@ pub struct OsPages;
 // zero-filled and page-aligned, and `reserve` trims an over-sized mapping to the asked alignment.
 unsafe impl PageSource for OsPages {
     fn reserve(&self, size: usize, align: usize) -> *mut u8 {
-        let Some(len) = size.checked_add(align.saturating_sub(PAGE_SIZE)) else {
-            return ptr::null_mut();
-        };
-        // SAFETY: an anonymous private mapping of `len` bytes at an address of the kernel's choosing has no
-        // preconditions; the result is checked against MAP_FAILED.
-        let raw = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return ptr::null_mut();
-        }
-        let raw = raw.cast::<u8>();
-        if align <= PAGE_SIZE {
-            return raw;
-        }
-        let addr = raw.addr();
-        let aligned = (addr + align - 1) & !(align - 1);
-        let head = aligned - addr;
-        let tail = len - head - size;
-        // SAFETY: `head` and `tail` are whole pages at the two ends of the mapping just made, outside the
-        // aligned range that is returned; unmapping them cannot touch anything else.
-        unsafe {
-            if head != 0 {
-                libc::munmap(raw.cast(), head);
-            }
-            if tail != 0 {
-                libc::munmap(raw.add(head + size).cast(), tail);
-            }
-            raw.add(head)
-        }
+        map_aligned(size, align, 0)
     }
 
     unsafe fn release(&self, ptr: *mut u8, size: usize, _align: usize) {
         // SAFETY: the caller guarantees this is one whole earlier reservation that nobody uses any more.
-        unsafe {
-            libc::munmap(ptr.cast(), size);
+        unsafe { unmap(ptr, size) }
+    }
+
+    fn reserve_offset(&self, size: usize, align: usize, offset: usize) -> *mut u8 {
+        map_aligned(size, align, offset)
+    }
+
+    fn thread_alive(&self, tid: i32) -> bool {
+        thread_alive(tid)
+    }
+
+    unsafe fn resize(&self, ptr: *mut u8, old_size: usize, new_size: usize, align: usize) -> *mut u8 {
+        if new_size <= old_size {
+            if new_size < old_size {
+                // SAFETY: the tail of the caller's reservation, which nobody uses.
+                unsafe { unmap(ptr.add(new_size), old_size - new_size) };
+            }
+            return ptr;
         }
+        // SAFETY: growing in place either extends this mapping (nothing else was there) or fails.
+        let grown = unsafe { libc::mremap(ptr.cast(), old_size, new_size, 0) };
+        if grown != libc::MAP_FAILED {
+            return ptr;
+        }
+        // Move the pages to a new aligned place: reserve it, then let the kernel move the page tables
+        // over it (no copy).
+        let dst = self.reserve(new_size, align);
+        if dst.is_null() {
+            return dst;
+        }
+        // SAFETY: `dst` is a reservation of `new_size` bytes we own; MREMAP_FIXED replaces it with the
+        // old pages and unmaps the old range, which the caller no longer uses.
+        let moved = unsafe {
+            libc::mremap(
+                ptr.cast(),
+                old_size,
+                new_size,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                dst.cast::<libc::c_void>(),
+            )
+        };
+        if moved == libc::MAP_FAILED {
+            // SAFETY: the reservation just made, unused.
+            unsafe { unmap(dst, new_size) };
+            return ptr::null_mut();
+        }
+        moved.cast()
     }
 
     unsafe fn decommit(&self, ptr: *mut u8, size: usize) {
@@ -167,6 +277,36 @@ pub fn write_stderr(bytes: &[u8]) {
 pub fn abort() -> ! {
     // SAFETY: abort has no preconditions.
     unsafe { libc::abort() }
+}
+
+/// The calling thread's `pthread_self()` (never 0 for a running thread).
+#[inline]
+pub fn thread_self() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as usize }
+}
+
+/// The calling thread's kernel thread id.
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Whether a thread of this process with kernel id `tid` exists (a dead thread's id is reused only after
+/// the kernel's pid counter wraps). Leaves `errno` as it was.
+pub fn thread_alive(tid: i32) -> bool {
+    if tid <= 0 {
+        return true;
+    }
+    // SAFETY: __errno_location is this thread's errno; tgkill with signal 0 only checks the target.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        let rc = libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0);
+        let dead = rc != 0 && *errno == libc::ESRCH;
+        *errno = saved;
+        !dead
+    }
 }
 
 /// Gives the rest of the time slice away (used by the spin lock when the holder seems preempted).

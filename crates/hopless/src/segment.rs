@@ -16,7 +16,7 @@
 //! - `free == set bits + (capacity - carved)`.
 
 use core::ptr;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::size_class::{self, CLASS_RECIP};
 
@@ -62,8 +62,6 @@ pub struct SegmentHeader {
     pub map_len: usize,
     pub data_offset: usize,
     pub usable: usize,
-    /// Large blocks: the requested alignment the mapping was made for.
-    pub map_align: usize,
     /// Small and medium segments: the pool's next segment (so a dropped heap can release them all).
     pub next: *mut SegmentHeader,
 }
@@ -94,8 +92,10 @@ pub struct Slab {
     /// Free blocks (set bits plus the uncarved tail).
     pub free: u32,
     pub capacity: u32,
-    /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them.
-    pub carved: u32,
+    /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
+    /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
+    /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
+    pub carved: AtomicU32,
     /// No bitmap word below `hint` has a set bit.
     pub hint: u32,
     /// The memory of this slab was touched since it was last purged.
@@ -194,6 +194,60 @@ pub unsafe fn slab_of(seg: *mut SegmentHeader, p: *mut u8) -> *mut Slab {
     unsafe { slabs_of(seg).add(slot) }
 }
 
+/// What an address is to hopless, from the address alone (see [`locate`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Located {
+    /// Not memory hopless handed out or manages.
+    Foreign,
+    /// Inside a small or medium segment (a block, or the segment's header area).
+    Slab(*mut SegmentHeader),
+    /// Inside a large mapping, between its header and its end.
+    Large(*mut SegmentHeader),
+}
+
+/// Finds the segment or large mapping `p` lies in, exactly: a pointer in a 4 MiB slot that a large
+/// mapping only partly covers is ours only below the mapping's end (the kernel may place other mappings
+/// in the rest of the slot). A block whose alignment is 4 MiB or more starts at a slot boundary; its
+/// header lives one slot below it (see `large`), and nothing else of hopless starts at a slot boundary.
+///
+/// A foreign pointer in the tail of a large block's slot is told apart by reading that block's header; if
+/// another thread unmaps that block at the same moment, the read can fault. Only a pointer hopless never
+/// handed out (an invalid free) can meet that window.
+#[inline]
+pub fn locate(p: *const u8) -> Located {
+    let p = p.cast_mut();
+    if SEGMENT_MAP.contains(p) {
+        let seg = segment_of(p);
+        // SAFETY: the map says a hopless segment or large mapping starts at `seg`: its header is mapped.
+        let (kind, len) = unsafe { ((*seg).kind, (*seg).map_len) };
+        return match kind {
+            SegmentKind::Large if p.addr() - seg.addr() < len => Located::Large(seg),
+            SegmentKind::Large => Located::Foreign,
+            _ => Located::Slab(seg),
+        };
+    }
+    locate_slot_aligned(p)
+}
+
+#[cold]
+#[inline(never)]
+fn locate_slot_aligned(p: *mut u8) -> Located {
+    if p.addr() & (SEGMENT_SIZE - 1) != 0 || p.addr() < SEGMENT_SIZE {
+        return Located::Foreign;
+    }
+    let seg = p.wrapping_sub(SEGMENT_SIZE).cast::<SegmentHeader>();
+    if !SEGMENT_MAP.contains(seg.cast()) {
+        return Located::Foreign;
+    }
+    // SAFETY: the map says a hopless segment or large mapping starts at `seg`.
+    let (kind, off, len) = unsafe { ((*seg).kind, (*seg).data_offset, (*seg).map_len) };
+    if kind == SegmentKind::Large && off == SEGMENT_SIZE && len > SEGMENT_SIZE {
+        Located::Large(seg)
+    } else {
+        Located::Foreign
+    }
+}
+
 /// Why a block cannot be freed into its slab.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum FreeError {
@@ -207,8 +261,12 @@ pub enum FreeError {
     BadSlab,
     /// The block was never handed out.
     NeverAllocated,
-    /// The block's bit is already set: freed twice.
+    /// The block's bit is already set, or it sits in a thread's cache: freed twice.
     DoubleFree,
+    /// A large block that is not in use (freed already: a double free).
+    LargeNotInUse,
+    /// The pointer lies in hopless's own metadata (a segment's header area, a large block's header).
+    Metadata,
 }
 
 impl FreeError {
@@ -217,9 +275,14 @@ impl FreeError {
             FreeError::Foreign => "free of a pointer hopless did not allocate",
             FreeError::NotBlockStart => "free of a pointer that is not the start of a block",
             FreeError::WrongClass => "free of a block with the wrong size (class differs from its slab's)",
-            FreeError::BadSlab => "free of a pointer whose slab header is damaged or not in use",
+            FreeError::BadSlab => {
+                "free of a pointer in a slab that is not in use (freed twice after its slab emptied, a \
+                 pointer hopless never handed out, or a damaged header)"
+            }
             FreeError::NeverAllocated => "free of a block that was never allocated",
             FreeError::DoubleFree => "double free",
+            FreeError::LargeNotInUse => "double free (or free of a damaged header) of a large block",
+            FreeError::Metadata => "free of a pointer into hopless's own metadata (a header, not a block)",
         }
     }
 }
@@ -240,7 +303,7 @@ impl Slab {
         s.state = SlabState::Partial;
         s.free = capacity;
         s.capacity = capacity;
-        s.carved = 0;
+        s.carved.store(0, Ordering::Relaxed);
         s.hint = 0;
         s.start = start;
         s.prev = ptr::null_mut();
@@ -266,7 +329,7 @@ impl Slab {
             let want = out.len().min((*s).free as usize);
             let start = (*s).start;
             let mut got = 0;
-            let carved_words = ((*s).carved as usize).div_ceil(64);
+            let carved_words = ((*s).carved.load(Ordering::Relaxed) as usize).div_ceil(64);
             let mut w = (*s).hint as usize;
             while got < want && w < carved_words {
                 let mut word = (*s).bitmap[w];
@@ -282,7 +345,7 @@ impl Slab {
                 }
             }
             (*s).hint = w as u32;
-            let mut carved = (*s).carved as usize;
+            let mut carved = (*s).carved.load(Ordering::Relaxed) as usize;
             #[cfg(feature = "debug")]
             let poison = crate::debug::debug_on();
             while got < want {
@@ -295,7 +358,7 @@ impl Slab {
                 carved += 1;
                 got += 1;
             }
-            (*s).carved = carved as u32;
+            (*s).carved.store(carved as u32, Ordering::Relaxed);
             (*s).free -= got as u32;
             got
         }
@@ -316,7 +379,7 @@ impl Slab {
                 let bits = (cap - i * 64).min(64);
                 (*slab).bitmap[i] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             }
-            (*slab).carved = cap as u32;
+            (*slab).carved.store(cap as u32, Ordering::Relaxed);
             (*slab).hint = 0;
         }
     }
@@ -332,13 +395,14 @@ impl Slab {
         unsafe {
             let s = slab;
             let size = size_class::class_size((*s).class as usize);
-            let words = ((*s).carved as usize).div_ceil(64);
+            let words = ((*s).carved.load(Ordering::Relaxed) as usize).div_ceil(64);
             let want = out.len().min((*s).free as usize);
             let mut got = 0;
             // Blocks past `carved` (a slab made before the mode was read) are carved first, in order.
-            while got < want && (*s).carved < (*s).capacity {
-                out[got] = (*s).start.wrapping_add((*s).carved as usize * size);
-                (*s).carved += 1;
+            while got < want && (*s).carved.load(Ordering::Relaxed) < (*s).capacity {
+                let c = (*s).carved.load(Ordering::Relaxed);
+                out[got] = (*s).start.wrapping_add(c as usize * size);
+                (*s).carved.store(c + 1, Ordering::Relaxed);
                 got += 1;
             }
             while got < want {
@@ -381,7 +445,7 @@ impl Slab {
             {
                 return Err(FreeError::NotBlockStart);
             }
-            if index >= (*s).carved as usize {
+            if index >= (*s).carved.load(Ordering::Relaxed) as usize {
                 return Err(FreeError::NeverAllocated);
             }
             let (w, bit) = (index / 64, 1u64 << (index % 64));
@@ -394,6 +458,65 @@ impl Slab {
             }
             (*s).free += 1;
             Ok(())
+        }
+    }
+
+    /// Checks, without the class lock, that `p` is a block of an in-use slab that was handed out at
+    /// least once; returns its class. Whether it is free already is for the caller (the double-free key
+    /// and [`Slab::put`]).
+    ///
+    /// # Safety
+    ///
+    /// `seg` is a live small or medium segment and `p` lies inside it.
+    #[inline]
+    pub unsafe fn check_free(seg: *mut SegmentHeader, p: *mut u8) -> Result<usize, FreeError> {
+        // SAFETY: per the caller; the fields read here are stable while any block of the slab is in use
+        // (written only when the slab joins or leaves a class), and `carved` is atomic.
+        unsafe {
+            if (*seg).magic != SEGMENT_MAGIC {
+                return Err(FreeError::BadSlab);
+            }
+            let s = slab_of(seg, p);
+            if (*s).magic != SLAB_MAGIC {
+                let slot = (p.addr() - seg.addr()) >> (*seg).slab_shift;
+                return Err(if slot < (*seg).first_slot as usize {
+                    FreeError::Metadata
+                } else {
+                    FreeError::BadSlab
+                });
+            }
+            let class = (*s).class as usize;
+            let Some(&recip) = CLASS_RECIP.get(class) else {
+                return Err(FreeError::BadSlab);
+            };
+            let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
+            let index = (offset.wrapping_mul(recip)) >> 40;
+            if index.wrapping_mul(size_class::class_size(class) as u64) != offset
+                || index >= u64::from((*s).capacity)
+            {
+                return Err(FreeError::NotBlockStart);
+            }
+            if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
+                return Err(FreeError::NeverAllocated);
+            }
+            Ok(class)
+        }
+    }
+
+    /// Whether block `p` of this slab is free in its bitmap.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the slab's class; `p` passed [`Slab::check_free`].
+    pub unsafe fn is_free(slab: *mut Slab, p: *mut u8) -> bool {
+        // SAFETY: per the caller; field-wise access as in `take`.
+        unsafe {
+            let size = size_class::class_size((*slab).class as usize).max(1);
+            let i = p.addr().wrapping_sub((*slab).start.addr()) / size;
+            match (*slab).bitmap.get(i / 64) {
+                Some(w) => w & (1u64 << (i % 64)) != 0,
+                None => false,
+            }
         }
     }
 

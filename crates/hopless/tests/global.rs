@@ -264,9 +264,25 @@ fn allocation_failure_returns_null() {
     let layout = Layout::from_size_align(isize::MAX as usize - 8192, 8).unwrap();
     // SAFETY: non-zero size.
     assert!(unsafe { GLOBAL.alloc(layout) }.is_null());
-    let huge_align = Layout::from_size_align(64, 16 << 20).unwrap();
+    // A request no machine here can back fails (no MAP_NORESERVE: the kernel's overcommit check refuses).
+    let too_big = Layout::from_size_align(1 << 44, 8).unwrap();
     // SAFETY: non-zero size.
-    assert!(unsafe { GLOBAL.alloc(huge_align) }.is_null());
+    assert!(unsafe { GLOBAL.alloc(too_big) }.is_null());
+    // Alignments past the segment size are served, as glibc serves them.
+    for shift in [22, 23, 24, 26] {
+        let huge_align = Layout::from_size_align(64, 1 << shift).unwrap();
+        // SAFETY: non-zero size.
+        let p = unsafe { GLOBAL.alloc(huge_align) };
+        assert!(!p.is_null() && p.addr() % (1 << shift) == 0, "align 2^{shift}");
+        pattern(p, 64, 9);
+        verify(p, 64, 9);
+        // SAFETY: live, allocated with this layout.
+        unsafe {
+            assert!(Hopless::usable_size(p) >= 64);
+            assert!(Hopless::owns(p));
+            GLOBAL.dealloc(p, huge_align);
+        }
+    }
     use allocator_api2::alloc::Allocator;
     assert!(Hopless.allocate(layout).is_err());
 }
