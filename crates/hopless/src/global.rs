@@ -377,6 +377,7 @@ impl Hopless {
             // Debug mode never resizes in place: the old block is checked and poisoned.
             // SAFETY: per the caller (a foreign pointer is reported by the free).
             let old = if Self::owns(p) {
+                // SAFETY: a hopless block, live per the caller.
                 unsafe { HEAP.debug_size(p) }
             } else {
                 0
@@ -443,15 +444,18 @@ impl Hopless {
         }
         impl core::fmt::Write for Buf {
             fn write_str(&mut self, s: &str) -> core::fmt::Result {
-                let k = s.len().min(self.b.len() - self.n);
-                self.b[self.n..self.n + k].copy_from_slice(&s.as_bytes()[..k]);
-                self.n += k;
+                let free = self.b.get_mut(self.n..).unwrap_or_default();
+                let k = s.len().min(free.len());
+                if let (Some(dst), Some(src)) = (free.get_mut(..k), s.as_bytes().get(..k)) {
+                    dst.copy_from_slice(src);
+                    self.n += k;
+                }
                 Ok(())
             }
         }
         let mut buf = Buf { b: [0; 8192], n: 0 };
         let _ = HEAP.stats().write_slabinfo(&mut buf);
-        crate::platform::write_stderr(&buf.b[..buf.n]);
+        crate::platform::write_stderr(buf.b.get(..buf.n).unwrap_or_default());
     }
 
     /// Returns the calling thread's cached blocks to the central heap.
@@ -574,7 +578,12 @@ unsafe impl allocator_api2::alloc::Allocator for Hopless {
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
         if layout.size() == 0 {
-            let p = NonNull::new(ptr::without_provenance_mut(layout.align())).expect("align is non-zero");
+            let p = NonNull::<u8>::dangling().with_addr(
+                layout
+                    .align()
+                    .try_into()
+                    .map_err(|_| allocator_api2::alloc::AllocError)?,
+            );
             return Ok(NonNull::slice_from_raw_parts(p, 0));
         }
         // SAFETY: non-zero size.

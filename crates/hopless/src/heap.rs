@@ -55,7 +55,7 @@ pub struct Heap<P: PageSource> {
 /// How many blocks a refill moves: half a magazine (the seed's batch of 32 for small classes).
 #[inline]
 fn batch(class: usize) -> usize {
-    (size_class::MAG_CAPACITY[class] as usize / 2).max(1)
+    (size_class::MAG_CAPACITY.get(class).copied().unwrap_or(2) as usize / 2).max(1)
 }
 
 impl<P: PageSource> Heap<P> {
@@ -91,7 +91,7 @@ impl<P: PageSource> Heap<P> {
     /// the page source is out of memory).
     pub fn refill(&self, class: usize, out: &mut [*mut u8]) -> usize {
         let pool = self.pool(class);
-        let mut g = self.classes[class].inner.lock();
+        let mut g = self.class(class).inner.lock();
         let mut got = 0;
         while got < out.len() {
             let mut s = g.partial.head;
@@ -127,13 +127,13 @@ impl<P: PageSource> Heap<P> {
                 }
                 #[cfg(feature = "debug")]
                 if crate::debug::hardened() {
-                    got += Slab::take_random(s, &mut out[got..], crate::debug::random);
+                    got += Slab::take_random(s, out.get_mut(got..).unwrap_or_default(), crate::debug::random);
                 } else {
-                    got += Slab::take(s, &mut out[got..]);
+                    got += Slab::take(s, out.get_mut(got..).unwrap_or_default());
                 }
                 #[cfg(not(feature = "debug"))]
                 {
-                    got += Slab::take(s, &mut out[got..]);
+                    got += Slab::take(s, out.get_mut(got..).unwrap_or_default());
                 }
                 if (*s).free == 0 {
                     g.partial.remove(s);
@@ -174,7 +174,7 @@ impl<P: PageSource> Heap<P> {
         let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
         let mut nv = 0;
         {
-            let mut g = self.classes[class].inner.lock();
+            let mut g = self.class(class).inner.lock();
             for &p in blocks {
                 if !SEGMENT_MAP.contains(p) {
                     report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
@@ -205,8 +205,10 @@ impl<P: PageSource> Heap<P> {
                             g.slabs -= 1;
                             let v = pool.put(s);
                             if !v.is_null() {
-                                victims[nv] = v;
-                                nv += 1;
+                                if let Some(slot) = victims.get_mut(nv) {
+                                    *slot = v;
+                                    nv += 1;
+                                }
                             }
                         }
                     }
@@ -215,7 +217,7 @@ impl<P: PageSource> Heap<P> {
             g.counters.flushes += 1;
             g.counters.outstanding -= blocks.len() as u64;
         }
-        for &v in &victims[..nv] {
+        for &v in victims.iter().take(nv) {
             // SAFETY: `put` handed these back to purge, and we hold no lock.
             unsafe { pool.purge(&self.source, v) };
         }
@@ -744,14 +746,16 @@ impl<P: PageSource> Heap<P> {
                 if p.is_null() {
                     break;
                 }
-                out[got] = p;
+                if let Some(o) = out.get_mut(got) {
+                    *o = p;
+                }
                 got += 1;
             }
             // SAFETY: per the caller, `tc` is live.
             stat!(unsafe { (*tc).counters[class].alloc_fast.add(got as u64) });
         }
         while got < out.len() {
-            let n = self.refill(class, &mut out[got..]);
+            let n = self.refill(class, out.get_mut(got..).unwrap_or_default());
             if n == 0 {
                 break;
             }
@@ -815,7 +819,7 @@ impl<P: PageSource> Heap<P> {
             loop {
                 let mut victim = ptr::null_mut();
                 {
-                    let mut g = self.classes[class].inner.lock();
+                    let mut g = self.class(class).inner.lock();
                     let mut s = g.partial.head;
                     // SAFETY: class lock held; every slab on the list is this class's.
                     unsafe {
@@ -857,7 +861,7 @@ impl<P: PageSource> Heap<P> {
     pub fn stats(&self) -> crate::stats::Stats {
         let mut st = crate::stats::Stats::default();
         for (class, c) in st.classes.iter_mut().enumerate() {
-            let g = self.classes[class].inner.lock();
+            let g = self.class(class).inner.lock();
             c.refills = g.counters.refills;
             c.flushes = g.counters.flushes;
             c.slabs = g.slabs as u64;
@@ -1008,12 +1012,12 @@ impl<P: PageSource> Heap<P> {
                 // SAFETY: check_headers found a live slab of `class` with `p` at a block start.
                 let s = unsafe { slab_of(seg, p) };
                 {
-                    let _g = self.classes[class].inner.lock();
+                    let _g = self.class(class).inner.lock();
                     // SAFETY: we hold the class lock that owns the bitmap.
                     let (free, never) = unsafe {
                         let i = (*s).index_of(p);
                         (
-                            (*s).bitmap[i / 64] & (1 << (i % 64)) != 0,
+                            (*s).bitmap.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0),
                             i >= (*s).carved.load(Ordering::Relaxed) as usize,
                         )
                     };

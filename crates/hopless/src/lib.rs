@@ -34,6 +34,15 @@
 //! | [`debug`] | debug and hardened modes (feature `debug`): checked paths, poison, redzones, op ring |
 //! | `report` | fatal reports without allocating |
 
+// Nothing on an allocator path may panic (a panic inside `free` aborts without a report, or allocates
+// for a backtrace while a lock is held): no unwrap, expect, panic or unchecked indexing in the core.
+// `scripts/check_no_panic.sh` checks the built library's malloc/free/realloc for any path into Rust's
+// panic machinery. Arithmetic is left to that check: release builds do not check overflow, and sizes
+// that come from the program are combined with checked operations. The `stats` feature's counters are
+// indexed by class (always in range) and excluded from the indexing lint.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
+
 pub mod central;
 #[cfg(feature = "debug")]
 pub mod debug;

@@ -269,7 +269,7 @@ pub fn write_stderr(bytes: &[u8]) {
         if n <= 0 {
             return;
         }
-        rest = &rest[n as usize..];
+        rest = rest.get(n as usize..).unwrap_or_default();
     }
 }
 

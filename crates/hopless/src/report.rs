@@ -28,9 +28,12 @@ impl Msg {
     }
 
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        let n = b.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
-        self.len += n;
+        let free = self.buf.get_mut(self.len..).unwrap_or_default();
+        let n = b.len().min(free.len());
+        if let (Some(dst), Some(src)) = (free.get_mut(..n), b.get(..n)) {
+            dst.copy_from_slice(src);
+            self.len += n;
+        }
         self
     }
 
@@ -44,30 +47,31 @@ impl Msg {
         } else {
             (usize::BITS - v.leading_zeros()).div_ceil(4) as usize
         };
-        for i in 0..digits {
+        for (i, t) in tmp.iter_mut().skip(2).take(digits).enumerate() {
             let nib = (v >> (4 * (digits - 1 - i))) & 0xf;
-            tmp[2 + i] = b"0123456789abcdef"[nib];
+            *t = b"0123456789abcdef".get(nib).copied().unwrap_or(b'?');
         }
-        self.bytes(&tmp[..2 + digits])
+        self.bytes(tmp.get(..2 + digits).unwrap_or(&tmp))
     }
 
     /// The value in decimal.
     pub fn dec(&mut self, mut v: u64) -> &mut Self {
         let mut tmp = [0u8; 20];
         let mut i = tmp.len();
-        loop {
+        // u64::MAX has 20 digits: the loop stops at i == 0 at the latest.
+        for t in tmp.iter_mut().rev() {
+            *t = b'0' + (v % 10) as u8;
             i -= 1;
-            tmp[i] = b'0' + (v % 10) as u8;
             v /= 10;
             if v == 0 {
                 break;
             }
         }
-        self.bytes(&tmp[i..])
+        self.bytes(tmp.get(i..).unwrap_or(&tmp))
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+        self.buf.get(..self.len).unwrap_or(&self.buf)
     }
 
     /// Writes the message to stderr.

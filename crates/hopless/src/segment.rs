@@ -142,17 +142,20 @@ impl SegmentMap {
     /// Records a segment (returns false if its address is outside the map: the segment must not be used).
     pub fn insert(&self, seg: *mut SegmentHeader) -> bool {
         match Self::slot(seg.addr()) {
-            Some((w, bit)) => {
-                self.words[w].fetch_or(bit, Ordering::Release);
-                true
-            }
+            Some((w, bit)) => match self.words.get(w) {
+                Some(word) => {
+                    word.fetch_or(bit, Ordering::Release);
+                    true
+                }
+                None => false,
+            },
             None => false,
         }
     }
 
     pub fn remove(&self, seg: *mut SegmentHeader) {
-        if let Some((w, bit)) = Self::slot(seg.addr()) {
-            self.words[w].fetch_and(!bit, Ordering::Release);
+        if let Some(word) = Self::slot(seg.addr()).and_then(|(w, bit)| Some((self.words.get(w)?, bit))) {
+            word.0.fetch_and(!word.1, Ordering::Release);
         }
     }
 
@@ -160,7 +163,10 @@ impl SegmentMap {
     #[inline]
     pub fn contains(&self, p: *const u8) -> bool {
         match Self::slot(p.addr()) {
-            Some((w, bit)) => self.words[w].load(Ordering::Acquire) & bit != 0,
+            Some((w, bit)) => self
+                .words
+                .get(w)
+                .is_some_and(|word| word.load(Ordering::Acquire) & bit != 0),
             None => false,
         }
     }
@@ -308,8 +314,7 @@ impl Slab {
         s.start = start;
         s.prev = ptr::null_mut();
         s.next = ptr::null_mut();
-        let words = (capacity as usize).div_ceil(64);
-        s.bitmap[..words].fill(0);
+        s.bitmap.fill(0);
     }
 
     /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail.
@@ -332,14 +337,19 @@ impl Slab {
             let carved_words = ((*s).carved.load(Ordering::Relaxed) as usize).div_ceil(64);
             let mut w = (*s).hint as usize;
             while got < want && w < carved_words {
-                let mut word = (*s).bitmap[w];
+                let Some(slot) = (*s).bitmap.get_mut(w) else {
+                    break;
+                };
+                let mut word = *slot;
                 while word != 0 && got < want {
                     let bit = word.trailing_zeros() as usize;
                     word &= word - 1;
-                    out[got] = start.wrapping_add((w * 64 + bit) * size);
+                    if let Some(o) = out.get_mut(got) {
+                        *o = start.wrapping_add((w * 64 + bit) * size);
+                    }
                     got += 1;
                 }
-                (*s).bitmap[w] = word;
+                *slot = word;
                 if word == 0 {
                     w += 1;
                 }
@@ -349,11 +359,14 @@ impl Slab {
             #[cfg(feature = "debug")]
             let poison = crate::debug::debug_on();
             while got < want {
-                out[got] = start.wrapping_add(carved * size);
+                let p = start.wrapping_add(carved * size);
+                if let Some(o) = out.get_mut(got) {
+                    *o = p;
+                }
                 // Debug mode: a block is poison until handed out, fresh ones included.
                 #[cfg(feature = "debug")]
                 if poison {
-                    core::ptr::write_bytes(out[got], crate::debug::POISON, size);
+                    core::ptr::write_bytes(p, crate::debug::POISON, size);
                 }
                 carved += 1;
                 got += 1;
@@ -375,9 +388,9 @@ impl Slab {
         // SAFETY: per the caller, the header is ours.
         unsafe {
             let cap = (*slab).capacity as usize;
-            for i in 0..cap.div_ceil(64) {
+            for (i, word) in (*slab).bitmap.iter_mut().enumerate().take(cap.div_ceil(64)) {
                 let bits = (cap - i * 64).min(64);
-                (*slab).bitmap[i] = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                *word = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             }
             (*slab).carved.store(cap as u32, Ordering::Relaxed);
             (*slab).hint = 0;
@@ -401,20 +414,29 @@ impl Slab {
             // Blocks past `carved` (a slab made before the mode was read) are carved first, in order.
             while got < want && (*s).carved.load(Ordering::Relaxed) < (*s).capacity {
                 let c = (*s).carved.load(Ordering::Relaxed);
-                out[got] = (*s).start.wrapping_add(c as usize * size);
+                if let Some(o) = out.get_mut(got) {
+                    *o = (*s).start.wrapping_add(c as usize * size);
+                }
                 (*s).carved.store(c + 1, Ordering::Relaxed);
                 got += 1;
             }
             while got < want {
-                let mut w = (rng() as usize) % words.max(1);
-                while (*s).bitmap[w] == 0 {
+                let words = words.clamp(1, BITMAP_WORDS);
+                let mut w = (rng() as usize) % words;
+                // `want <= free`, so some word has a set bit.
+                while (*s).bitmap.get(w).is_some_and(|&x| x == 0) {
                     w = (w + 1) % words;
                 }
-                let word = (*s).bitmap[w];
+                let Some(slot) = (*s).bitmap.get_mut(w) else {
+                    break;
+                };
+                let word = *slot;
                 let r = (rng() % 64) as u32;
                 let bit = (word.rotate_right(r).trailing_zeros() + r) % 64;
-                (*s).bitmap[w] = word & !(1u64 << bit);
-                out[got] = (*s).start.wrapping_add((w * 64 + bit as usize) * size);
+                *slot = word & !(1u64 << bit);
+                if let Some(o) = out.get_mut(got) {
+                    *o = (*s).start.wrapping_add((w * 64 + bit as usize) * size);
+                }
                 got += 1;
             }
             (*s).hint = 0;
@@ -439,7 +461,8 @@ impl Slab {
                 return Err(FreeError::WrongClass);
             }
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
-            let index = ((offset * CLASS_RECIP[class]) >> 40) as usize;
+            let recip = CLASS_RECIP.get(class).copied().unwrap_or(0);
+            let index = ((offset.wrapping_mul(recip)) >> 40) as usize;
             if index as u64 * size_class::class_size(class) as u64 != offset
                 || index >= (*s).capacity as usize
             {
@@ -449,10 +472,13 @@ impl Slab {
                 return Err(FreeError::NeverAllocated);
             }
             let (w, bit) = (index / 64, 1u64 << (index % 64));
-            if (*s).bitmap[w] & bit != 0 {
+            let Some(word) = (*s).bitmap.get_mut(w) else {
+                return Err(FreeError::NotBlockStart);
+            };
+            if *word & bit != 0 {
                 return Err(FreeError::DoubleFree);
             }
-            (*s).bitmap[w] |= bit;
+            *word |= bit;
             if (w as u32) < (*s).hint {
                 (*s).hint = w as u32;
             }

@@ -36,6 +36,7 @@ pub const CLASS_SIZE: [u32; NUM_CLASSES] = [
 ];
 
 /// Alignment every block of a class has: the largest power of two dividing the class size.
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
 pub const CLASS_ALIGN: [u32; NUM_CLASSES] = {
     let mut out = [0u32; NUM_CLASSES];
     let mut i = 0;
@@ -48,6 +49,7 @@ pub const CLASS_ALIGN: [u32; NUM_CLASSES] = {
 
 /// `ceil(2^40 / size)`: block index of a byte offset `o` inside a slab is `(o * RECIP) >> 40`, exact for
 /// offsets below 2^20 and sizes up to 2^18 (the error `o / 2^40 < 2^-20` never reaches the next integer).
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
 pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
     let mut out = [0u64; NUM_CLASSES];
     let mut i = 0;
@@ -61,6 +63,7 @@ pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
 
 /// Magazine capacity per class: the seed's 64 for small classes; medium classes keep at most about
 /// 512 KiB per thread (at least 2 blocks).
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
 pub const MAG_CAPACITY: [u32; NUM_CLASSES] = {
     let mut out = [0u32; NUM_CLASSES];
     let mut i = 0;
@@ -88,6 +91,7 @@ pub const fn is_medium(class: usize) -> bool {
 }
 
 /// `SMALL_LOOKUP[(s + 7) / 8]` is the smallest class of at least `s` bytes, for `s` in `1..=4096`.
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
 static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = {
     let mut out = [0u8; SMALL_MAX / 8 + 1];
     let mut i = 0;
@@ -110,7 +114,11 @@ static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = {
 #[inline(always)]
 pub fn small_class(size_or_align: usize) -> usize {
     debug_assert!((1..=SMALL_MAX).contains(&size_or_align));
-    SMALL_LOOKUP[(size_or_align + 7) >> 3] as usize
+    // Out of range only if the caller broke the contract: the largest class then (never a panic).
+    match SMALL_LOOKUP.get((size_or_align + 7) >> 3) {
+        Some(&c) => c as usize,
+        None => NUM_SMALL - 1,
+    }
 }
 
 /// The smallest class of at least `size` bytes, ignoring alignment; `None` above [`MEDIUM_MAX`].
@@ -138,11 +146,8 @@ pub fn class_for(size: usize, align: usize) -> Option<usize> {
     }
     // A class smaller than `align` cannot be aligned to it, so start at max(size, align).
     let mut c = class_by_size(size.max(align))?;
-    while (CLASS_ALIGN[c] as usize) < align {
+    while (*CLASS_ALIGN.get(c)? as usize) < align {
         c += 1;
-        if c == NUM_CLASSES {
-            return None;
-        }
     }
     Some(c)
 }
@@ -150,7 +155,11 @@ pub fn class_for(size: usize, align: usize) -> Option<usize> {
 /// Block size of a class.
 #[inline(always)]
 pub fn class_size(class: usize) -> usize {
-    CLASS_SIZE[class] as usize
+    // A class out of range (a damaged header) reads as the smallest size, never a panic.
+    match CLASS_SIZE.get(class) {
+        Some(&s) => s as usize,
+        None => 8,
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@
 //! [`Heap::flush`] in batches of 32, like the global allocator's magazines, so only the list differs.
 //! Every list holds at most [`MAG_MAX`] blocks.
 
+// The SLUB experiment's own caches (benchmarks only, never behind `Hopless`): indexed freely.
+#![allow(clippy::indexing_slicing)]
+
 use core::ptr;
 
 use crate::heap::Heap;

@@ -93,7 +93,7 @@ fn put_rejects_double_free_foreign_offsets_wrong_class_and_never_allocated() {
 #[test]
 fn magazine_refills_half_and_flushes_the_older_half() {
     let heap = Heap::new(SystemPages);
-    let tc = heap.new_thread_cache(crate::platform::current_tid());
+    let tc = heap.new_thread_cache(1);
     let class = class_for(32, 8).unwrap();
     let cap = MAG_CAPACITY[class] as usize;
     let n = cap * 3;
@@ -126,13 +126,13 @@ fn magazine_refills_half_and_flushes_the_older_half() {
         "one slab kept empty, nothing else held"
     );
     // A retired cache is reused by the next thread.
-    assert_eq!(heap.new_thread_cache(crate::platform::current_tid()), tc);
+    assert_eq!(heap.new_thread_cache(1), tc);
 }
 
 #[test]
 fn every_class_round_trips_with_contents_intact() {
     let heap = Heap::new(SystemPages);
-    let tc = heap.new_thread_cache(crate::platform::current_tid());
+    let tc = heap.new_thread_cache(1);
     let per = scaled(200, 3);
     // SAFETY: `tc` is this test's cache; blocks are freed once.
     unsafe {
@@ -208,7 +208,7 @@ fn emptied_slabs_go_back_to_the_pool_and_are_purged_beyond_the_limit() {
 #[test]
 fn large_blocks_are_aligned_cached_and_zeroed() {
     let heap = Heap::new(SystemPages);
-    let tc = heap.new_thread_cache(crate::platform::current_tid());
+    let tc = heap.new_thread_cache(1);
     // SAFETY: `tc` is this test's cache; blocks freed once.
     unsafe {
         let p = heap.alloc(tc, 300_000, 8, true);
@@ -240,7 +240,7 @@ fn large_blocks_are_aligned_cached_and_zeroed() {
 #[test]
 fn realloc_stays_in_place_within_a_class_and_moves_across() {
     let heap = Heap::new(SystemPages);
-    let tc = heap.new_thread_cache(crate::platform::current_tid());
+    let tc = heap.new_thread_cache(1);
     // SAFETY: `tc` is this test's cache; each block is live when used.
     unsafe {
         let p = heap.alloc(tc, 100, 8, false);
@@ -271,7 +271,7 @@ fn realloc_stays_in_place_within_a_class_and_moves_across() {
 #[test]
 fn batches_move_many_blocks_per_call() {
     let heap = Heap::new(SystemPages);
-    let tc = heap.new_thread_cache(crate::platform::current_tid());
+    let tc = heap.new_thread_cache(1);
     let n = scaled(1000, 150);
     let mut out = vec![core::ptr::null_mut(); n];
     // SAFETY: `tc` is this test's cache; blocks freed once.
@@ -306,7 +306,7 @@ fn threads_free_each_others_blocks() {
     std::thread::scope(|s| {
         let heap = &heap;
         s.spawn(move || {
-            let tc = heap.new_thread_cache(crate::platform::current_tid());
+            let tc = heap.new_thread_cache(1);
             for i in 0..n {
                 let size = 16 + (i % 7) * 40;
                 // SAFETY: this thread's cache.
@@ -318,7 +318,7 @@ fn threads_free_each_others_blocks() {
             unsafe { heap.retire_thread_cache(tc) };
         });
         s.spawn(move || {
-            let tc = heap.new_thread_cache(crate::platform::current_tid());
+            let tc = heap.new_thread_cache(1);
             for i in 0..n {
                 let p = rx.recv().unwrap().0;
                 let size = 16 + (i % 7) * 40;
