@@ -252,11 +252,17 @@ pub unsafe fn prepare(p: *mut u8, class: usize, size: usize, zeroed: bool) {
             Some(off),
         );
     }
+    // The class was chosen with room for the redzone and trailer (`class_for`): size + 24 <= cs.
+    let trailer_at = cs.saturating_sub(TRAILER);
+    let (body, trailer) = bytes.split_at_mut(trailer_at.min(bytes.len()));
+    let (user, red) = body.split_at_mut(size.min(body.len()));
     if zeroed {
-        bytes[..size].fill(0);
+        user.fill(0);
     }
-    bytes[size..cs - TRAILER].fill(REDZONE);
-    bytes[cs - TRAILER..].copy_from_slice(&(size as u64).to_le_bytes());
+    red.fill(REDZONE);
+    for (t, b) in trailer.iter_mut().zip((size as u64).to_le_bytes()) {
+        *t = b;
+    }
     record(OpKind::Alloc, p, class);
 }
 
@@ -270,10 +276,13 @@ pub unsafe fn check_and_poison(p: *mut u8, class: usize) {
     let cs = class_size(class);
     // SAFETY: per the caller, the block has `cs` bytes.
     let bytes = unsafe { core::slice::from_raw_parts_mut(p, cs) };
+    let trailer_at = cs.saturating_sub(TRAILER);
     let mut t = [0u8; 8];
-    t.copy_from_slice(&bytes[cs - TRAILER..]);
+    for (d, s) in t.iter_mut().zip(bytes.iter().skip(trailer_at)) {
+        *d = *s;
+    }
     let size = u64::from_le_bytes(t) as usize;
-    if size > cs - TRAILER - REDZONE_MIN {
+    if size > trailer_at.saturating_sub(REDZONE_MIN) {
         fault(
             "the block's size trailer is damaged (overflow past its redzone)",
             p,
@@ -281,7 +290,7 @@ pub unsafe fn check_and_poison(p: *mut u8, class: usize) {
             Some(cs - TRAILER),
         );
     }
-    if let Some(off) = first_not(&bytes[size..cs - TRAILER], REDZONE) {
+    if let Some(off) = first_not(bytes.get(size..trailer_at).unwrap_or_default(), REDZONE) {
         fault("buffer overflow into the redzone", p, class, Some(size + off));
     }
     bytes.fill(POISON);
