@@ -15,7 +15,7 @@ use crate::heap::Heap;
 use crate::platform::OsPages;
 use crate::size_class::{self, small_class, SMALL_MAX};
 use crate::stats::{stat, Stats};
-use crate::thread_cache::{mark_freed, ThreadCache};
+use crate::thread_cache::{Push, ThreadCache};
 
 /// The process's heap.
 pub(crate) static HEAP: Heap<OsPages> = Heap::new(OsPages);
@@ -242,7 +242,7 @@ unsafe fn free_slow(class: usize, p: *mut u8) {
     unsafe { HEAP.free_checked(cache_or_init(), class, p) }
 }
 
-/// The block's free key was already there (see `Heap::free_suspect`).
+/// The block's first word is a free key for another place (see `thread_cache`).
 ///
 /// # Safety
 ///
@@ -517,15 +517,14 @@ unsafe impl GlobalAlloc for Hopless {
             // threads without a cache take the slow path); per the GlobalAlloc contract `p` is a live
             // block of this layout, so of `class`: at least 8 bytes, aligned to 8.
             unsafe {
-                if ThreadCache::has_room(tc, class) {
-                    if !mark_freed(p) {
-                        return free_suspect(class, p);
+                match ThreadCache::push_keyed(tc, class, p) {
+                    Push::Done => {
+                        stat!((*tc).counters[class].free_fast.bump());
+                        return;
                     }
-                    ThreadCache::push_unchecked(tc, class, p);
-                    stat!((*tc).counters[class].free_fast.bump());
-                    return;
+                    Push::Suspect => return free_suspect(class, p),
+                    Push::Full => return free_slow(class, p),
                 }
-                return free_slow(class, p);
             }
         }
         // SAFETY: as above; the header lookup finds the class or the large mapping.

@@ -20,7 +20,9 @@ use crate::segment::{
 };
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
-use crate::thread_cache::{mark_freed, ThreadCache};
+use crate::thread_cache::{
+    read_key, slab_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE, MAX_CACHE_ID,
+};
 
 /// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
 struct Caches {
@@ -30,6 +32,8 @@ struct Caches {
     parked_len: usize,
     /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
     cursor: *mut ThreadCache,
+    /// The next cache id to give out (ids start at 1).
+    next_id: usize,
     made: u64,
 }
 
@@ -71,6 +75,7 @@ impl<P: PageSource> Heap<P> {
                 parked: ptr::null_mut(),
                 parked_len: 0,
                 cursor: ptr::null_mut(),
+                next_id: 1,
                 made: 0,
             }),
         }
@@ -158,6 +163,21 @@ impl<P: PageSource> Heap<P> {
             // SAFETY: forwarded.
             unsafe { self.flush_chunk(class, chunk) };
         }
+    }
+
+    /// [`Heap::flush`], first marking each block as being in its slab (see `thread_cache`'s free key).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
+    pub unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: per the caller, a block of this heap being freed (validated by the free that
+            // put it in a magazine, or by the caller's contract): its first word is ours.
+            unsafe { write_key(p, slab_mark(p)) };
+        }
+        // SAFETY: forwarded.
+        unsafe { self.flush(class, blocks) };
     }
 
     /// # Safety
@@ -267,6 +287,16 @@ impl<P: PageSource> Heap<P> {
         unsafe { (*tc).next_all = g.all };
         g.all = tc;
         g.made = g.made.wrapping_add(1);
+        // An id names the cache in free keys: it must stay mapped from now on (see `retire`).
+        if g.next_id < MAX_CACHE_ID {
+            g.next_id = g.next_id.max(1);
+            if let Some(slot) = CACHE_TABLE.get(g.next_id) {
+                // SAFETY: not yet shared.
+                unsafe { (*tc).id = g.next_id as u32 };
+                slot.store(tc, Ordering::Release);
+                g.next_id += 1;
+            }
+        }
         tc
     }
 
@@ -309,7 +339,7 @@ impl<P: PageSource> Heap<P> {
                 let n = ThreadCache::take_oldest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
-                        self.flush(class, blocks);
+                        self.flush_marked(class, blocks);
                     }
                 }
             }
@@ -342,7 +372,9 @@ impl<P: PageSource> Heap<P> {
             // SAFETY: the cache is ours to file; the registry lock guards the lists.
             unsafe {
                 (*tc).live.store(false, Ordering::Relaxed);
-                if g.parked_len < MAX_PARKED || cfg!(feature = "stats") {
+                // A cache with an id is never unmapped: free keys may name it, and other threads read
+                // its magazines to check them. Its first page stays resident; ids are bounded.
+                if g.parked_len < MAX_PARKED || (*tc).id != 0 || cfg!(feature = "stats") {
                     (*tc).next_parked = g.parked;
                     g.parked = tc;
                     g.parked_len += 1;
@@ -406,7 +438,8 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// The magazine of `class` is full (or not opened yet): flush its older half, then keep `p`.
+    /// The magazine of `class` is full (or not opened yet): flush its older half, then keep `p`, whose
+    /// double-free check is done.
     ///
     /// # Safety
     ///
@@ -418,17 +451,17 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: the magazine is the calling thread's own.
         unsafe {
             ThreadCache::open(tc, class);
-            if ThreadCache::push(tc, class, p) {
+            if ThreadCache::push_checked(tc, class, p) {
                 return;
             }
             let half = ThreadCache::count(tc, class).div_ceil(2);
             let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush(class, blocks);
+                self.flush_marked(class, blocks);
             }
             stat!((*tc).counters[class].free_slow.bump());
-            if !ThreadCache::push(tc, class, p) {
-                self.flush(class, &[p]);
+            if !ThreadCache::push_checked(tc, class, p) {
+                self.flush_marked(class, &[p]);
             }
         }
     }
@@ -473,48 +506,59 @@ impl<P: PageSource> Heap<P> {
         p
     }
 
-    /// Frees a block of known class through `tc` (null: uncached), after its double-free check: the
-    /// caller has written the block's free key ([`mark_freed`]) or confirmed the block is in use.
+    /// Frees a block of known class through `tc` (null: uncached), checking first that it is not free
+    /// already (its free key; see `thread_cache`).
     ///
     /// # Safety
     ///
-    /// `p` is an in-use block of `class` from this heap; `tc` is null or a live cache of the calling thread.
+    /// `p` is a block of `class` of this heap handed out at least once (a block freed already is
+    /// reported); `tc` is null or a live cache of the calling thread.
     #[inline]
-    pub unsafe fn free_class(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+    pub unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
         if tc.is_null() {
+            // Straight to the slab: its bitmap catches a block that is free there; a key says where
+            // else it may be.
             // SAFETY: per the caller.
-            unsafe { self.flush(class, &[p]) };
+            unsafe {
+                if read_key(p) != KeySays::Nothing {
+                    return self.free_suspect(tc, class, p);
+                }
+                self.flush_marked(class, &[p]);
+            }
             return;
         }
         // SAFETY: per the caller.
         unsafe {
-            if ThreadCache::push(tc, class, p) {
-                stat!((*tc).counters[class].free_fast.bump());
-            } else {
-                self.free_flush(tc, class, p);
+            match ThreadCache::push_keyed(tc, class, p) {
+                Push::Done => {
+                    stat!((*tc).counters[class].free_fast.bump());
+                }
+                Push::Suspect => self.free_suspect(tc, class, p),
+                Push::Full => self.free_full(tc, class, p),
             }
         }
     }
 
-    /// Frees a block of known class, checking first that it is not already free (its free key).
+    /// [`ThreadCache::push_keyed`] found no room: check the key, then flush and keep the block.
     ///
     /// # Safety
     ///
-    /// As for [`Heap::free_class`], but `p` may be a block freed already (which is reported).
-    #[inline]
-    pub unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        // SAFETY: per the caller, `p` is a block of `class` (at least 8 bytes, aligned to 8).
+    /// As for [`Heap::free_checked`], with `tc` live.
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_full(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
         unsafe {
-            if !mark_freed(p) {
+            if read_key(p) != KeySays::Nothing {
                 return self.free_suspect(tc, class, p);
             }
-            self.free_class(tc, class, p)
+            self.free_flush(tc, class, p)
         }
     }
 
-    /// A block being freed already holds its free key: either it is free (a double free: reported), or
-    /// it was handed out again and its first word never written since. The truth is where free blocks
-    /// are: the thread's magazine, the slab bitmap, or another thread's magazine.
+    /// The first word of a block being freed is a free key: look where it says the block is. Found
+    /// there: a double free, reported. Otherwise the block was handed out since (and that word never
+    /// written): free it.
     ///
     /// # Safety
     ///
@@ -522,41 +566,67 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        // SAFETY: `tc` is the calling thread's own cache.
-        if !tc.is_null() && unsafe { ThreadCache::holds(tc, class, p) } {
+        // SAFETY: per the caller, `p` is a block of this heap.
+        let says = unsafe { read_key(p) };
+        let free = match says {
+            KeySays::Nothing => false,
+            // Flushed to its slab since its last free: free there, or refilled into this thread's
+            // magazine and not handed out yet. (Refilled into another thread's magazine and still
+            // there: left to that block's next flush; see `thread_cache`.)
+            // SAFETY: as above; `tc` is the calling thread's.
+            KeySays::Slab => unsafe {
+                (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p)) || self.free_in_slab(p)
+            },
+            KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
+                // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.
+                Some(c) if !c.is_null() => unsafe { ThreadCache::holds_at(c, class, slot, p) },
+                _ => self.in_any_magazine(class, p),
+            },
+        };
+        if free {
             report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
         }
-        // SAFETY: `p` is in a live segment of `class` (the caller checked its headers).
-        let s = unsafe { slab_of(segment_of(p), p) };
-        {
-            let _g = self.class(class).inner.lock();
-            // SAFETY: the class lock owns the bitmap of its slabs.
-            if unsafe { Slab::is_free(s, p) } {
-                drop(_g);
-                report_bad_free(FreeError::DoubleFree, p, class, s);
+        if tc.is_null() {
+            // SAFETY: per the caller; checked above.
+            return unsafe { self.flush_marked(class, &[p]) };
+        }
+        // SAFETY: in use after all; the magazine is the calling thread's.
+        unsafe {
+            if !ThreadCache::push_checked(tc, class, p) {
+                self.free_flush(tc, class, p);
             }
         }
-        {
-            let g = self.caches.lock();
-            let mut other = g.all;
-            while !other.is_null() {
-                // SAFETY: caches on `all` stay mapped while the registry lock is held; `holds` reads a
-                // magazine another thread may be changing, through atomics.
-                unsafe {
-                    if other != tc
-                        && (*other).live.load(Ordering::Relaxed)
-                        && ThreadCache::holds(other, class, p)
-                    {
-                        drop(g);
-                        report_bad_free(FreeError::DoubleFree, p, class, s);
-                    }
-                    other = (*other).next_all;
+    }
+
+    /// Whether `p` is free in its slab's bitmap (read without the lock: exact for a block the caller
+    /// holds, see [`Slab::is_free`]).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a block in a live segment of this heap.
+    unsafe fn free_in_slab(&self, p: *mut u8) -> bool {
+        // SAFETY: per the caller, a live small/medium segment holds `p`.
+        unsafe {
+            let s = slab_of(segment_of(p), p);
+            (*s).magic == crate::segment::SLAB_MAGIC && Slab::is_free(s, p)
+        }
+    }
+
+    /// Whether any thread's magazine of `class` holds `p` (a key from a cache without an id).
+    fn in_any_magazine(&self, class: usize, p: *mut u8) -> bool {
+        let g = self.caches.lock();
+        let mut c = g.all;
+        while !c.is_null() {
+            // SAFETY: caches on `all` stay mapped while the registry lock is held; `holds` reads a
+            // magazine another thread may be changing, through atomics.
+            unsafe {
+                if (*c).live.load(Ordering::Relaxed) && ThreadCache::holds(c, class, p) {
+                    return true;
                 }
+                c = (*c).next_all;
             }
         }
-        // In use after all: its first word just happened to hold the key.
-        // SAFETY: per the caller.
-        unsafe { self.free_class(tc, class, p) }
+        false
     }
 
     /// The slab of a block in a small or medium segment (for reports).
@@ -583,7 +653,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
-    /// [`Heap::free_class`].
+    /// [`Heap::free_checked`].
     #[inline]
     pub unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
         match locate(p) {
@@ -790,10 +860,10 @@ impl<P: PageSource> Heap<P> {
             while let Some(&p) = blocks.get(i) {
                 // SAFETY: per the caller, `p` is a block of `class` being freed.
                 unsafe {
-                    if !mark_freed(p) {
-                        self.free_suspect(tc, class, p);
-                    } else if !ThreadCache::push(tc, class, p) {
-                        break;
+                    match ThreadCache::push_keyed(tc, class, p) {
+                        Push::Done => {}
+                        Push::Suspect => self.free_suspect(tc, class, p),
+                        Push::Full => break,
                     }
                 }
                 i += 1;
@@ -806,8 +876,30 @@ impl<P: PageSource> Heap<P> {
                 // SAFETY: per the caller.
                 unsafe { (*tc).counters[class].free_slow.add((blocks.len() - i) as u64) }
             });
-            // SAFETY: per the caller; the bitmap checks each of these for a double free.
-            unsafe { self.flush(class, blocks.get(i..).unwrap_or(&[])) };
+            // Blocks with a key are checked one by one; the rest go to their slabs, whose bitmaps check
+            // them, a magazine's worth per lock hold.
+            let mut buf = [ptr::null_mut(); MAG_MAX];
+            let mut n = 0;
+            for &p in blocks.get(i..).unwrap_or(&[]) {
+                // SAFETY: per the caller, blocks of `class` of this heap.
+                unsafe {
+                    if read_key(p) != KeySays::Nothing {
+                        self.free_suspect(ptr::null_mut(), class, p);
+                        continue;
+                    }
+                }
+                if let Some(slot) = buf.get_mut(n) {
+                    *slot = p;
+                    n += 1;
+                }
+                if n == MAG_MAX {
+                    // SAFETY: as above.
+                    unsafe { self.flush_marked(class, &buf) };
+                    n = 0;
+                }
+            }
+            // SAFETY: as above.
+            unsafe { self.flush_marked(class, buf.get(..n).unwrap_or(&[])) };
         }
     }
 
@@ -1017,7 +1109,9 @@ impl<P: PageSource> Heap<P> {
                     let (free, never) = unsafe {
                         let i = (*s).index_of(p);
                         (
-                            (*s).bitmap.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0),
+                            (*s).bitmap
+                                .get(i / 64)
+                                .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0),
                             i >= (*s).carved.load(Ordering::Relaxed) as usize,
                         )
                     };

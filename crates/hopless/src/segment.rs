@@ -104,7 +104,9 @@ pub struct Slab {
     pub prev: *mut Slab,
     pub next: *mut Slab,
     /// Bit `i` set: block `i` is free (for `i < carved`).
-    pub bitmap: [u64; BITMAP_WORDS],
+    /// Written only under the class lock; read without it by the double-free check of a block marked as
+    /// being in its slab (atomics, relaxed: plain moves on x86-64).
+    pub bitmap: [AtomicU64; BITMAP_WORDS],
 }
 
 /// Size of the header area (segment header and every slab header), rounded to a page.
@@ -314,7 +316,9 @@ impl Slab {
         s.start = start;
         s.prev = ptr::null_mut();
         s.next = ptr::null_mut();
-        s.bitmap.fill(0);
+        for w in &s.bitmap {
+            w.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail.
@@ -337,10 +341,10 @@ impl Slab {
             let carved_words = ((*s).carved.load(Ordering::Relaxed) as usize).div_ceil(64);
             let mut w = (*s).hint as usize;
             while got < want && w < carved_words {
-                let Some(slot) = (*s).bitmap.get_mut(w) else {
+                let Some(slot) = (*s).bitmap.get(w) else {
                     break;
                 };
-                let mut word = *slot;
+                let mut word = slot.load(Ordering::Relaxed);
                 while word != 0 && got < want {
                     let bit = word.trailing_zeros() as usize;
                     word &= word - 1;
@@ -349,7 +353,7 @@ impl Slab {
                     }
                     got += 1;
                 }
-                *slot = word;
+                slot.store(word, Ordering::Relaxed);
                 if word == 0 {
                     w += 1;
                 }
@@ -388,9 +392,12 @@ impl Slab {
         // SAFETY: per the caller, the header is ours.
         unsafe {
             let cap = (*slab).capacity as usize;
-            for (i, word) in (*slab).bitmap.iter_mut().enumerate().take(cap.div_ceil(64)) {
+            for (i, word) in (*slab).bitmap.iter().enumerate().take(cap.div_ceil(64)) {
                 let bits = (cap - i * 64).min(64);
-                *word = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                word.store(
+                    if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 },
+                    Ordering::Relaxed,
+                );
             }
             (*slab).carved.store(cap as u32, Ordering::Relaxed);
             (*slab).hint = 0;
@@ -424,16 +431,16 @@ impl Slab {
                 let words = words.clamp(1, BITMAP_WORDS);
                 let mut w = (rng() as usize) % words;
                 // `want <= free`, so some word has a set bit.
-                while (*s).bitmap.get(w).is_some_and(|&x| x == 0) {
+                while (*s).bitmap.get(w).is_some_and(|x| x.load(Ordering::Relaxed) == 0) {
                     w = (w + 1) % words;
                 }
-                let Some(slot) = (*s).bitmap.get_mut(w) else {
+                let Some(slot) = (*s).bitmap.get(w) else {
                     break;
                 };
-                let word = *slot;
+                let word = slot.load(Ordering::Relaxed);
                 let r = (rng() % 64) as u32;
                 let bit = (word.rotate_right(r).trailing_zeros() + r) % 64;
-                *slot = word & !(1u64 << bit);
+                slot.store(word & !(1u64 << bit), Ordering::Relaxed);
                 if let Some(o) = out.get_mut(got) {
                     *o = (*s).start.wrapping_add((w * 64 + bit as usize) * size);
                 }
@@ -472,13 +479,14 @@ impl Slab {
                 return Err(FreeError::NeverAllocated);
             }
             let (w, bit) = (index / 64, 1u64 << (index % 64));
-            let Some(word) = (*s).bitmap.get_mut(w) else {
+            let Some(word) = (*s).bitmap.get(w) else {
                 return Err(FreeError::NotBlockStart);
             };
-            if *word & bit != 0 {
+            let old = word.load(Ordering::Relaxed);
+            if old & bit != 0 {
                 return Err(FreeError::DoubleFree);
             }
-            *word |= bit;
+            word.store(old | bit, Ordering::Relaxed);
             if (w as u32) < (*s).hint {
                 (*s).hint = w as u32;
             }
@@ -529,18 +537,21 @@ impl Slab {
         }
     }
 
-    /// Whether block `p` of this slab is free in its bitmap.
+    /// Whether block `p` of this slab is free in its bitmap. Without the class lock the answer is a
+    /// moment's: a block this thread holds (in use, or the subject of a free) cannot change state, so for
+    /// the double-free check it is exact.
     ///
     /// # Safety
     ///
-    /// The caller holds the lock of the slab's class; `p` passed [`Slab::check_free`].
+    /// `p` passed [`Slab::check_free`] (its slab is live).
     pub unsafe fn is_free(slab: *mut Slab, p: *mut u8) -> bool {
         // SAFETY: per the caller; field-wise access as in `take`.
         unsafe {
-            let size = size_class::class_size((*slab).class as usize).max(1);
-            let i = p.addr().wrapping_sub((*slab).start.addr()) / size;
+            let recip = CLASS_RECIP.get((*slab).class as usize).copied().unwrap_or(0);
+            let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
+            let i = (offset.wrapping_mul(recip) >> 40) as usize;
             match (*slab).bitmap.get(i / 64) {
-                Some(w) => w & (1u64 << (i % 64)) != 0,
+                Some(w) => w.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0,
                 None => false,
             }
         }

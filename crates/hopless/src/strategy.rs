@@ -53,6 +53,8 @@ impl FreeList for Magazine {
         Magazine {
             count: 0,
             cap: MAG_MAX as u32,
+            tag: 0,
+            refilled: 0,
             slots: [ptr::null_mut(); MAG_MAX],
         }
     }

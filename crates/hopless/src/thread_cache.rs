@@ -3,8 +3,8 @@
 //! Alloc is `slots[--count]`, free is `slots[count++] = p`. Nothing here takes a lock or does an atomic
 //! read-modify-write, and allocation never loads or stores the memory of a block: "what is free next" is
 //! in this metadata, not inside the free block (the SLUB "extra hop" this project exists to remove). A
-//! free writes one word into the block it takes back, its double-free key ([`mark_freed`]), as glibc's
-//! tcache does: the block was just in the caller's hands, so its line is warm. When a magazine is empty
+//! free writes one word into the block it takes back, its free key (below), as glibc's tcache does: the
+//! block was just in the caller's hands, so its line is warm. When a magazine is empty
 //! or full the caller falls to the `#[cold]` slow path in `heap`, which refills half a magazine from the
 //! central heap or flushes the older half back to it.
 
@@ -28,6 +28,11 @@ use crate::stats::ThreadCounters;
 pub struct Magazine {
     pub count: u32,
     pub cap: u32,
+    /// This magazine's part of the free key: its cache's id in bits 54..64 (set with `cap`).
+    pub tag: u64,
+    /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
+    /// slab mark rather than a key; the double-free check looks through them.
+    pub refilled: u32,
     pub slots: [*mut u8; MAG_MAX],
 }
 
@@ -41,6 +46,8 @@ pub struct ThreadCache {
     pub next_parked: *mut ThreadCache,
     /// The kernel thread id of the owner (for finding caches whose thread died without retiring them).
     pub owner_tid: AtomicI32,
+    /// This cache's number in [`CACHE_TABLE`] (1..[`MAX_CACHE_ID`]), or 0 when the table was full.
+    pub id: u32,
     /// A thread uses this cache (false while parked).
     pub live: AtomicBool,
     #[cfg(feature = "stats")]
@@ -48,10 +55,40 @@ pub struct ThreadCache {
     pub mags: [Magazine; NUM_CLASSES],
 }
 
-/// What a free writes into the first word of the block it takes back: the block's address mixed with a
-/// per-process secret. A free that finds this word already there suspects a double free and checks the
-/// truth (see `Heap::free_suspect`); the allocation path never reads or clears it. glibc's tcache does
-/// the same with its `key` field.
+// ------------------------------------------------------------------------------------------------------
+// The free key: double frees caught at the free, with the allocation path off the block.
+//
+// A free writes a key into the first word of the block it takes back: the block's address, mixed with a
+// per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
+// 54..64) and the magazine slot (bits 48..54). A flush moves the blocks a magazine keeps down (a block's
+// slot only ever decreases); flushing a block back to its slab replaces its key with a mark (cache id
+// `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
+// frees a block is the one that writes it.
+//
+// A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
+// that slot or below, or (a mark) the slab's bitmap says it is free, or it was refilled into this
+// thread's magazine: a double free, reported. Otherwise the block was handed out since and its first word never written: a
+// correct free. The common unwritten case, a block popped from the top of this thread's magazine and freed
+// again, finds exactly the key it would write (same slot) and costs nothing more.
+//
+// One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
+// block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
+// handed it out. Seeing it at the free would need the refill to write every block it moves (a cache-line
+// transfer per block between a producer and a consumer thread) or a search of every thread's magazines.
+
+/// Bits of a key that must match for it to be one (the address part).
+pub const KEY_LOW: usize = (1 << 48) - 1;
+/// Cache ids: 1..MAX_CACHE_ID name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
+pub const MAX_CACHE_ID: usize = 1023;
+/// The cache id of a block's mark while it sits in its slab.
+pub const MARK_ID: usize = 1023;
+const ID_SHIFT: u32 = 54;
+const SLOT_SHIFT: u32 = 48;
+
+/// Every thread cache with an id, by id (never unmapped once here).
+pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CACHE_ID];
+
 static FREE_SALT: AtomicUsize = AtomicUsize::new(0x5be2_d1c9_a36f_8e47);
 
 /// Mixes per-process randomness into the salt (at start-up, before any block is freed).
@@ -62,30 +99,78 @@ pub fn seed_free_key(random: usize) {
     );
 }
 
-/// The key a free of `p` writes into its first word.
+/// The key for `p` placed in slot `slot` of the magazine whose tag is `tag`.
 #[inline(always)]
-pub fn free_key(p: *mut u8) -> usize {
-    p.addr() ^ FREE_SALT.load(Ordering::Relaxed)
+pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
+    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (tag as usize) ^ (slot << SLOT_SHIFT)
 }
 
-/// Marks `p` freed: writes its key unless it is there already. False means the key was there: `p` may
-/// have been freed before (the caller confirms).
+/// The mark of a block in its slab.
+#[inline]
+pub fn slab_mark(p: *mut u8) -> usize {
+    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
+}
+
+/// A magazine tag for cache `id`.
+#[inline]
+pub const fn tag_of(id: usize) -> u64 {
+    (id as u64) << ID_SHIFT
+}
+
+/// What the first word of `p` says about where it is, if it is a key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KeySays {
+    /// Not a key: the program wrote over it (or the block never had one).
+    Nothing,
+    /// In its slab since a flush.
+    Slab,
+    /// In slot `slot` of cache `id`'s magazine (id 0: a cache without an id).
+    Slot { id: usize, slot: usize },
+}
+
+/// Reads the key of `p`.
 ///
 /// # Safety
 ///
-/// `p` is a block of at least 8 bytes, aligned to 8, that the caller is freeing.
-#[inline(always)]
-pub unsafe fn mark_freed(p: *mut u8) -> bool {
-    let key = free_key(p);
-    let w = p.cast::<usize>();
-    // SAFETY: per the caller, the block's first word is ours to read and write.
-    unsafe {
-        if w.read() == key {
-            return false;
-        }
-        w.write(key);
+/// `p` is a block of at least 8 bytes, aligned to 8, that the caller may read.
+#[inline]
+pub unsafe fn read_key(p: *mut u8) -> KeySays {
+    // SAFETY: per the caller.
+    let t = unsafe { p.cast::<usize>().read() } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed);
+    if t & KEY_LOW != 0 {
+        return KeySays::Nothing;
     }
-    true
+    let id = t >> ID_SHIFT;
+    if id == MARK_ID {
+        KeySays::Slab
+    } else {
+        KeySays::Slot {
+            id,
+            slot: (t >> SLOT_SHIFT) & (MAG_MAX - 1),
+        }
+    }
+}
+
+/// Writes `key` into the first word of `p`.
+///
+/// # Safety
+///
+/// As for [`read_key`], and the caller may write it.
+#[inline(always)]
+pub unsafe fn write_key(p: *mut u8, key: usize) {
+    // SAFETY: per the caller.
+    unsafe { p.cast::<usize>().write(key) }
+}
+
+/// What [`ThreadCache::push_keyed`] did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Push {
+    /// The block is in the magazine, its key written.
+    Done,
+    /// No room (or the empty cache): nothing was read or written.
+    Full,
+    /// The block's first word is a key for another place: check before freeing (nothing was written).
+    Suspect,
 }
 
 impl ThreadCache {
@@ -145,6 +230,7 @@ impl ThreadCache {
             let m = Self::mag(tc, class);
             if (*m).cap == 0 {
                 (*m).cap = MAG_CAPACITY.get(class).copied().unwrap_or(2);
+                (*m).tag = tag_of((*tc).id as usize);
             }
         }
     }
@@ -189,36 +275,59 @@ impl ThreadCache {
         true
     }
 
-    /// Whether the magazine of `class` has room for one more block (never in the empty cache).
+    /// Pushes a block being freed, after its double-free check: writes its key for the slot it takes,
+    /// unless its first word is a key for another place ([`Push::Suspect`]: the caller checks).
     ///
     /// # Safety
     ///
-    /// As for [`ThreadCache::mag`].
+    /// As for [`ThreadCache::push`]; `p` is a block of at least 8 bytes, aligned to 8.
     #[inline(always)]
-    pub unsafe fn has_room(tc: *mut ThreadCache, class: usize) -> bool {
-        // SAFETY: per the caller.
-        unsafe {
-            let m = Self::mag(tc, class);
-            Self::count_of(m).load(Ordering::Relaxed) < (*m).cap
-        }
-    }
-
-    /// Pushes a block into a magazine [`ThreadCache::has_room`] said has room.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ThreadCache::push`], and the magazine has room.
-    #[inline(always)]
-    pub unsafe fn push_unchecked(tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        // SAFETY: per the caller, count < cap <= MAG_MAX.
+    pub unsafe fn push_keyed(tc: *mut ThreadCache, class: usize, p: *mut u8) -> Push {
+        // SAFETY: per the caller, `m` is a magazine only this thread writes.
         let m = unsafe { Self::mag(tc, class) };
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
+        // SAFETY: as above.
+        let (cap, tag) = unsafe { ((*m).cap, (*m).tag) };
+        if n >= cap {
+            return Push::Full;
+        }
+        let key = slot_key(p, tag, n as usize);
+        // SAFETY: per the caller, the block's first word is ours to read and write.
+        unsafe {
+            let w = p.cast::<usize>().read();
+            if w != key {
+                if (w ^ key) & KEY_LOW == 0 {
+                    return Push::Suspect;
+                }
+                write_key(p, key);
+            }
+        }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
+        Push::Done
     }
 
-    /// Fills an empty magazine with `blocks` (at most its capacity).
+    /// Pushes a block whose double-free check is done, writing its key; false when full.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::push_keyed`].
+    #[inline]
+    pub unsafe fn push_checked(tc: *mut ThreadCache, class: usize, p: *mut u8) -> bool {
+        // SAFETY: per the caller.
+        unsafe {
+            let m = Self::mag(tc, class);
+            let n = Self::count_of(m).load(Ordering::Relaxed);
+            if n >= (*m).cap {
+                return false;
+            }
+            write_key(p, slot_key(p, (*m).tag, n as usize));
+            Self::push(tc, class, p)
+        }
+    }
+
+    /// Fills an empty magazine with `blocks` (at most its capacity); the blocks are not touched.
     ///
     /// # Safety
     ///
@@ -230,6 +339,8 @@ impl ThreadCache {
         for (i, &p) in blocks.iter().take(n).enumerate() {
             Self::slot_of(m, i).store(p, Ordering::Relaxed);
         }
+        // SAFETY: as above.
+        unsafe { (*m).refilled = n as u32 };
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
 
@@ -248,15 +359,47 @@ impl ThreadCache {
         for (i, o) in out.iter_mut().take(k).enumerate() {
             *o = Self::slot_of(m, i).load(Ordering::Relaxed);
         }
-        // Lower the count first: a reader then never sees a slot below it change to a block it already
-        // passed over... nor a block twice.
+        // Lower the count first: a reader (the double-free check) then sees an empty magazine while the
+        // slots move.
         count.store(0, Ordering::Release);
         for i in k..n {
             let p = Self::slot_of(m, i).load(Ordering::Relaxed);
             Self::slot_of(m, i - k).store(p, Ordering::Relaxed);
         }
         count.store((n - k) as u32, Ordering::Release);
+        // SAFETY: as above.
+        unsafe { (*m).refilled = (*m).refilled.saturating_sub(k as u32) };
         k
+    }
+
+    /// Whether slot `slot` of the magazine of `class`, or a slot below it, holds `p` (below the count: a
+    /// flush moves the blocks it keeps down, without rewriting their keys). Any thread may ask.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a cache of the registry that stays mapped during the call; `class < NUM_CLASSES`.
+    pub unsafe fn holds_at(tc: *mut ThreadCache, class: usize, slot: usize, p: *mut u8) -> bool {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
+        (0..n.min(slot + 1))
+            .rev()
+            .any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+    }
+
+    /// Whether `p` is among the blocks a refill put in this thread's magazine of `class` that may still be
+    /// there.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache; `class < NUM_CLASSES`.
+    pub unsafe fn holds_refilled(tc: *mut ThreadCache, class: usize, p: *mut u8) -> bool {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let n = Self::count_of(m).load(Ordering::Relaxed);
+        // SAFETY: as above.
+        let end = unsafe { (*m).refilled }.min(n) as usize;
+        (0..end.min(MAG_MAX)).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
     }
 
     /// Whether the magazine of `class` holds `p`. Any thread may ask (the double-free check).
