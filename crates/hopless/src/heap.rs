@@ -172,9 +172,28 @@ impl<P: PageSource> Heap<P> {
     /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
     pub unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
         for &p in blocks {
-            // SAFETY: per the caller, a block of this heap being freed (validated by the free that
-            // put it in a magazine, or by the caller's contract): its first word is ours.
+            // SAFETY: per the caller, a block of this heap being freed: its first word is ours.
             unsafe { write_key(p, slab_mark(p)) };
+        }
+        // SAFETY: forwarded.
+        unsafe { self.flush(class, blocks) };
+    }
+
+    /// [`Heap::flush_marked`] for blocks out of a magazine: only a block that holds a slot key needs the
+    /// mark. One a refill put there and nobody took carries its mark already, or nothing at all (a
+    /// fresh block, whose page a write would make resident for nothing; a read maps the zero page).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`]; the blocks come from a magazine.
+    pub unsafe fn flush_from_magazine(&self, class: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: per the caller, free blocks of this heap: their first words are ours.
+            unsafe {
+                if matches!(read_key(p), KeySays::Slot { .. }) {
+                    write_key(p, slab_mark(p));
+                }
+            }
         }
         // SAFETY: forwarded.
         unsafe { self.flush(class, blocks) };
@@ -339,7 +358,7 @@ impl<P: PageSource> Heap<P> {
                 let n = ThreadCache::take_oldest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
-                        self.flush_marked(class, blocks);
+                        self.flush_from_magazine(class, blocks);
                     }
                 }
             }
@@ -457,7 +476,7 @@ impl<P: PageSource> Heap<P> {
             let half = ThreadCache::count(tc, class).div_ceil(2);
             let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush_marked(class, blocks);
+                self.flush_from_magazine(class, blocks);
             }
             stat!((*tc).counters[class].free_slow.bump());
             if !ThreadCache::push_checked(tc, class, p) {
