@@ -5,7 +5,10 @@ Each program runs once per allocator per round, the allocator order rotating eac
 the median wall time and the median peak RSS (ru_maxrss of the measured process, from wait4), each with
 its ratio to mimalloc, and checks that every run printed exactly what the glibc run printed.
 
-    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH]
+    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH] [--before PATH]
+
+--before adds another libhopless.so (an earlier build) as the peer "hopless-before", run in the same
+alternating rounds, for before/after comparisons of a change.
 
 Peers are Debian's libjemalloc2 and libmimalloc2.0 (apt-get install libjemalloc2 libmimalloc2.0).
 """
@@ -200,12 +203,15 @@ def main():
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--json")
     ap.add_argument("--so", default=os.path.join(ROOT, "target/release/libhopless.so"))
+    ap.add_argument("--before", help="an earlier libhopless.so, run as the peer hopless-before")
     ap.add_argument("--only", help="comma-separated workloads")
     args = ap.parse_args()
     if not os.path.exists(args.so):
         subprocess.run(["cargo", "build", "--release", "-p", "hopless-malloc"], cwd=ROOT, check=True)
     peers = dict(PEERS)
     peers["hopless"] = args.so
+    if args.before:
+        peers["hopless-before"] = args.before
     for name, path in peers.items():
         if path and not os.path.exists(path):
             sys.exit(f"{name}: {path} is missing (apt-get install libjemalloc2 libmimalloc2.0)")

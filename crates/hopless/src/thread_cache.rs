@@ -28,7 +28,8 @@ use crate::stats::ThreadCounters;
 pub struct Magazine {
     pub count: u32,
     pub cap: u32,
-    /// This magazine's part of the free key: its cache's id in bits 54..64 (set with `cap`).
+    /// This magazine's part of the free key: the process's salt with its cache's id in bits 54..64 (set
+    /// with `cap`).
     pub tag: u64,
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
     /// slab mark rather than a key; the double-free check looks through them.
@@ -102,7 +103,7 @@ pub fn seed_free_key(random: usize) {
 /// The key for `p` placed in slot `slot` of the magazine whose tag is `tag`.
 #[inline(always)]
 pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
-    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (tag as usize) ^ (slot << SLOT_SHIFT)
+    p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
 }
 
 /// The mark of a block in its slab.
@@ -111,10 +112,10 @@ pub fn slab_mark(p: *mut u8) -> usize {
     p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
 }
 
-/// A magazine tag for cache `id`.
+/// A magazine tag for cache `id` (the salt is fixed before the first cache is made).
 #[inline]
-pub const fn tag_of(id: usize) -> u64 {
-    (id as u64) << ID_SHIFT
+pub fn tag_of(id: usize) -> u64 {
+    (FREE_SALT.load(Ordering::Relaxed) ^ (id << ID_SHIFT)) as u64
 }
 
 /// What the first word of `p` says about where it is, if it is a key.
