@@ -113,6 +113,11 @@ enum Action {
         idx: u16,
         size: Size,
     },
+    /// The C `realloc` (no old size): `Hopless::realloc_unsized` with malloc's alignment.
+    ReallocUnsized {
+        idx: u16,
+        size: Size,
+    },
     /// Any alignment from 1 to 4 MiB.
     Memalign {
         align: Align,
@@ -299,6 +304,33 @@ impl Model {
                     );
                 }
                 self.admit("realloc", q, new_size, old.align, false);
+            }
+            Action::ReallocUnsized {
+                idx,
+                size: Size(new_size),
+            } => {
+                if self.live.is_empty() {
+                    return;
+                }
+                let i = idx as usize % self.live.len();
+                if !self.room_for(new_size.saturating_sub(self.live[i].size)) {
+                    return;
+                }
+                let old = self.remove(i);
+                let align = if new_size <= 8 { 8 } else { 16 };
+                // SAFETY: `old` is a live hopless block; new_size > 0; align a power of two.
+                let q = unsafe { Hopless::realloc_unsized(old.ptr, new_size, align) };
+                assert!(!q.is_null(), "realloc_unsized({:p}, {new_size}) returned null", old.ptr);
+                let kept = old.size.min(new_size);
+                // SAFETY: the new block holds at least `kept` bytes, copied from the old one.
+                let s = unsafe { std::slice::from_raw_parts(q, kept) };
+                if let Some(k) = first_mismatch(s, old.fill) {
+                    panic!(
+                        "realloc_unsized({:p}, {} -> {new_size}) = {q:p}: byte {k} of the kept {kept} is {:#x}, not {:#x}",
+                        old.ptr, old.size, s[k], old.fill
+                    );
+                }
+                self.admit("realloc_unsized", q, new_size, old.align.min(align), false);
             }
             Action::Free { idx } => {
                 if !self.live.is_empty() {
