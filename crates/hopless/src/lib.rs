@@ -6,8 +6,12 @@
 //! class), so alloc is `slots[--count]` and free is `slots[count++] = p`.
 //!
 //! Below the magazines sits the seed KV pool's design: a central heap per size class of slabs with free
-//! bitmaps (the lock held only for a batch move, a double free caught when the bit is already set), and
-//! the OS below that.
+//! bitmaps (the lock held only for a batch move), and the OS below that.
+//!
+//! A double or invalid free is caught at the free, before the block can be handed out twice: a free
+//! checks the pointer is a block start handed out before, and writes a key into the block's first word
+//! that says where the block went (a magazine slot, or its slab); a free that finds such a key looks
+//! there (see [`thread_cache`]). The allocation path never touches the block.
 //!
 //! ```
 //! #[global_allocator]
@@ -22,7 +26,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`size_class`] | the class table and the (size, align) → class mapping |
-//! | [`thread_cache`] | magazines: the fast path, a screenful of code |
+//! | [`thread_cache`] | magazines: the fast path, a screenful of code; the free key |
 //! | [`heap`] | the slow path: refill, flush, thread caches, large blocks, realloc, batches, trim, stats |
 //! | [`central`] | per-class partial slabs and the pools of unused slabs, with purging |
 //! | [`segment`] | 4 MiB segments, slab headers and bitmaps; pointer → slab in O(1) |
