@@ -492,3 +492,25 @@ fn debug_foreign_free() {
         panic!("{e}");
     }
 }
+
+/// Threads trading unwritten blocks of every size and alignment through shared slots while the process
+/// forks: no false double free, no crash, no hang; the same under hardened and debug modes.
+#[test]
+fn hostile_threads_trading_unwritten_blocks_while_forking() {
+    let dir = common::scratch("hostile");
+    let bin = dir.join("hostile");
+    common::cc_program("hostile", &bin, &["-O2"]);
+    for (mode, iters) in [
+        (None, "200000"),
+        (Some("HOPLESS_HARDENED"), "100000"),
+        (Some("HOPLESS_DEBUG"), "10000"),
+    ] {
+        let mut cmd = Command::new(&bin);
+        cmd.arg(iters).env("LD_PRELOAD", &programs().so);
+        if let Some(m) = mode {
+            cmd.env(m, "1");
+        }
+        let run = run_cmd(cmd, format!("hostile {mode:?}"));
+        assert!(run.status.success() && run.stdout == "ok\n", "{}", run.describe());
+    }
+}
