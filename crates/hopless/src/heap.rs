@@ -2,6 +2,16 @@
 //! Everything here but [`Heap::free_ptr`]'s lookup is the slow path (`#[cold]`): refills, flushes, thread
 //! cache set-up and retirement, large blocks, realloc, batches, trimming and stats.
 //!
+//! Frees are checked before a block can be handed out twice: [`Heap::free_ptr`] finds what the address is
+//! (`segment::locate`, exact), checks it is a block start handed out before (`Slab::check_free`), and
+//! [`Heap::free_checked`] pushes it with its free key (see `thread_cache`); a key already there sends it
+//! to [`Heap::free_suspect`], which looks where the key says. Everything that reports goes through
+//! `report_bad_free`, which never allocates.
+//!
+//! Thread caches: made from the page source, given an id (`thread_cache::CACHE_TABLE`) while ids last,
+//! parked when their thread exits (magazine pages given back), and reclaimed from threads that died
+//! without the exit hook (`find_orphan`).
+//!
 //! `Heap` is generic over its [`PageSource`], so the same code runs as the global allocator over
 //! [`OsPages`](crate::platform::OsPages) and under Miri over [`SystemPages`](crate::platform::SystemPages),
 //! driven by explicit thread caches instead of thread-local ones.
