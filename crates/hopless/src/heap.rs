@@ -480,6 +480,7 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: the magazine is the calling thread's own.
         unsafe {
             ThreadCache::open(tc, class);
+            stat!((*tc).counters[class].free_slow.bump());
             if ThreadCache::push_checked(tc, class, p) {
                 return;
             }
@@ -488,7 +489,6 @@ impl<P: PageSource> Heap<P> {
             if let Some(blocks) = buf.get(..n) {
                 self.flush_from_magazine(class, blocks);
             }
-            stat!((*tc).counters[class].free_slow.bump());
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);
             }
@@ -621,7 +621,9 @@ impl<P: PageSource> Heap<P> {
         }
         // SAFETY: in use after all; the magazine is the calling thread's.
         unsafe {
-            if !ThreadCache::push_checked(tc, class, p) {
+            if ThreadCache::push_checked(tc, class, p) {
+                stat!((*tc).counters[class].free_fast.bump());
+            } else {
                 self.free_flush(tc, class, p);
             }
         }
@@ -886,19 +888,22 @@ impl<P: PageSource> Heap<P> {
         if !tc.is_null() {
             // SAFETY: per the caller, `tc` is the calling thread's live cache.
             unsafe { ThreadCache::open(tc, class) };
+            let mut pushed = 0u64;
             while let Some(&p) = blocks.get(i) {
                 // SAFETY: per the caller, `p` is a block of `class` being freed.
                 unsafe {
                     match ThreadCache::push_keyed(tc, class, p) {
-                        Push::Done => {}
+                        Push::Done => pushed += 1,
+                        // Counted by the check itself.
                         Push::Suspect => self.free_suspect(tc, class, p),
                         Push::Full => break,
                     }
                 }
                 i += 1;
             }
+            let _ = pushed;
             // SAFETY: per the caller, `tc` is live.
-            stat!(unsafe { (*tc).counters[class].free_fast.add(i as u64) });
+            stat!(unsafe { (*tc).counters[class].free_fast.add(pushed) });
         }
         if i < blocks.len() {
             stat!(if !tc.is_null() {
