@@ -229,6 +229,38 @@ impl Model {
         b
     }
 
+    /// Takes live block `idx % live` out of the model for a realloc to `new_size`, if the cap allows.
+    fn take_for_realloc(&mut self, idx: u16, new_size: usize) -> Option<Block> {
+        if self.live.is_empty() {
+            return None;
+        }
+        let i = idx as usize % self.live.len();
+        if !self.room_for(new_size.saturating_sub(self.live[i].size)) {
+            return None;
+        }
+        Some(self.remove(i))
+    }
+
+    /// Checks a realloc's result kept the old contents, then admits it.
+    fn admit_realloc(&mut self, what: &str, old: &Block, q: *mut u8, new_size: usize, align: usize) {
+        assert!(
+            !q.is_null(),
+            "{what}({:p}, {} -> {new_size}) returned null",
+            old.ptr,
+            old.size
+        );
+        let kept = old.size.min(new_size);
+        // SAFETY: the new block holds at least `kept` bytes, copied from the old one.
+        let s = unsafe { std::slice::from_raw_parts(q, kept) };
+        if let Some(k) = first_mismatch(s, old.fill) {
+            panic!(
+                "{what}({:p}, {} -> {new_size}) = {q:p}: byte {k} of the kept {kept} is {:#x}, not {:#x}",
+                old.ptr, old.size, s[k], old.fill
+            );
+        }
+        self.admit(what, q, new_size, align, false);
+    }
+
     fn act(&mut self, a: &Action) {
         match *a {
             Action::Malloc { size: Size(size) } => {
@@ -277,60 +309,25 @@ impl Model {
                 idx,
                 size: Size(new_size),
             } => {
-                if self.live.is_empty() {
+                let Some(old) = self.take_for_realloc(idx, new_size) else {
                     return;
-                }
-                let i = idx as usize % self.live.len();
-                if !self.room_for(new_size.saturating_sub(self.live[i].size)) {
-                    return;
-                }
-                let old = self.remove(i);
+                };
                 let layout = Layout::from_size_align(old.size, old.align).unwrap();
                 // SAFETY: `old` is a live block allocated with `layout`; new_size > 0.
                 let q = unsafe { GlobalAlloc::realloc(&Hopless, old.ptr, layout, new_size) };
-                assert!(
-                    !q.is_null(),
-                    "realloc({:p}, {} -> {new_size}) returned null",
-                    old.ptr,
-                    old.size
-                );
-                let kept = old.size.min(new_size);
-                // SAFETY: the new block holds at least `kept` bytes, copied from the old one.
-                let s = unsafe { std::slice::from_raw_parts(q, kept) };
-                if let Some(k) = first_mismatch(s, old.fill) {
-                    panic!(
-                        "realloc({:p}, {} -> {new_size}) = {q:p}: byte {k} of the kept {kept} is {:#x}, not {:#x}",
-                        old.ptr, old.size, s[k], old.fill
-                    );
-                }
-                self.admit("realloc", q, new_size, old.align, false);
+                self.admit_realloc("realloc", &old, q, new_size, old.align);
             }
             Action::ReallocUnsized {
                 idx,
                 size: Size(new_size),
             } => {
-                if self.live.is_empty() {
+                let Some(old) = self.take_for_realloc(idx, new_size) else {
                     return;
-                }
-                let i = idx as usize % self.live.len();
-                if !self.room_for(new_size.saturating_sub(self.live[i].size)) {
-                    return;
-                }
-                let old = self.remove(i);
+                };
                 let align = if new_size <= 8 { 8 } else { 16 };
                 // SAFETY: `old` is a live hopless block; new_size > 0; align a power of two.
                 let q = unsafe { Hopless::realloc_unsized(old.ptr, new_size, align) };
-                assert!(!q.is_null(), "realloc_unsized({:p}, {new_size}) returned null", old.ptr);
-                let kept = old.size.min(new_size);
-                // SAFETY: the new block holds at least `kept` bytes, copied from the old one.
-                let s = unsafe { std::slice::from_raw_parts(q, kept) };
-                if let Some(k) = first_mismatch(s, old.fill) {
-                    panic!(
-                        "realloc_unsized({:p}, {} -> {new_size}) = {q:p}: byte {k} of the kept {kept} is {:#x}, not {:#x}",
-                        old.ptr, old.size, s[k], old.fill
-                    );
-                }
-                self.admit("realloc_unsized", q, new_size, old.align.min(align), false);
+                self.admit_realloc("realloc_unsized", &old, q, new_size, old.align.min(align));
             }
             Action::Free { idx } => {
                 if !self.live.is_empty() {
