@@ -695,9 +695,6 @@ impl<P: PageSource> Heap<P> {
                 // SAFETY: `locate` found `p` in a live small/medium segment.
                 let class = match unsafe { Slab::check_free(seg, p) } {
                     Ok(c) => c,
-                    Err(FreeError::Metadata) => {
-                        report_bad_free(FreeError::Metadata, p, usize::MAX, ptr::null_mut())
-                    }
                     // SAFETY: as above.
                     Err(e) => report_bad_free(e, p, usize::MAX, unsafe { slab_of(seg, p) }),
                 };
@@ -1243,8 +1240,15 @@ pub(crate) fn report_bad_free(e: FreeError, p: *mut u8, class: usize, slab: *mut
             .str(" bytes)");
     }
     m.str("\n  segment: ").hex(segment_of(p).addr());
-    if !slab.is_null() {
+    // A header that belongs to no slab (the header area's own slots) has nothing to say.
+    let magic = if slab.is_null() {
+        0
+    } else {
         // SAFETY: `slab` was found from `p`'s segment header, which is mapped.
+        unsafe { (*slab).magic }
+    };
+    if matches!(magic, crate::segment::SLAB_MAGIC | crate::segment::SLAB_POOLED) {
+        // SAFETY: as above.
         let s = unsafe { &*slab };
         m.str("\n  slab: ")
             .hex(s.start.addr())
