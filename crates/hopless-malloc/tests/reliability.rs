@@ -528,3 +528,48 @@ fn hostile_threads_trading_unwritten_blocks_while_forking() {
         assert!(run.status.success() && run.stdout == "ok\n", "{}", run.describe());
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Hardened mode: the same bad frees are caught, and correct programs, forks, threads and growth run clean.
+
+#[test]
+fn hardened_mode_passes_the_reliability_cases() {
+    const HARDENED: &[(&str, &str)] = &[("HOPLESS_HARDENED", "1")];
+    let mut failures = Vec::new();
+    for (args, words) in [
+        (&["df_immediate"][..], DOUBLE),
+        (&["df_delayed"], DOUBLE),
+        (&["df_interleaved"], DOUBLE),
+        (&["df_cross_thread"], DOUBLE),
+        (&["df_after_thread_exit"], DOUBLE),
+        (&["df_sizes", "24"], DOUBLE),
+        (&["df_sizes", "5000"], DOUBLE),
+        (&["df_large"], &[]),
+        (&["invalid_interior"], INTERIOR),
+        (&["invalid_stack"], FOREIGN),
+        (&["invalid_metadata"], &[]),
+        (&["invalid_never_allocated"], &[]),
+    ] {
+        if let Err(e) = abort_report(How::Preload, args, HARDENED, words) {
+            failures.push(e);
+        }
+    }
+    for args in [
+        &["no_false_positive"][..],
+        &["large_churn"],
+        &["fork_atfork_before"],
+        &["fork_threads"],
+        &["many_keys", "40"],
+        &["aligned_many"],
+        &["realloc_grow"],
+        &["tsd_late_round"],
+    ] {
+        let r = run(How::Preload, args, HARDENED);
+        if !(r.status.success() && r.stdout.ends_with("ok\n")) {
+            failures.push(r.describe());
+        } else if args == ["realloc_grow"] {
+            eprintln!("hardened: {}", r.stderr.lines().collect::<Vec<_>>().join("; "));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -212,7 +212,17 @@ impl SlabPool {
         // SAFETY: a slab in state Purging is on no list and belongs to nobody: only this thread touches it
         // and its memory.
         unsafe {
-            source.decommit((*s).start, self.slot_size());
+            // Hardened mode keeps the slot's last page: its last 8 bytes are the guard word of the next
+            // slot's first block, which may be in use (see `heap::hardened`).
+            #[cfg(feature = "debug")]
+            let keep = if crate::debug::hardened() {
+                crate::platform::PAGE_SIZE
+            } else {
+                0
+            };
+            #[cfg(not(feature = "debug"))]
+            let keep = 0;
+            source.decommit((*s).start, self.slot_size() - keep);
             (*s).dirty = false;
             (*s).state = SlabState::Pooled;
         }

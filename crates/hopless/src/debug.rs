@@ -60,6 +60,14 @@ pub fn debug_on() -> bool {
     m & DEBUG != 0 && m & MODE_UNSET == 0
 }
 
+/// Whether either checked mode is on (one relaxed load once set): the slow paths that see it leave the
+/// default paths for [`crate::heap`]'s debug or hardened ones.
+#[inline(always)]
+pub fn checked_on() -> bool {
+    let m = MODE.load(Ordering::Relaxed);
+    m & (DEBUG | HARDENED) != 0 && m & MODE_UNSET == 0
+}
+
 /// Whether the hardened mode is on.
 #[inline]
 pub fn hardened() -> bool {
@@ -184,10 +192,14 @@ fn write_history(m: &mut Msg, p: *mut u8) {
 #[inline(never)]
 pub(crate) fn fault(what: &str, p: *mut u8, class: usize, offset: Option<usize>) -> ! {
     let mut m = Msg::new();
-    m.str("hopless debug: fatal: ")
-        .str(what)
-        .str("\n  pointer: ")
-        .hex(p.addr());
+    m.str(if debug_on() {
+        "hopless debug: fatal: "
+    } else {
+        "hopless hardened: fatal: "
+    })
+    .str(what)
+    .str("\n  pointer: ")
+    .hex(p.addr());
     if class < size_class::NUM_CLASSES {
         m.str("\n  class: ")
             .dec(class as u64)
@@ -221,7 +233,9 @@ pub(crate) fn fault(what: &str, p: *mut u8, class: usize, offset: Option<usize>)
                 .str(" free)");
         }
     }
-    write_history(&mut m, p);
+    if debug_on() {
+        write_history(&mut m, p);
+    }
     m.str("\n");
     m.fatal()
 }

@@ -30,6 +30,10 @@ thread_local! {
     static CACHE: Cell<*mut ThreadCache> = const { Cell::new(EMPTY_CACHE.0.get()) };
     /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
     static RETIRED: Cell<bool> = const { Cell::new(false) };
+    /// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
+    /// the fast path always falls through to them).
+    #[cfg(feature = "debug")]
+    static HARDENED_CACHE: Cell<*mut ThreadCache> = const { Cell::new(ptr::null_mut()) };
 }
 
 #[inline(always)]
@@ -54,9 +58,9 @@ fn cache_or_init() -> *mut ThreadCache {
     if RETIRED.with(|r| r.get()) {
         return ptr::null_mut();
     }
-    // Debug mode keeps every thread on the empty cache, so every operation reaches a checked path.
+    // The checked modes keep every thread on the empty cache, so every operation reaches a checked path.
     #[cfg(feature = "debug")]
-    if crate::debug::mode() & crate::debug::DEBUG != 0 {
+    if crate::debug::mode() & (crate::debug::DEBUG | crate::debug::HARDENED) != 0 {
         return ptr::null_mut();
     }
     process_init();
@@ -69,6 +73,63 @@ fn cache_or_init() -> *mut ThreadCache {
     CACHE.with(|c| c.set(tc));
     register_exit(tc);
     tc
+}
+
+/// Hardened mode: the calling thread's cache for the checked paths, set up on first use; null past the
+/// thread's exit destructor or out of memory (the checked paths then go uncached).
+#[cfg(feature = "debug")]
+#[cold]
+fn hardened_cache() -> *mut ThreadCache {
+    let tc = HARDENED_CACHE.with(|c| c.get());
+    if !tc.is_null() || RETIRED.with(|r| r.get()) {
+        return tc;
+    }
+    process_init();
+    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
+    if tc.is_null() {
+        return tc;
+    }
+    // Published first, as in `cache_or_init`.
+    HARDENED_CACHE.with(|c| c.set(tc));
+    register_exit(tc);
+    tc
+}
+
+/// A checked mode's allocation (debug or hardened), or `None` when neither is on.
+#[cfg(feature = "debug")]
+#[inline]
+fn checked_alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
+    let mode = crate::debug::mode();
+    if mode & crate::debug::DEBUG != 0 {
+        Some(HEAP.debug_alloc(size, align, zeroed))
+    } else if mode & crate::debug::HARDENED != 0 {
+        // SAFETY: the cache is this thread's or null.
+        Some(unsafe { HEAP.hardened_alloc(hardened_cache(), size, align, zeroed) })
+    } else {
+        None
+    }
+}
+
+/// A checked mode's free; false (nothing done) when neither mode is on.
+///
+/// # Safety
+///
+/// `p` is the program's claim of a live block (anything else is reported).
+#[cfg(feature = "debug")]
+#[inline]
+unsafe fn checked_free(p: *mut u8) -> bool {
+    if !crate::debug::checked_on() {
+        return false;
+    }
+    // SAFETY: both check everything they are given; the cache is this thread's or null.
+    unsafe {
+        if crate::debug::debug_on() {
+            HEAP.debug_free(p);
+        } else {
+            HEAP.hardened_free(hardened_cache(), p);
+        }
+    }
+    true
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -154,6 +215,14 @@ extern "C" fn fork_child() {
         // SAFETY: the child's only thread and its own cache; the registry lock is held (by it).
         unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
     }
+    #[cfg(feature = "debug")]
+    {
+        let tc = HARDENED_CACHE.with(|c| c.get());
+        if !tc.is_null() {
+            // SAFETY: as above.
+            unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
+        }
+    }
     // SAFETY: the child's only thread, a copy of the forking one, holds every lock.
     unsafe { HEAP.unlock_all() }
 }
@@ -178,6 +247,8 @@ fn register_exit(tc: *mut ThreadCache) {
 unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
     let tc = arg.cast::<ThreadCache>();
     CACHE.with(|c| c.set(empty()));
+    #[cfg(feature = "debug")]
+    HARDENED_CACHE.with(|c| c.set(ptr::null_mut()));
     RETIRED.with(|r| r.set(true));
     // SAFETY: `arg` is the cache this thread registered; the thread is exiting and no longer uses it
     // (its thread-local now points at the empty cache, and RETIRED stops a new one being set up).
@@ -203,8 +274,8 @@ pub struct Hopless;
 unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
     process_init();
     #[cfg(feature = "debug")]
-    if crate::debug::mode() & crate::debug::DEBUG != 0 {
-        return HEAP.debug_alloc(size, align, false);
+    if let Some(p) = checked_alloc(size, align, false) {
+        return p;
     }
     let _ = (size, align);
     let tc = cache_or_init();
@@ -234,9 +305,9 @@ unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
 unsafe fn free_slow(class: usize, p: *mut u8) {
     process_init();
     #[cfg(feature = "debug")]
-    if crate::debug::debug_on() {
-        // SAFETY: forwarded; debug_free checks everything.
-        return unsafe { HEAP.debug_free(p) };
+    // SAFETY: forwarded; the checked modes check everything.
+    if unsafe { checked_free(p) } {
+        return;
     }
     // SAFETY: the caller frees a block of `class`; the cache is this thread's or null.
     unsafe { HEAP.free_checked(cache_or_init(), class, p) }
@@ -264,8 +335,8 @@ unsafe fn free_suspect(class: usize, p: *mut u8) {
 unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
     process_init();
     #[cfg(feature = "debug")]
-    if crate::debug::mode() & crate::debug::DEBUG != 0 {
-        return HEAP.debug_alloc(size, align, zeroed);
+    if let Some(p) = checked_alloc(size, align, zeroed) {
+        return p;
     }
     // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
     unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
@@ -285,9 +356,9 @@ impl Hopless {
         let mut tc = current();
         if tc == empty() {
             #[cfg(feature = "debug")]
-            if crate::debug::debug_on() {
-                // SAFETY: debug_free checks everything it is given.
-                return unsafe { HEAP.debug_free(p) };
+            // SAFETY: the checked modes check everything they are given.
+            if unsafe { checked_free(p) } {
+                return;
             }
             tc = cache_or_init();
         }
@@ -302,9 +373,16 @@ impl Hopless {
     /// `p` is a live block returned by this allocator.
     pub unsafe fn usable_size(p: *const u8) -> usize {
         #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            // SAFETY: per the caller; in debug mode the usable size is what was asked (the rest is redzone).
-            return unsafe { HEAP.debug_size(p.cast_mut()) };
+        if crate::debug::checked_on() {
+            // SAFETY: per the caller; in the checked modes the usable size is what was asked (the rest is
+            // redzone).
+            return unsafe {
+                if crate::debug::debug_on() {
+                    HEAP.debug_size(p.cast_mut())
+                } else {
+                    HEAP.hardened_size(p.cast_mut())
+                }
+            };
         }
         // SAFETY: per the caller.
         unsafe { HEAP.usable_size(p.cast_mut()) }
@@ -320,9 +398,9 @@ impl Hopless {
             return out.len();
         }
         #[cfg(feature = "debug")]
-        if crate::debug::mode() & crate::debug::DEBUG != 0 {
+        if crate::debug::mode() & (crate::debug::DEBUG | crate::debug::HARDENED) != 0 {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = HEAP.debug_alloc(layout.size(), layout.align(), false);
+                *o = checked_alloc(layout.size(), layout.align(), false).unwrap_or(ptr::null_mut());
                 if o.is_null() {
                     return i;
                 }
@@ -344,10 +422,10 @@ impl Hopless {
             return;
         }
         #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
+        if crate::debug::checked_on() {
             for &p in blocks {
-                // SAFETY: debug_free checks everything it is given.
-                unsafe { HEAP.debug_free(p) };
+                // SAFETY: the checked modes check everything they are given.
+                unsafe { checked_free(p) };
             }
             return;
         }
@@ -372,6 +450,11 @@ impl Hopless {
     ///
     /// `p` was returned by this allocator and is live; `new_size > 0`; `align` a power of two.
     pub unsafe fn realloc_unsized(p: *mut u8, new_size: usize, align: usize) -> *mut u8 {
+        #[cfg(feature = "debug")]
+        if crate::debug::checked_on() && !crate::debug::debug_on() {
+            // SAFETY: per the caller (anything else is reported); the cache is this thread's or null.
+            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, align) };
+        }
         #[cfg(feature = "debug")]
         if crate::debug::debug_on() {
             // Debug mode never resizes in place: the old block is checked and poisoned.
@@ -465,6 +548,14 @@ impl Hopless {
             // SAFETY: the thread's own live cache.
             unsafe { HEAP.flush_all(tc) };
         }
+        #[cfg(feature = "debug")]
+        {
+            let tc = HARDENED_CACHE.with(|c| c.get());
+            if !tc.is_null() {
+                // SAFETY: as above.
+                unsafe { HEAP.flush_all(tc) };
+            }
+        }
     }
 
     /// Flushes the calling thread's cache, then gives every fully free slab and every cached large
@@ -548,6 +639,11 @@ unsafe impl GlobalAlloc for Hopless {
 
     #[inline]
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        #[cfg(feature = "debug")]
+        if crate::debug::checked_on() && !crate::debug::debug_on() {
+            // SAFETY: per the caller; the cache is this thread's or null.
+            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, layout.align()) };
+        }
         #[cfg(feature = "debug")]
         if crate::debug::debug_on() {
             // Debug mode never resizes in place: the old block is checked and poisoned.

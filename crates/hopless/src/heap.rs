@@ -19,6 +19,9 @@
 use core::ptr;
 use core::sync::atomic::Ordering;
 
+#[cfg(feature = "debug")]
+mod hardened;
+
 use crate::central::{ClassHeap, SlabPool, KEEP_EMPTY_SMALL};
 use crate::large::LargeCache;
 use crate::lock::SpinLock;
@@ -122,10 +125,12 @@ impl<P: PageSource> Heap<P> {
                     {
                         let mode = crate::debug::mode();
                         if mode & crate::debug::HARDENED != 0 {
-                            // Every block becomes takeable at once; in debug mode they must all be poison
-                            // (otherwise `Slab::take` poisons blocks as it carves them).
+                            // Every block becomes takeable at once, so they must all be poison now
+                            // (otherwise debug mode's `Slab::take` poisons blocks as it carves them).
                             if mode & crate::debug::DEBUG != 0 {
                                 ptr::write_bytes((*s).start, crate::debug::POISON, pool.slot_size());
+                            } else {
+                                hardened::poison_new_slab(s, class);
                             }
                             Slab::make_all_carved(s);
                         }
@@ -1050,20 +1055,10 @@ impl<P: PageSource> Heap<P> {
                 one[0]
             }
             None => {
-                let Some(need) = size.checked_add(debug::REDZONE_MIN + 8) else {
-                    return ptr::null_mut();
-                };
-                let p = self.large.alloc(&self.source, need, align, zeroed);
-                if p.is_null() {
-                    return p;
+                let p = self.checked_large_alloc(size, align, zeroed, 0);
+                if !p.is_null() {
+                    debug::record(debug::OpKind::Alloc, p, 0xff);
                 }
-                // SAFETY: a live large block of at least `need` bytes; its usable size is known.
-                unsafe {
-                    let usable = self.usable_size(p);
-                    ptr::write_bytes(p.add(size), debug::REDZONE, usable - 8 - size);
-                    p.add(usable - 8).cast::<u64>().write_unaligned(size as u64);
-                }
-                debug::record(debug::OpKind::Alloc, p, 0xff);
                 p
             }
         }
@@ -1076,7 +1071,11 @@ impl<P: PageSource> Heap<P> {
     /// `p` is a live debug-mode block.
     #[cfg(feature = "debug")]
     pub unsafe fn debug_size(&self, p: *mut u8) -> usize {
-        // SAFETY: per the caller, the block (slab or large) ends with its size trailer.
+        if let Located::Large(seg) = locate(p) {
+            // SAFETY: a mapped large-block header.
+            return unsafe { self.checked_large_size(seg, p) }.unwrap_or(0);
+        }
+        // SAFETY: per the caller, a slab block ends with its size trailer.
         unsafe { p.add(self.usable_size(p) - 8).cast::<u64>().read_unaligned() as usize }
     }
 
@@ -1097,38 +1096,8 @@ impl<P: PageSource> Heap<P> {
                     Located::Large(seg) => seg,
                     _ => segment_of(p),
                 };
-                // SAFETY: a live large block (its header magic was checked).
-                unsafe {
-                    if p != seg.cast::<u8>().add((*seg).data_offset) {
-                        debug::fault(
-                            "free of a pointer that is not the start of a block",
-                            p,
-                            usize::MAX,
-                            None,
-                        );
-                    }
-                    let usable = self.usable_size(p);
-                    let size = p.add(usable - 8).cast::<u64>().read_unaligned() as usize;
-                    if size > usable - 8 {
-                        debug::fault(
-                            "the block's size trailer is damaged",
-                            p,
-                            usize::MAX,
-                            Some(usable - 8),
-                        );
-                    }
-                    let red = core::slice::from_raw_parts(p.add(size), usable - 8 - size);
-                    if let Some(off) = debug::first_not(red, debug::REDZONE) {
-                        debug::fault(
-                            "buffer overflow into the redzone",
-                            p,
-                            usize::MAX,
-                            Some(size + off),
-                        );
-                    }
-                    debug::record(debug::OpKind::Free, p, 0xff);
-                    self.large.free(&self.source, seg);
-                }
+                // SAFETY: check_headers found a mapped large-block header holding `p`.
+                unsafe { self.checked_large_free(seg, p) }
             }
             Some(class) => {
                 let seg = segment_of(p);

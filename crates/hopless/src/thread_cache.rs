@@ -100,6 +100,12 @@ pub fn seed_free_key(random: usize) {
     );
 }
 
+/// The per-process secret keys and marks are mixed with (hardened mode's guard words use it too).
+#[inline]
+pub fn free_salt() -> usize {
+    FREE_SALT.load(Ordering::Relaxed)
+}
+
 /// The key for `p` placed in slot `slot` of the magazine whose tag is `tag`.
 #[inline(always)]
 pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {

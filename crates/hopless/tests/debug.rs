@@ -214,11 +214,11 @@ fn workload() {
             let p = GLOBAL.alloc_zeroed(l);
             assert_eq!(p as usize % align, 0);
             assert!(std::slice::from_raw_parts(p, 300).iter().all(|&b| b == 0));
-            if std::env::var_os("HOPLESS_DEBUG").is_some() {
+            if std::env::var_os("HOPLESS_DEBUG").is_some() || std::env::var_os("HOPLESS_HARDENED").is_some() {
                 assert_eq!(
                     Hopless::usable_size(p),
                     300,
-                    "debug mode reports the requested size"
+                    "the checked modes report the requested size"
                 );
             } else {
                 assert!(Hopless::usable_size(p) >= 300);
@@ -278,8 +278,11 @@ fn hardened_large_blocks_have_a_guard_page() {
         // SAFETY: the fault under test: write just past the end of a large block (the guard page).
         unsafe {
             let p = GLOBAL.alloc(l);
-            let usable = Hopless::usable_size(p);
-            std::ptr::write_volatile(p.add(usable), 1);
+            // Past the requested size come the redzone and the size word, then the page rounding, then
+            // the guard page: within a page and a bit.
+            for i in 0..(8 << 10) {
+                std::ptr::write_volatile(p.add((1 << 20) + i), 1);
+            }
         }
         unreachable!();
     }
@@ -294,6 +297,293 @@ fn hardened_large_blocks_have_a_guard_page() {
     assert_eq!(
         out.status.signal(),
         Some(libc::SIGSEGV),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Hardened mode: the thread caches stay, and every free and reuse is checked.
+
+fn hardened_aborts(test: &str, fault: &str) -> String {
+    let out = child(test, fault, &[("HOPLESS_HARDENED", "1")]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "{fault}: child should abort; stderr:\n{err}"
+    );
+    assert!(
+        err.contains("hopless hardened: fatal: ") || err.contains("hopless: fatal: "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("pointer: {}", victim(&err))),
+        "{fault}: {err}"
+    );
+    err
+}
+
+const L24: Layout = match Layout::from_size_align(24, 8) {
+    Ok(l) => l,
+    Err(_) => panic!(),
+};
+
+/// The first block of its slab among fresh blocks of `l` (hardened mode hands them out in random order).
+fn first_block_of_a_slab(l: Layout) -> *mut u8 {
+    for _ in 0..100_000 {
+        // SAFETY: a live block; only its slab header is read (leaked on purpose).
+        unsafe {
+            let p = GLOBAL.alloc(l);
+            let s = hopless::segment::slab_of(hopless::segment::segment_of(p), p);
+            if (*s).start == p {
+                return p;
+            }
+        }
+    }
+    panic!("no first block found");
+}
+
+#[test]
+fn hardened_mode_catches_every_kind_of_double_free() {
+    let fault = std::env::var("HOPLESS_FAULT").unwrap_or_default();
+    if fault.starts_with("hdf-") {
+        // SAFETY: the faults under test.
+        unsafe {
+            let p = GLOBAL.alloc(L100);
+            eprintln!("victim {:#x}", p as usize);
+            GLOBAL.dealloc(p, L100);
+            match fault.as_str() {
+                "hdf-immediate" => {}
+                "hdf-delayed" => {
+                    let others: Vec<_> = (0..100).map(|_| GLOBAL.alloc(L100)).collect();
+                    for q in others {
+                        GLOBAL.dealloc(q, L100);
+                    }
+                }
+                // Enough frees after it that its magazine flushes it back to its slab; then another
+                // thread refills from that slab (and keeps its magazine) without being handed `p`.
+                "hdf-flushed" => {
+                    let others: Vec<_> = (0..5000).map(|_| GLOBAL.alloc(L100) as usize).collect();
+                    for q in others {
+                        GLOBAL.dealloc(q as *mut u8, L100);
+                    }
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let a = p as usize;
+                    std::thread::spawn(move || {
+                        let r = GLOBAL.alloc(L100);
+                        if r as usize == a {
+                            let _keep = GLOBAL.alloc(L100);
+                            GLOBAL.dealloc(r, L100);
+                        }
+                        tx.send(()).unwrap();
+                        std::thread::park();
+                    });
+                    rx.recv().unwrap();
+                }
+                "hdf-other-thread" => {
+                    let a = p as usize;
+                    std::thread::spawn(move || GLOBAL.dealloc(a as *mut u8, L100))
+                        .join()
+                        .unwrap();
+                }
+                "hdf-c-free" => Hopless::free(p),
+                _ => unreachable!(),
+            }
+            GLOBAL.dealloc(p, L100);
+        }
+        unreachable!();
+    }
+    if in_child() {
+        return;
+    }
+    for f in [
+        "hdf-immediate",
+        "hdf-delayed",
+        "hdf-flushed",
+        "hdf-other-thread",
+        "hdf-c-free",
+    ] {
+        let err = hardened_aborts("hardened_mode_catches_every_kind_of_double_free", f);
+        assert!(err.contains("double free"), "{f}: {err}");
+    }
+}
+
+#[test]
+fn hardened_mode_catches_overflow_and_underflow_at_free() {
+    let fault = std::env::var("HOPLESS_FAULT").unwrap_or_default();
+    if fault.starts_with("hof-") {
+        // SAFETY: the faults under test.
+        unsafe {
+            let (p, l, at) = match fault.as_str() {
+                "hof-overflow" => (GLOBAL.alloc(L100), L100, 100),
+                "hof-overflow-small" => (GLOBAL.alloc(L24), L24, 26),
+                "hof-underflow" => (GLOBAL.alloc(L100), L100, -1),
+                "hof-underflow-4" => (GLOBAL.alloc(L24), L24, -4),
+                "hof-underflow-first" => (first_block_of_a_slab(L100), L100, -2),
+                "hof-large" => {
+                    let l = Layout::from_size_align(1 << 20, 8).unwrap();
+                    (GLOBAL.alloc(l), l, (1 << 20) + 3)
+                }
+                _ => unreachable!(),
+            };
+            eprintln!("victim {:#x}", p as usize);
+            *p.offset(at) = 0x41;
+            GLOBAL.dealloc(p, l);
+        }
+        unreachable!();
+    }
+    if in_child() {
+        return;
+    }
+    let t = "hardened_mode_catches_overflow_and_underflow_at_free";
+    for (f, want) in [
+        ("hof-overflow", "damaged byte at offset: 100"),
+        ("hof-overflow-small", "damaged byte at offset: 26"),
+        ("hof-large", "damaged byte at offset: 1048579"),
+    ] {
+        let err = hardened_aborts(t, f);
+        assert!(err.contains("buffer overflow into the redzone"), "{f}: {err}");
+        assert!(err.contains(want), "{f}: {err}");
+    }
+    for f in ["hof-underflow", "hof-underflow-4", "hof-underflow-first"] {
+        let err = hardened_aborts(t, f);
+        assert!(err.contains("buffer underflow"), "{f}: {err}");
+    }
+}
+
+#[test]
+fn hardened_mode_catches_a_write_after_free_when_the_block_comes_back() {
+    let fault = std::env::var("HOPLESS_FAULT").unwrap_or_default();
+    if fault.starts_with("huaf-") {
+        // SAFETY: the faults under test.
+        unsafe {
+            let p = GLOBAL.alloc(L100);
+            eprintln!("victim {:#x}", p as usize);
+            GLOBAL.dealloc(p, L100);
+            let at = match fault.as_str() {
+                "huaf-0" => 0,
+                "huaf-42" => 42,
+                "huaf-end" => 99,
+                _ => unreachable!(),
+            };
+            *p.add(at) = 7;
+            for _ in 0..10_000 {
+                let _ = GLOBAL.alloc(L100);
+            }
+        }
+        unreachable!();
+    }
+    if in_child() {
+        return;
+    }
+    let t = "hardened_mode_catches_a_write_after_free_when_the_block_comes_back";
+    for (f, off) in [("huaf-0", 0), ("huaf-42", 42), ("huaf-end", 99)] {
+        let err = hardened_aborts(t, f);
+        assert!(err.contains("write after free"), "{f}: {err}");
+        assert!(
+            err.contains(&format!("damaged byte at offset: {off}")),
+            "{f}: {err}"
+        );
+    }
+}
+
+#[test]
+fn hardened_mode_reports_interior_and_foreign_pointers() {
+    let fault = std::env::var("HOPLESS_FAULT").unwrap_or_default();
+    if fault.starts_with("hbad-") {
+        // SAFETY: the faults under test.
+        unsafe {
+            let p = GLOBAL.alloc(L100);
+            let mut local = [0u64; 4];
+            let bad = match fault.as_str() {
+                "hbad-interior" => p.add(16),
+                "hbad-stack" => local.as_mut_ptr().cast::<u8>(),
+                _ => unreachable!(),
+            };
+            eprintln!("victim {:#x}", bad as usize);
+            Hopless::free(bad);
+        }
+        unreachable!();
+    }
+    if in_child() {
+        return;
+    }
+    let t = "hardened_mode_reports_interior_and_foreign_pointers";
+    let err = hardened_aborts(t, "hbad-interior");
+    assert!(err.contains("not the start of a block"), "{err}");
+    let err = hardened_aborts(t, "hbad-stack");
+    assert!(err.contains("did not allocate"), "{err}");
+}
+
+/// Many threads trading blocks of every size while resizing them: no false report in hardened mode, and
+/// every block keeps its contents.
+#[test]
+fn hardened_mode_runs_a_cross_thread_churn_clean() {
+    if armed("hchurn") {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let slots: Arc<Vec<AtomicUsize>> = Arc::new((0..256).map(|_| AtomicUsize::new(0)).collect());
+        let hs: Vec<_> = (0..4)
+            .map(|t| {
+                let slots = slots.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0x9e37_79b9u64 ^ t;
+                    for _ in 0..40_000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let size = match x % 8 {
+                            0 => 1 + (x >> 8) as usize % (300 << 10),
+                            1..=3 => 1 + (x >> 8) as usize % 4096,
+                            _ => 1 + (x >> 8) as usize % 256,
+                        };
+                        let p = Hopless::alloc_bytes(size, 8, false);
+                        assert!(!p.is_null());
+                        // SAFETY: a fresh block of `size` bytes; the cookie is its first and last byte.
+                        unsafe {
+                            p.write_bytes(0xAB, size);
+                            *p = size as u8;
+                            *p.add(size - 1) = size as u8;
+                        }
+                        let slot = &slots[(x >> 40) as usize % 256];
+                        let old = slot.swap(p as usize, Ordering::AcqRel);
+                        if old != 0 {
+                            let q = old as *mut u8;
+                            // SAFETY: a block another thread published; now ours.
+                            unsafe {
+                                let n = Hopless::usable_size(q);
+                                assert_eq!(*q, n as u8);
+                                assert_eq!(*q.add(n - 1), n as u8);
+                                let r = if x & 1 == 0 {
+                                    Hopless::realloc_unsized(q, n + 1 + (x >> 50) as usize % 9000, 8)
+                                } else {
+                                    q
+                                };
+                                assert_eq!(*r, n as u8);
+                                Hopless::free(r);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        println!("churn ok");
+        return;
+    }
+    if in_child() {
+        return;
+    }
+    let out = child(
+        "hardened_mode_runs_a_cross_thread_churn_clean",
+        "hchurn",
+        &[("HOPLESS_HARDENED", "1")],
+    );
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("churn ok"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
