@@ -47,7 +47,7 @@ use crate::thread_cache::{free_salt, read_key, KeySays, ThreadCache};
 /// Redzone bytes written and checked after the requested size, at most.
 pub const REDZONE_MAX: usize = 256;
 /// Bytes of a freed block poisoned and checked at reuse, at most (the head of a bigger block).
-pub const POISON_MAX: usize = 4096;
+pub const POISON_MAX: usize = 1024;
 /// Bytes a block needs beyond the request: the smallest redzone and the next block's guard word.
 const OVERHEAD: usize = 16;
 const GUARD: usize = 8;
