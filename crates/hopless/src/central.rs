@@ -10,11 +10,40 @@ use core::ptr;
 
 use crate::lock::SpinLock;
 use crate::platform::PageSource;
+use crate::report::report_bad_free;
 use crate::segment::{
-    SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT,
-    SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
+    segment_of, slab_of, FreeError, SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA,
+    MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
 };
+use crate::size_class::{is_medium, MAG_MAX};
 use crate::stats::CentralCounters;
+
+/// What the checked modes ask of the layers below the heap (all off in the default mode). The heap
+/// passes it down, so these layers never look the modes up themselves.
+#[derive(Clone, Copy)]
+pub(crate) struct Checks {
+    /// Fill each block with this byte as a slab first carves it (debug mode: poison until handed out).
+    pub carve_fill: Option<u8>,
+    /// A new slab makes all its blocks takeable at once and hands them out in random order, drawing
+    /// from `random_source` (hardened mode).
+    pub random: bool,
+    pub random_source: fn() -> u64,
+    /// Called on each new slab (its header, class and slot size) before its first block is taken, under
+    /// the class lock (the checked modes poison it).
+    pub new_slab: Option<unsafe fn(*mut Slab, usize, usize)>,
+    /// A purge keeps the slot's last page (hardened mode keeps a guard word there).
+    pub keep_last_page: bool,
+}
+
+impl Checks {
+    pub(crate) const NONE: Checks = Checks {
+        carve_fill: None,
+        random: false,
+        random_source: || 0,
+        new_slab: None,
+        keep_last_page: false,
+    };
+}
 
 /// Fully free slabs a small class keeps for itself (medium classes keep none: their slabs are 512 KiB).
 pub const KEEP_EMPTY_SMALL: u32 = 1;
@@ -49,6 +78,136 @@ impl ClassHeap {
                     peak_outstanding: 0,
                 },
             }),
+        }
+    }
+
+    /// Moves up to `out.len()` free blocks of `class` (this class) out of its slabs, taking new slabs from
+    /// `pool`. Returns how many (fewer only when the page source is out of memory).
+    pub(crate) fn refill<P: PageSource>(
+        &self,
+        class: usize,
+        pool: &SlabPool,
+        source: &P,
+        checks: Checks,
+        out: &mut [*mut u8],
+    ) -> usize {
+        let mut g = self.inner.lock();
+        let mut got = 0;
+        while got < out.len() {
+            let mut s = g.partial.head;
+            if s.is_null() {
+                s = pool.get(source);
+                if s.is_null() {
+                    break;
+                }
+                // SAFETY: a slab fresh from the pool is ours; we hold the class lock it will belong to.
+                unsafe {
+                    Slab::init(s, class, (*s).start, pool.slot_size());
+                    if let Some(prepare) = checks.new_slab {
+                        prepare(s, class, pool.slot_size());
+                    }
+                    if checks.random {
+                        // Every block becomes takeable at once (`prepare` made them all ready).
+                        Slab::make_all_carved(s);
+                    }
+                    g.partial.push_front(s);
+                }
+                g.slabs += 1;
+                g.empty += 1;
+            }
+            // SAFETY: `s` is on this class's partial list and we hold the class lock.
+            unsafe {
+                if (*s).free == (*s).capacity {
+                    g.empty -= 1;
+                }
+                let rest = out.get_mut(got..).unwrap_or_default();
+                got += if checks.random {
+                    Slab::take_random(s, rest, checks.random_source)
+                } else {
+                    Slab::take(s, rest, checks.carve_fill)
+                };
+                if (*s).free == 0 {
+                    g.partial.remove(s);
+                    (*s).state = SlabState::Full;
+                }
+            }
+        }
+        g.counters.refills += 1;
+        g.counters.outstanding += got as u64;
+        g.counters.peak_outstanding = g.counters.peak_outstanding.max(g.counters.outstanding);
+        got
+    }
+
+    /// Returns at most [`MAG_MAX`] blocks of `class` (this class) to their slabs; slabs that become free
+    /// beyond what the class keeps go to `pool`, and those it hands back are purged after the lock is
+    /// dropped. A block that is not an in-use block of this class is reported and the process aborts.
+    ///
+    /// # Safety
+    ///
+    /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
+    pub(crate) unsafe fn flush<P: PageSource>(
+        &self,
+        class: usize,
+        pool: &SlabPool,
+        source: &P,
+        checks: Checks,
+        blocks: &[*mut u8],
+    ) {
+        let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
+        let want_kind = if is_medium(class) {
+            SegmentKind::Medium
+        } else {
+            SegmentKind::Small
+        };
+        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
+        let mut nv = 0;
+        {
+            let mut g = self.inner.lock();
+            for &p in blocks {
+                if !SEGMENT_MAP.contains(p) {
+                    report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
+                }
+                let seg = segment_of(p);
+                // SAFETY: the segment map says `p` is in a live hopless segment, so its header is mapped.
+                let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+                if magic != SEGMENT_MAGIC || kind != want_kind {
+                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
+                }
+                // SAFETY: `seg` is a live segment of the class's kind.
+                let s = unsafe { slab_of(seg, p) };
+                // SAFETY: we hold the class lock and `s` is `p`'s slab.
+                if let Err(e) = unsafe { Slab::put(s, class, p) } {
+                    report_bad_free(e, p, class, s);
+                }
+                // SAFETY: `s` belongs to this class, whose lock we hold.
+                unsafe {
+                    if (*s).state == SlabState::Full {
+                        (*s).state = SlabState::Partial;
+                        g.partial.push_front(s);
+                    }
+                    if (*s).free == (*s).capacity {
+                        if g.empty < keep {
+                            g.empty += 1;
+                        } else {
+                            g.partial.remove(s);
+                            g.slabs -= 1;
+                            let v = pool.put(s);
+                            if !v.is_null() {
+                                if let Some(slot) = victims.get_mut(nv) {
+                                    *slot = v;
+                                    nv += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            g.counters.flushes += 1;
+            g.counters.outstanding -= blocks.len() as u64;
+        }
+        for &v in victims.iter().take(nv) {
+            // SAFETY: `put` handed these back to purge, and we hold no lock.
+            unsafe { pool.purge(source, v, checks.keep_last_page) };
         }
     }
 }
@@ -207,21 +366,17 @@ impl SlabPool {
     ///
     /// # Safety
     ///
-    /// `s` came from `put` or `take_dirty` of this pool and has not been purged yet.
-    pub unsafe fn purge<P: PageSource>(&self, source: &P, s: *mut Slab) {
+    /// `s` came from `put` or `take_dirty` of this pool and has not been purged yet. `keep_last_page`:
+    /// hardened mode, where the slot's last 8 bytes are the guard word of the next slot's first block.
+    pub unsafe fn purge<P: PageSource>(&self, source: &P, s: *mut Slab, keep_last_page: bool) {
         // SAFETY: a slab in state Purging is on no list and belongs to nobody: only this thread touches it
         // and its memory.
         unsafe {
-            // Hardened mode keeps the slot's last page: its last 8 bytes are the guard word of the next
-            // slot's first block, which may be in use (see `heap::hardened`).
-            #[cfg(feature = "debug")]
-            let keep = if crate::debug::hardened() {
+            let keep = if keep_last_page {
                 crate::platform::PAGE_SIZE
             } else {
                 0
             };
-            #[cfg(not(feature = "debug"))]
-            let keep = 0;
             source.decommit((*s).start, self.slot_size() - keep);
             (*s).dirty = false;
             (*s).state = SlabState::Pooled;

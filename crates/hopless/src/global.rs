@@ -1,136 +1,23 @@
-//! hopless as the process's allocator: one static heap over the OS, one thread cache per thread.
-//!
-//! A thread's cache pointer lives in a `const`-initialised thread-local of a type without `Drop`, so
-//! reading it never allocates or registers anything. A new thread's pointer is the static empty cache,
-//! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
-//! cache from the heap's registry (memory from the page source, never from this allocator's public path)
-//! and registers a pthread key whose destructor returns the cache's blocks when the thread exits.
+//! hopless as the process's allocator: the one static heap over the OS, its set-up at load time, the
+//! threads' exit hook, and [`Hopless`]'s public API (the C-style calls, batches, stats, trim) and its
+//! `Allocator` impl. The `GlobalAlloc` fast paths are in `fast.rs`, the slow paths in `slow.rs`, the fork
+//! handlers in `fork.rs`.
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::cell::{Cell, UnsafeCell};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
+use crate::fast::{current, empty, CACHE, HARDENED_CACHE, RETIRED};
+use crate::fork::{fork_child, fork_parent, fork_prepare};
 use crate::heap::Heap;
 use crate::platform::OsPages;
-use crate::size_class::{self, small_class, SMALL_MAX};
-use crate::stats::{stat, Stats};
-use crate::thread_cache::{Push, ThreadCache};
+use crate::size_class::{self};
+use crate::slow::{cache_or_init, checked_alloc, checked_free, hardened_cache};
+use crate::stats::Stats;
+use crate::thread_cache::ThreadCache;
 
 /// The process's heap.
 pub(crate) static HEAP: Heap<OsPages> = Heap::new(OsPages);
-
-/// The cache every thread starts with: capacity 0 everywhere, never written.
-struct EmptyCache(UnsafeCell<ThreadCache>);
-// SAFETY: nobody writes the empty cache: with capacity 0 neither `pop` nor `push` stores into it.
-unsafe impl Sync for EmptyCache {}
-static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
-
-thread_local! {
-    static CACHE: Cell<*mut ThreadCache> = const { Cell::new(EMPTY_CACHE.0.get()) };
-    /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
-    static RETIRED: Cell<bool> = const { Cell::new(false) };
-    /// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
-    /// the fast path always falls through to them).
-    #[cfg(feature = "debug")]
-    static HARDENED_CACHE: Cell<*mut ThreadCache> = const { Cell::new(ptr::null_mut()) };
-}
-
-#[inline(always)]
-fn current() -> *mut ThreadCache {
-    CACHE.with(|c| c.get())
-}
-
-#[inline(always)]
-fn empty() -> *mut ThreadCache {
-    EMPTY_CACHE.0.get()
-}
-
-/// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
-/// destructor, or out of memory): callers then go straight to the central heap.
-#[cold]
-#[inline(never)]
-fn cache_or_init() -> *mut ThreadCache {
-    let tc = current();
-    if tc != empty() {
-        return tc;
-    }
-    if RETIRED.with(|r| r.get()) {
-        return ptr::null_mut();
-    }
-    // The checked modes keep every thread on the empty cache, so every operation reaches a checked path.
-    #[cfg(feature = "debug")]
-    if crate::debug::mode() & (crate::debug::DEBUG | crate::debug::HARDENED) != 0 {
-        return ptr::null_mut();
-    }
-    process_init();
-    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
-    if tc.is_null() {
-        return tc;
-    }
-    // Published before the exit hook is registered: `pthread_setspecific` allocates for keys past the
-    // first 32, and that allocation must find this cache rather than set up another one.
-    CACHE.with(|c| c.set(tc));
-    register_exit(tc);
-    tc
-}
-
-/// Hardened mode: the calling thread's cache for the checked paths, set up on first use; null past the
-/// thread's exit destructor or out of memory (the checked paths then go uncached).
-#[cfg(feature = "debug")]
-#[cold]
-fn hardened_cache() -> *mut ThreadCache {
-    let tc = HARDENED_CACHE.with(|c| c.get());
-    if !tc.is_null() || RETIRED.with(|r| r.get()) {
-        return tc;
-    }
-    process_init();
-    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
-    if tc.is_null() {
-        return tc;
-    }
-    // Published first, as in `cache_or_init`.
-    HARDENED_CACHE.with(|c| c.set(tc));
-    register_exit(tc);
-    tc
-}
-
-/// A checked mode's allocation (debug or hardened), or `None` when neither is on.
-#[cfg(feature = "debug")]
-#[inline]
-fn checked_alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
-    let mode = crate::debug::mode();
-    if mode & crate::debug::DEBUG != 0 {
-        Some(HEAP.debug_alloc(size, align, zeroed))
-    } else if mode & crate::debug::HARDENED != 0 {
-        // SAFETY: the cache is this thread's or null.
-        Some(unsafe { HEAP.hardened_alloc(hardened_cache(), size, align, zeroed) })
-    } else {
-        None
-    }
-}
-
-/// A checked mode's free; false (nothing done) when neither mode is on.
-///
-/// # Safety
-///
-/// `p` is the program's claim of a live block (anything else is reported).
-#[cfg(feature = "debug")]
-#[inline]
-unsafe fn checked_free(p: *mut u8) -> bool {
-    if !crate::debug::checked_on() {
-        return false;
-    }
-    // SAFETY: both check everything they are given; the cache is this thread's or null.
-    unsafe {
-        if crate::debug::debug_on() {
-            HEAP.debug_free(p);
-        } else {
-            HEAP.hardened_free(hardened_cache(), p);
-        }
-    }
-    true
-}
 
 // ------------------------------------------------------------------------------------------------------
 // Process set-up: at load time (`.init_array`), before the program's own code, so hopless's fork
@@ -148,7 +35,7 @@ static KEY_OK: AtomicBool = AtomicBool::new(false);
 static KEY: AtomicU32 = AtomicU32::new(0);
 
 #[inline]
-fn process_init() {
+pub(crate) fn process_init() {
     if INIT.load(Ordering::Acquire) != INIT_READY {
         process_init_slow();
     }
@@ -197,36 +84,6 @@ fn process_init_slow() {
     INIT.store(INIT_READY, Ordering::Release);
 }
 
-extern "C" fn fork_prepare() {
-    HEAP.lock_all();
-    crate::lock::set_fork_holder();
-}
-
-extern "C" fn fork_parent() {
-    crate::lock::clear_fork_holder();
-    // SAFETY: runs once after `fork_prepare`, in the forking thread, which holds every lock.
-    unsafe { HEAP.unlock_all() }
-}
-
-extern "C" fn fork_child() {
-    crate::lock::clear_fork_holder();
-    let tc = current();
-    if tc != empty() {
-        // SAFETY: the child's only thread and its own cache; the registry lock is held (by it).
-        unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
-    }
-    #[cfg(feature = "debug")]
-    {
-        let tc = HARDENED_CACHE.with(|c| c.get());
-        if !tc.is_null() {
-            // SAFETY: as above.
-            unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
-        }
-    }
-    // SAFETY: the child's only thread, a copy of the forking one, holds every lock.
-    unsafe { HEAP.unlock_all() }
-}
-
 extern "C" fn on_load() {
     process_init();
 }
@@ -237,7 +94,7 @@ static ON_LOAD: extern "C" fn() = on_load;
 
 /// Arranges for `tc` to be retired when the thread exits. If that fails (no key, or no memory for the
 /// key's slot), the cache is reclaimed later anyway, once its thread is found dead.
-fn register_exit(tc: *mut ThreadCache) {
+pub(crate) fn register_exit(tc: *mut ThreadCache) {
     if KEY_OK.load(Ordering::Acquire) {
         // SAFETY: the key exists; the value is only passed back to `on_thread_exit`.
         unsafe { libc::pthread_setspecific(KEY.load(Ordering::Relaxed), tc.cast()) };
@@ -247,7 +104,6 @@ fn register_exit(tc: *mut ThreadCache) {
 unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
     let tc = arg.cast::<ThreadCache>();
     CACHE.with(|c| c.set(empty()));
-    #[cfg(feature = "debug")]
     HARDENED_CACHE.with(|c| c.set(ptr::null_mut()));
     RETIRED.with(|r| r.set(true));
     // SAFETY: `arg` is the cache this thread registered; the thread is exiting and no longer uses it
@@ -263,85 +119,6 @@ unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hopless;
-
-/// The magazine was empty (or this thread has no cache yet).
-///
-/// # Safety
-///
-/// `class` is the class of (`size`, `align`), a valid non-zero-size layout.
-#[cold]
-#[inline(never)]
-unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
-    process_init();
-    #[cfg(feature = "debug")]
-    if let Some(p) = checked_alloc(size, align, false) {
-        return p;
-    }
-    let _ = (size, align);
-    let tc = cache_or_init();
-    if tc.is_null() {
-        return HEAP.alloc_uncached(class);
-    }
-    // SAFETY: `tc` is this thread's live cache.
-    unsafe {
-        let p = ThreadCache::pop(tc, class);
-        if p.is_null() {
-            HEAP.alloc_refill(tc, class)
-        } else {
-            stat!((*tc).counters[class].alloc_fast.bump());
-            p
-        }
-    }
-}
-
-/// The magazine was full (or this thread has no cache yet, or debug mode is on). The block's free key
-/// has not been written.
-///
-/// # Safety
-///
-/// `p` is a live block of `class` that the caller gives up.
-#[cold]
-#[inline(never)]
-unsafe fn free_slow(class: usize, p: *mut u8) {
-    process_init();
-    #[cfg(feature = "debug")]
-    // SAFETY: forwarded; the checked modes check everything.
-    if unsafe { checked_free(p) } {
-        return;
-    }
-    // SAFETY: the caller frees a block of `class`; the cache is this thread's or null.
-    unsafe { HEAP.free_checked(cache_or_init(), class, p) }
-}
-
-/// The block's first word is a free key for another place (see `thread_cache`).
-///
-/// # Safety
-///
-/// As for [`free_slow`].
-#[cold]
-#[inline(never)]
-unsafe fn free_suspect(class: usize, p: *mut u8) {
-    // SAFETY: forwarded; the cache is this thread's (the fast path found room in it).
-    unsafe { HEAP.free_suspect(current(), class, p) }
-}
-
-/// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.
-///
-/// # Safety
-///
-/// `size > 0` and `align` a power of two (a valid layout).
-#[cold]
-#[inline(never)]
-unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
-    process_init();
-    #[cfg(feature = "debug")]
-    if let Some(p) = checked_alloc(size, align, zeroed) {
-        return p;
-    }
-    // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
-    unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
-}
-
 impl Hopless {
     /// Frees a block without its size (the C `free` contract): the slab header tells its class.
     ///
@@ -355,7 +132,6 @@ impl Hopless {
         }
         let mut tc = current();
         if tc == empty() {
-            #[cfg(feature = "debug")]
             // SAFETY: the checked modes check everything they are given.
             if unsafe { checked_free(p) } {
                 return;
@@ -372,12 +148,11 @@ impl Hopless {
     ///
     /// `p` is a live block returned by this allocator.
     pub unsafe fn usable_size(p: *const u8) -> usize {
-        #[cfg(feature = "debug")]
-        if crate::debug::checked_on() {
+        if crate::mode::checked_on() {
             // SAFETY: per the caller; in the checked modes the usable size is what was asked (the rest is
             // redzone).
             return unsafe {
-                if crate::debug::debug_on() {
+                if crate::mode::debug_on() {
                     HEAP.debug_size(p.cast_mut())
                 } else {
                     HEAP.hardened_size(p.cast_mut())
@@ -397,8 +172,7 @@ impl Hopless {
             out.fill(ptr::without_provenance_mut(layout.align()));
             return out.len();
         }
-        #[cfg(feature = "debug")]
-        if crate::debug::mode() & (crate::debug::DEBUG | crate::debug::HARDENED) != 0 {
+        if crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) != 0 {
             for (i, o) in out.iter_mut().enumerate() {
                 *o = checked_alloc(layout.size(), layout.align(), false).unwrap_or(ptr::null_mut());
                 if o.is_null() {
@@ -421,8 +195,7 @@ impl Hopless {
         if layout.size() == 0 {
             return;
         }
-        #[cfg(feature = "debug")]
-        if crate::debug::checked_on() {
+        if crate::mode::checked_on() {
             for &p in blocks {
                 // SAFETY: the checked modes check everything they are given.
                 unsafe { checked_free(p) };
@@ -450,13 +223,11 @@ impl Hopless {
     ///
     /// `p` was returned by this allocator and is live; `new_size > 0`; `align` a power of two.
     pub unsafe fn realloc_unsized(p: *mut u8, new_size: usize, align: usize) -> *mut u8 {
-        #[cfg(feature = "debug")]
-        if crate::debug::checked_on() && !crate::debug::debug_on() {
+        if crate::mode::checked_on() && !crate::mode::debug_on() {
             // SAFETY: per the caller (anything else is reported); the cache is this thread's or null.
             return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, align) };
         }
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
+        if crate::mode::debug_on() {
             // Debug mode never resizes in place: the old block is checked and poisoned.
             // SAFETY: per the caller (a foreign pointer is reported by the free).
             let old = if Self::owns(p) {
@@ -548,7 +319,6 @@ impl Hopless {
             // SAFETY: the thread's own live cache.
             unsafe { HEAP.flush_all(tc) };
         }
-        #[cfg(feature = "debug")]
         {
             let tc = HARDENED_CACHE.with(|c| c.get());
             if !tc.is_null() {
@@ -569,101 +339,6 @@ impl Hopless {
     /// feature).
     pub fn stats() -> Stats {
         HEAP.stats()
-    }
-}
-
-// SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
-// (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
-// freed; failure returns null.
-unsafe impl GlobalAlloc for Hopless {
-    #[inline(always)]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        // Debug mode needs no test here: it never gives a thread a cache, so this pop always falls to
-        // `alloc_slow`, which checks the mode (and the same for frees).
-        if size <= SMALL_MAX && align <= 16 {
-            let class = small_class(size.max(align));
-            let tc = current();
-            // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
-            let p = unsafe { ThreadCache::pop(tc, class) };
-            if !p.is_null() {
-                // SAFETY: `tc` is live: the empty cache never yields a block.
-                stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
-                return p;
-            }
-            // SAFETY: class in range.
-            return unsafe { alloc_slow(class, size, align) };
-        }
-        // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
-        unsafe { alloc_general(size, align, false) }
-    }
-
-    #[inline(always)]
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        let (size, align) = (layout.size(), layout.align());
-        if size <= SMALL_MAX && align <= 16 {
-            let class = small_class(size.max(align));
-            let tc = current();
-            // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and
-            // threads without a cache take the slow path); per the GlobalAlloc contract `p` is a live
-            // block of this layout, so of `class`: at least 8 bytes, aligned to 8.
-            unsafe {
-                match ThreadCache::push_keyed(tc, class, p) {
-                    Push::Done => {
-                        stat!((*tc).counters[class].free_fast.bump());
-                        return;
-                    }
-                    Push::Suspect => return free_suspect(class, p),
-                    Push::Full => return free_slow(class, p),
-                }
-            }
-        }
-        // SAFETY: as above; the header lookup finds the class or the large mapping.
-        unsafe { Hopless::free(p) }
-    }
-
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() <= SMALL_MAX && layout.align() <= 16 {
-            // SAFETY: forwarded contract.
-            let p = unsafe { self.alloc(layout) };
-            if !p.is_null() {
-                // SAFETY: the block has at least `size` bytes.
-                unsafe { ptr::write_bytes(p, 0, layout.size()) };
-            }
-            return p;
-        }
-        // SAFETY: forwarded contract; large blocks fresh from mmap skip the memset.
-        unsafe { alloc_general(layout.size(), layout.align(), true) }
-    }
-
-    #[inline]
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        #[cfg(feature = "debug")]
-        if crate::debug::checked_on() && !crate::debug::debug_on() {
-            // SAFETY: per the caller; the cache is this thread's or null.
-            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, layout.align()) };
-        }
-        #[cfg(feature = "debug")]
-        if crate::debug::debug_on() {
-            // Debug mode never resizes in place: the old block is checked and poisoned.
-            let q = HEAP.debug_alloc(new_size, layout.align(), false);
-            if !q.is_null() {
-                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
-                unsafe {
-                    ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
-                    HEAP.debug_free(p);
-                }
-            }
-            return q;
-        }
-        if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
-            if size_class::class_for(new_size, layout.align()) == Some(c) {
-                return p;
-            }
-        }
-        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
-        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
     }
 }
 

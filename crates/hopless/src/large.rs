@@ -123,16 +123,21 @@ impl LargeCache {
         }
     }
 
-    /// Allocates a large block; null on failure (too big, or no memory).
-    pub fn alloc<P: PageSource>(&self, source: &P, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    /// Allocates a large block, with a `PROT_NONE` page after it if `guard_page` (hardened mode); null on
+    /// failure (too big, or no memory).
+    pub fn alloc<P: PageSource>(
+        &self,
+        source: &P,
+        size: usize,
+        align: usize,
+        zeroed: bool,
+        guard_page: bool,
+    ) -> *mut u8 {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
         let off = data_offset(align);
-        #[cfg(feature = "debug")]
-        let guard = if crate::debug::hardened() { PAGE_SIZE } else { 0 };
-        #[cfg(not(feature = "debug"))]
-        let guard = 0;
+        let guard = if guard_page { PAGE_SIZE } else { 0 };
         let Some(need) = off
             .checked_add(size)
             .and_then(|n| n.checked_next_multiple_of(PAGE_SIZE))

@@ -48,16 +48,19 @@
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
 pub mod central;
-#[cfg(feature = "debug")]
 pub mod debug;
+mod fast;
+mod fork;
 mod global;
 pub mod heap;
 pub mod large;
 pub mod lock;
+pub mod mode;
 pub mod platform;
 mod report;
 pub mod segment;
 pub mod size_class;
+mod slow;
 pub mod stats;
 pub mod strategy;
 pub mod thread_cache;

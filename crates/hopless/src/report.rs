@@ -1,7 +1,15 @@
 //! Fatal reports, written without allocating and without `core::fmt`: a fixed stack buffer, hand-rolled
 //! number formatting, one raw `write(2)`, then `abort()` so a core dump keeps the faulting stack.
+//!
+//! Two kinds: [`report_bad_free`] (a free the heap refuses: every mode) and [`fault`] (what the checked
+//! modes find: damaged redzones, poison, guard words), which in debug mode also lists the pointer's
+//! history from the operation ring kept here.
+
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::platform;
+use crate::segment::{segment_of, slab_of, FreeError, SegmentKind, Slab, SEGMENT_MAP};
+use crate::size_class::{self, class_size, NUM_CLASSES};
 
 /// A message being built on the stack. Text past the buffer's end is dropped.
 pub struct Msg {
@@ -103,4 +111,191 @@ mod tests {
             .hex(0);
         assert_eq!(m.as_bytes(), b"p=0x7f00deadbeef n=0 184467440737095516150x0");
     }
+}
+
+/// Reports a bad free with everything the heap knows, and aborts.
+#[cold]
+#[inline(never)]
+pub(crate) fn report_bad_free(e: FreeError, p: *mut u8, class: usize, slab: *mut Slab) -> ! {
+    if crate::mode::debug_on() {
+        fault(e.describe(), p, class, None);
+    }
+    let mut m = Msg::new();
+    m.str("hopless: fatal: ")
+        .str(e.describe())
+        .str("\n  pointer: ")
+        .hex(p.addr());
+    if class < NUM_CLASSES {
+        m.str("\n  class: ")
+            .dec(class as u64)
+            .str(" (")
+            .dec(class_size(class) as u64)
+            .str(" bytes)");
+    }
+    m.str("\n  segment: ").hex(segment_of(p).addr());
+    // A header that belongs to no slab (the header area's own slots) has nothing to say.
+    let magic = if slab.is_null() {
+        0
+    } else {
+        // SAFETY: `slab` was found from `p`'s segment header, which is mapped.
+        unsafe { (*slab).magic }
+    };
+    if matches!(magic, crate::segment::SLAB_MAGIC | crate::segment::SLAB_POOLED) {
+        // SAFETY: as above.
+        let s = unsafe { &*slab };
+        m.str("\n  slab: ")
+            .hex(s.start.addr())
+            .str(" (slab class ")
+            .dec(s.class as u64)
+            .str(", block ")
+            .dec(s.index_of(p) as u64)
+            .str(" of ")
+            .dec(s.capacity as u64)
+            .str(", ")
+            .dec(s.free as u64)
+            .str(" free)");
+    }
+    m.str("\n");
+    m.fatal()
+}
+
+// ------------------------------------------------------------------------------------------------------
+// The operation ring.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum OpKind {
+    Alloc = 1,
+    Free = 2,
+}
+
+struct RingEntry {
+    ptr: AtomicUsize,
+    /// seq << 16 | kind << 8 | class (class 0xff: large).
+    info: AtomicU64,
+    thread: AtomicU64,
+}
+
+const RING: usize = 256;
+static RING_NEXT: AtomicU64 = AtomicU64::new(0);
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_ENTRY: RingEntry = RingEntry {
+    ptr: AtomicUsize::new(0),
+    info: AtomicU64::new(0),
+    thread: AtomicU64::new(0),
+};
+static RING_ENTRIES: [RingEntry; RING] = [EMPTY_ENTRY; RING];
+
+fn thread_id() -> u64 {
+    use core::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: Cell<u64> = const { Cell::new(0) };
+    }
+    ID.with(|id| {
+        if id.get() == 0 {
+            id.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        id.get()
+    })
+}
+
+/// Records one operation (lock-free: a slot is claimed with one fetch_add).
+pub fn record(kind: OpKind, p: *mut u8, class: usize) {
+    let seq = RING_NEXT.fetch_add(1, Ordering::Relaxed);
+    let Some(e) = RING_ENTRIES.get((seq % RING as u64) as usize) else {
+        return;
+    };
+    e.ptr.store(p.addr(), Ordering::Relaxed);
+    e.thread.store(thread_id(), Ordering::Relaxed);
+    e.info.store(
+        (seq << 16) | ((kind as u64) << 8) | (class.min(0xff) as u64),
+        Ordering::Release,
+    );
+}
+
+fn write_history(m: &mut Msg, p: *mut u8) {
+    m.str("\n  history of this pointer (last 256 operations, oldest first):");
+    let end = RING_NEXT.load(Ordering::Acquire);
+    let start = end.saturating_sub(RING as u64);
+    let mut any = false;
+    for seq in start..end {
+        let Some(e) = RING_ENTRIES.get((seq % RING as u64) as usize) else {
+            continue;
+        };
+        let info = e.info.load(Ordering::Acquire);
+        if info >> 16 != seq || e.ptr.load(Ordering::Relaxed) != p.addr() {
+            continue;
+        }
+        any = true;
+        m.str("\n    #")
+            .dec(seq)
+            .str(if (info >> 8) & 0xff == OpKind::Alloc as u64 {
+                " alloc"
+            } else {
+                " free "
+            });
+        m.str(" by thread ").dec(e.thread.load(Ordering::Relaxed));
+        let class = (info & 0xff) as usize;
+        if class < size_class::NUM_CLASSES {
+            m.str(" (class ").dec(class as u64).str(")");
+        }
+    }
+    if !any {
+        m.str("\n    (none recorded)");
+    }
+    m.str("\n  this thread: ").dec(thread_id());
+}
+
+/// A debug-mode fault report, then abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn fault(what: &str, p: *mut u8, class: usize, offset: Option<usize>) -> ! {
+    let mut m = Msg::new();
+    m.str(if crate::mode::debug_on() {
+        "hopless debug: fatal: "
+    } else {
+        "hopless hardened: fatal: "
+    })
+    .str(what)
+    .str("\n  pointer: ")
+    .hex(p.addr());
+    if class < size_class::NUM_CLASSES {
+        m.str("\n  class: ")
+            .dec(class as u64)
+            .str(" (")
+            .dec(class_size(class) as u64)
+            .str(" bytes)");
+    }
+    if let Some(o) = offset {
+        m.str("\n  damaged byte at offset: ")
+            .dec(o as u64)
+            .str(" (address ")
+            .hex(p.addr() + o)
+            .str(")");
+    }
+    let seg = segment_of(p);
+    if SEGMENT_MAP.contains(p) {
+        m.str("\n  segment: ").hex(seg.addr());
+        // SAFETY: the segment map says the header is mapped.
+        let kind = unsafe { (*seg).kind };
+        if kind != SegmentKind::Large {
+            // SAFETY: a small/medium segment's slab headers are mapped.
+            let s = unsafe { &*slab_of(seg, p) };
+            m.str("\n  slab: ")
+                .hex(s.start.addr())
+                .str(" (magic ")
+                .hex(s.magic as usize)
+                .str(", ");
+            m.dec(s.free as u64)
+                .str(" of ")
+                .dec(s.capacity as u64)
+                .str(" free)");
+        }
+    }
+    if crate::mode::debug_on() {
+        write_history(&mut m, p);
+    }
+    m.str("\n");
+    m.fatal()
 }

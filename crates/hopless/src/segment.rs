@@ -321,13 +321,13 @@ impl Slab {
         }
     }
 
-    /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail.
-    /// Returns how many it took.
+    /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail
+    /// (each filled with `carve_fill` if given). Returns how many it took.
     ///
     /// # Safety
     ///
     /// The caller holds the lock of the slab's class.
-    pub unsafe fn take(slab: *mut Slab, out: &mut [*mut u8]) -> usize {
+    pub unsafe fn take(slab: *mut Slab, out: &mut [*mut u8], carve_fill: Option<u8>) -> usize {
         // Field by field through the raw pointer, never `&mut Slab`: `free_ptr` reads `class` of a slab
         // without its lock (stable while any block of the slab is in use), and a reference to the whole
         // header would count as writing that field too.
@@ -360,17 +360,14 @@ impl Slab {
             }
             (*s).hint = w as u32;
             let mut carved = (*s).carved.load(Ordering::Relaxed) as usize;
-            #[cfg(feature = "debug")]
-            let poison = crate::debug::debug_on();
             while got < want {
                 let p = start.wrapping_add(carved * size);
                 if let Some(o) = out.get_mut(got) {
                     *o = p;
                 }
                 // Debug mode: a block is poison until handed out, fresh ones included.
-                #[cfg(feature = "debug")]
-                if poison {
-                    core::ptr::write_bytes(p, crate::debug::POISON, size);
+                if let Some(fill) = carve_fill {
+                    core::ptr::write_bytes(p, fill, size);
                 }
                 carved += 1;
                 got += 1;
@@ -387,7 +384,6 @@ impl Slab {
     /// # Safety
     ///
     /// As for [`Slab::init`], right after it.
-    #[cfg(feature = "debug")]
     pub unsafe fn make_all_carved(slab: *mut Slab) {
         // SAFETY: per the caller, the header is ours.
         unsafe {
@@ -409,8 +405,7 @@ impl Slab {
     /// # Safety
     ///
     /// As for [`Slab::take`].
-    #[cfg(feature = "debug")]
-    pub unsafe fn take_random(slab: *mut Slab, out: &mut [*mut u8], mut rng: impl FnMut() -> u64) -> usize {
+    pub unsafe fn take_random(slab: *mut Slab, out: &mut [*mut u8], rng: fn() -> u64) -> usize {
         // SAFETY: the caller holds the class lock; field-wise access as in `take`.
         unsafe {
             let s = slab;

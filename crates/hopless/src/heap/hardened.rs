@@ -34,9 +34,10 @@
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::{report_bad_free, Heap};
-use crate::debug::{fault, first_not, POISON, REDZONE};
+use super::Heap;
+use crate::debug::{first_not, POISON, REDZONE};
 use crate::platform::PageSource;
+use crate::report::{fault, report_bad_free};
 use crate::segment::{
     locate, slab_of, Located, SegmentHeader, Slab, HEADER_AREA, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC,
     SMALL_SLAB_SHIFT,
@@ -127,7 +128,7 @@ const _: () =
 /// # Safety
 ///
 /// `s` was just initialised for `class`; the caller owns it (class lock held, no block handed out).
-pub unsafe fn poison_new_slab(s: *mut Slab, class: usize) {
+pub(super) unsafe fn poison_new_slab(s: *mut Slab, class: usize, _slot_size: usize) {
     let cs = class_size(class);
     let len = cs.saturating_sub(GUARD).min(POISON_MAX);
     // SAFETY: per the caller; every block of the slab lies inside its slot and is ours.
@@ -383,7 +384,9 @@ impl<P: PageSource> Heap<P> {
         let Some(need) = size.checked_add(OVERHEAD).and_then(|n| n.checked_add(slack)) else {
             return ptr::null_mut();
         };
-        let p = self.large.alloc(&self.source, need, align, zeroed);
+        let p = self
+            .large
+            .alloc(&self.source, need, align, zeroed, crate::mode::hardened());
         if let Located::Large(seg) = locate(p) {
             // SAFETY: a live large block of at least `need` bytes, ours.
             unsafe { write_large_tail(p, size, (*seg).usable) };
@@ -445,8 +448,8 @@ impl<P: PageSource> Heap<P> {
                 );
             };
             check_large_redzone(p, size, usable);
-            if crate::debug::debug_on() {
-                crate::debug::record(crate::debug::OpKind::Free, p, 0xff);
+            if crate::mode::debug_on() {
+                crate::report::record(crate::report::OpKind::Free, p, 0xff);
             }
             self.large.free(&self.source, seg);
         }

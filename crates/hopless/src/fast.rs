@@ -1,0 +1,141 @@
+//! The fast path: the thread's cache pointer and `GlobalAlloc`'s alloc and free, a screenful of code.
+//!
+//! **Neither path touches the block it hands out.** Allocation pops a pointer from the thread's magazine
+//! (`slots[--count]`); nothing is read from or written to the block, so the next allocation does not
+//! wait on a cache line of free memory, unlike SLUB's next-free-pointer load. A free writes one word
+//! into the block (its free key, the double-free check: see `thread_cache`), a line the program just
+//! used. Everything else falls to `slow.rs`, out of line and `#[cold]`.
+//!
+//! A thread's cache pointer lives in a `const`-initialised thread-local of a type without `Drop`, so
+//! reading it never allocates or registers anything. A new thread's pointer is the static empty cache,
+//! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
+//! cache from the heap's registry and registers the thread's exit hook. The checked modes keep every
+//! thread on the empty cache, so the fast path needs no mode test.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::{Cell, UnsafeCell};
+use core::ptr;
+
+use crate::global::{Hopless, HEAP};
+use crate::size_class::{self, small_class, SMALL_MAX};
+use crate::slow::{alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, hardened_cache};
+use crate::stats::stat;
+use crate::thread_cache::{Push, ThreadCache};
+
+/// The cache every thread starts with: capacity 0 everywhere, never written.
+pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
+// SAFETY: nobody writes the empty cache: with capacity 0 neither `pop` nor `push` stores into it.
+unsafe impl Sync for EmptyCache {}
+pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
+
+thread_local! {
+    pub(crate) static CACHE: Cell<*mut ThreadCache> = const { Cell::new(EMPTY_CACHE.0.get()) };
+    /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
+    pub(crate) static RETIRED: Cell<bool> = const { Cell::new(false) };
+    /// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
+    /// the fast path always falls through to them).
+    pub(crate) static HARDENED_CACHE: Cell<*mut ThreadCache> = const { Cell::new(ptr::null_mut()) };
+}
+
+#[inline(always)]
+pub(crate) fn current() -> *mut ThreadCache {
+    CACHE.with(|c| c.get())
+}
+
+#[inline(always)]
+pub(crate) fn empty() -> *mut ThreadCache {
+    EMPTY_CACHE.0.get()
+}
+
+// SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
+// (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
+// freed; failure returns null.
+unsafe impl GlobalAlloc for Hopless {
+    #[inline(always)]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        // Debug mode needs no test here: it never gives a thread a cache, so this pop always falls to
+        // `alloc_slow`, which checks the mode (and the same for frees).
+        if size <= SMALL_MAX && align <= 16 {
+            let class = small_class(size.max(align));
+            let tc = current();
+            // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
+            let p = unsafe { ThreadCache::pop(tc, class) };
+            if !p.is_null() {
+                // SAFETY: `tc` is live: the empty cache never yields a block.
+                stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
+                return p;
+            }
+            // SAFETY: class in range.
+            return unsafe { alloc_slow(class, size, align) };
+        }
+        // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
+        unsafe { alloc_general(size, align, false) }
+    }
+
+    #[inline(always)]
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        let (size, align) = (layout.size(), layout.align());
+        if size <= SMALL_MAX && align <= 16 {
+            let class = small_class(size.max(align));
+            let tc = current();
+            // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and
+            // threads without a cache take the slow path); per the GlobalAlloc contract `p` is a live
+            // block of this layout, so of `class`: at least 8 bytes, aligned to 8.
+            unsafe {
+                match ThreadCache::push_keyed(tc, class, p) {
+                    Push::Done => {
+                        stat!((*tc).counters[class].free_fast.bump());
+                        return;
+                    }
+                    Push::Suspect => return free_suspect(class, p),
+                    Push::Full => return free_slow(class, p),
+                }
+            }
+        }
+        // SAFETY: as above; the header lookup finds the class or the large mapping.
+        unsafe { Hopless::free(p) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() <= SMALL_MAX && layout.align() <= 16 {
+            // SAFETY: forwarded contract.
+            let p = unsafe { self.alloc(layout) };
+            if !p.is_null() {
+                // SAFETY: the block has at least `size` bytes.
+                unsafe { ptr::write_bytes(p, 0, layout.size()) };
+            }
+            return p;
+        }
+        // SAFETY: forwarded contract; large blocks fresh from mmap skip the memset.
+        unsafe { alloc_general(layout.size(), layout.align(), true) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if crate::mode::checked_on() && !crate::mode::debug_on() {
+            // SAFETY: per the caller; the cache is this thread's or null.
+            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, layout.align()) };
+        }
+        if crate::mode::debug_on() {
+            // Debug mode never resizes in place: the old block is checked and poisoned.
+            let q = HEAP.debug_alloc(new_size, layout.align(), false);
+            if !q.is_null() {
+                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
+                unsafe {
+                    ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
+                    HEAP.debug_free(p);
+                }
+            }
+            return q;
+        }
+        if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
+            if size_class::class_for(new_size, layout.align()) == Some(c) {
+                return p;
+            }
+        }
+        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
+        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
+    }
+}

@@ -1,0 +1,219 @@
+//! Checked frees. [`Heap::free_ptr`] finds what the address is (`segment::locate`, exact), checks it is a
+//! block start handed out before (`Slab::check_free`), and [`Heap::free_checked`] pushes it with its
+//! free key (see `thread_cache`); a key already there sends it to [`Heap::free_suspect`], which looks
+//! where the key says. A flush back to the slab replaces keys with the slab mark. Everything that
+//! reports goes through `report::report_bad_free`, which never allocates.
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use super::Heap;
+use crate::platform::PageSource;
+use crate::report::report_bad_free;
+use crate::segment::{locate, segment_of, slab_of, FreeError, Located, SegmentHeader, Slab, SEGMENT_MAGIC};
+use crate::stats::stat;
+use crate::thread_cache::{read_key, slab_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE};
+
+impl<P: PageSource> Heap<P> {
+    /// [`Heap::flush`], first marking each block as being in its slab (see `thread_cache`'s free key).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
+    pub unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: per the caller, a block of this heap being freed: its first word is ours.
+            unsafe { write_key(p, slab_mark(p)) };
+        }
+        // SAFETY: forwarded.
+        unsafe { self.flush(class, blocks) };
+    }
+
+    /// [`Heap::flush_marked`] for blocks out of a magazine: only a block that holds a slot key needs the
+    /// mark. One a refill put there and nobody took carries its mark already, or nothing at all (a
+    /// fresh block, whose page a write would make resident for nothing; a read maps the zero page).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`]; the blocks come from a magazine.
+    pub unsafe fn flush_from_magazine(&self, class: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: per the caller, free blocks of this heap: their first words are ours.
+            unsafe {
+                if matches!(read_key(p), KeySays::Slot { .. }) {
+                    write_key(p, slab_mark(p));
+                }
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.flush(class, blocks) };
+    }
+
+    /// Frees any block by its address alone: the segment header says small, medium or large, and for a
+    /// slab block the slab header says its class. Pointers that are not in-use blocks of this heap
+    /// (foreign, interior, metadata, never handed out, freed already) are reported, and the process
+    /// stops, before anything could hand the block out twice.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
+    /// [`Heap::free_checked`].
+    #[inline]
+    pub unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
+        match locate(p) {
+            Located::Foreign => report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut()),
+            // SAFETY: a large block's header (mapped: `locate` found it in the map).
+            Located::Large(seg) => unsafe { self.free_large(seg, p) },
+            Located::Slab(seg) => {
+                // SAFETY: `locate` found `p` in a live small/medium segment.
+                let class = match unsafe { Slab::check_free(seg, p) } {
+                    Ok(c) => c,
+                    // SAFETY: as above.
+                    Err(e) => report_bad_free(e, p, usize::MAX, unsafe { slab_of(seg, p) }),
+                };
+                // SAFETY: `p` is a handed-out block of `class`; whether it is free already is checked.
+                unsafe { self.free_checked(tc, class, p) }
+            }
+        }
+    }
+
+    /// Frees a block of known class through `tc` (null: uncached), checking first that it is not free
+    /// already (its free key; see `thread_cache`).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a block of `class` of this heap handed out at least once (a block freed already is
+    /// reported); `tc` is null or a live cache of the calling thread.
+    #[inline]
+    pub unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        if tc.is_null() {
+            // Straight to the slab: its bitmap catches a block that is free there; a key says where
+            // else it may be.
+            // SAFETY: per the caller.
+            unsafe {
+                if read_key(p) != KeySays::Nothing {
+                    return self.free_suspect(tc, class, p);
+                }
+                self.flush_marked(class, &[p]);
+            }
+            return;
+        }
+        // SAFETY: per the caller.
+        unsafe {
+            match ThreadCache::push_keyed(tc, class, p) {
+                Push::Done => {
+                    stat!((*tc).counters[class].free_fast.bump());
+                }
+                Push::Suspect => self.free_suspect(tc, class, p),
+                Push::Full => self.free_full(tc, class, p),
+            }
+        }
+    }
+
+    /// [`ThreadCache::push_keyed`] found no room: check the key, then flush and keep the block.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_checked`], with `tc` live.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn free_full(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
+        unsafe {
+            if read_key(p) != KeySays::Nothing {
+                return self.free_suspect(tc, class, p);
+            }
+            self.free_flush(tc, class, p)
+        }
+    }
+
+    /// The first word of a block being freed is a free key: look where it says the block is. Found
+    /// there: a double free, reported. Otherwise the block was handed out since (and that word never
+    /// written): free it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_checked`].
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller, `p` is a block of this heap.
+        let says = unsafe { read_key(p) };
+        let free = match says {
+            KeySays::Nothing => false,
+            // Flushed to its slab since its last free: free there, or refilled into this thread's
+            // magazine and not handed out yet. (Refilled into another thread's magazine and still
+            // there: left to that block's next flush; see `thread_cache`.)
+            // SAFETY: as above; `tc` is the calling thread's.
+            KeySays::Slab => unsafe {
+                (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p)) || self.free_in_slab(p)
+            },
+            KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
+                // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.
+                Some(c) if !c.is_null() => unsafe { ThreadCache::holds_at(c, class, slot, p) },
+                _ => self.in_any_magazine(class, p),
+            },
+        };
+        if free {
+            report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
+        }
+        if tc.is_null() {
+            // SAFETY: per the caller; checked above.
+            return unsafe { self.flush_marked(class, &[p]) };
+        }
+        // SAFETY: in use after all; the magazine is the calling thread's.
+        unsafe {
+            if ThreadCache::push_checked(tc, class, p) {
+                stat!((*tc).counters[class].free_fast.bump());
+            } else {
+                self.free_flush(tc, class, p);
+            }
+        }
+    }
+
+    /// Whether `p` is free in its slab's bitmap (read without the lock: exact for a block the caller
+    /// holds, see [`Slab::is_free`]).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a block in a live segment of this heap.
+    pub(super) unsafe fn free_in_slab(&self, p: *mut u8) -> bool {
+        // SAFETY: per the caller, a live small/medium segment holds `p`.
+        unsafe {
+            let s = slab_of(segment_of(p), p);
+            (*s).magic == crate::segment::SLAB_MAGIC && Slab::is_free(s, p)
+        }
+    }
+
+    /// The slab of a block in a small or medium segment (for reports).
+    pub(super) fn slab_for_report(&self, p: *mut u8) -> *mut Slab {
+        match locate(p) {
+            // SAFETY: a live small/medium segment holds `p`.
+            Located::Slab(seg) => unsafe { slab_of(seg, p) },
+            _ => ptr::null_mut(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `seg` is a mapped large-block header and `p` lies in its mapping.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn free_large(&self, seg: *mut SegmentHeader, p: *mut u8) {
+        // SAFETY: per the caller.
+        unsafe {
+            if (*seg).magic != SEGMENT_MAGIC {
+                report_bad_free(FreeError::LargeNotInUse, p, usize::MAX, ptr::null_mut());
+            }
+            if p != seg.cast::<u8>().wrapping_add((*seg).data_offset) {
+                let e = if p.addr() < seg.addr() + (*seg).data_offset {
+                    FreeError::Metadata
+                } else {
+                    FreeError::NotBlockStart
+                };
+                report_bad_free(e, p, usize::MAX, ptr::null_mut());
+            }
+            self.large.free(&self.source, seg)
+        }
+    }
+}

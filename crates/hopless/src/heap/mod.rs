@@ -1,0 +1,518 @@
+//! The heap: central classes, slab pools, large blocks and the registry of thread caches, tied together.
+//! Everything here but [`Heap::free_ptr`]'s lookup is the slow path: refills, flushes, large blocks,
+//! realloc, batches and trimming; the rest lives in one file per concern:
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `free.rs` | checked frees: the free key, the double-free check, large-block frees |
+//! | `registry.rs` | the thread-cache registry: set-up, parking, orphans, retirement |
+//! | `debug.rs` | debug mode's checked paths (no thread caches, the class lock, the op ring) |
+//! | `hardened.rs` | hardened mode's checked paths (thread caches kept; guard words, redzones, poison) |
+//! | `fork.rs` | every lock taken and given back around `fork` |
+//! | `stats.rs` | the counters' snapshot |
+//!
+//! `Heap` is generic over its [`PageSource`], so the same code runs as the global allocator over
+//! [`OsPages`](crate::platform::OsPages) and under Miri over [`SystemPages`](crate::platform::SystemPages),
+//! driven by explicit thread caches instead of thread-local ones.
+//!
+//! Invariants the other files rely on:
+//! - every block is in exactly one place: handed out, in one magazine, or free in its slab's bitmap
+//!   (`free.rs`'s double-free check and `ClassHeap::flush` rely on it);
+//! - a thread cache with an id is never unmapped (`registry.rs`; free keys name it, `free_suspect` reads
+//!   it);
+//! - locks nest registry → class → pool, never the other way (`fork.rs` takes them in that order).
+
+use core::ptr;
+
+mod debug;
+mod fork;
+mod free;
+mod hardened;
+mod registry;
+mod stats;
+
+use crate::central::{Checks, ClassHeap, SlabPool};
+use crate::large::LargeCache;
+use crate::lock::SpinLock;
+use crate::platform::{PageSource, PAGE_SIZE};
+use crate::report::report_bad_free;
+use crate::segment::{locate, FreeError, Located, SegmentKind, Slab, SEGMENT_MAGIC};
+use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
+use crate::stats::stat;
+use crate::thread_cache::{read_key, KeySays, Push, ThreadCache};
+use registry::Caches;
+
+pub struct Heap<P: PageSource> {
+    source: P,
+    classes: [ClassHeap; NUM_CLASSES],
+    small: SlabPool,
+    medium: SlabPool,
+    large: LargeCache,
+    caches: SpinLock<Caches>,
+}
+
+/// How many blocks a refill moves: half a magazine (the seed's batch of 32 for small classes).
+#[inline]
+fn batch(class: usize) -> usize {
+    (size_class::MAG_CAPACITY.get(class).copied().unwrap_or(2) as usize / 2).max(1)
+}
+
+impl<P: PageSource> Heap<P> {
+    pub const fn new(source: P) -> Self {
+        Heap {
+            source,
+            classes: [const { ClassHeap::new() }; NUM_CLASSES],
+            small: SlabPool::new(SegmentKind::Small),
+            medium: SlabPool::new(SegmentKind::Medium),
+            large: LargeCache::new(),
+            caches: SpinLock::new(Caches {
+                all: ptr::null_mut(),
+                parked: ptr::null_mut(),
+                parked_len: 0,
+                cursor: ptr::null_mut(),
+                next_id: 1,
+                made: 0,
+            }),
+        }
+    }
+
+    fn pool(&self, class: usize) -> &SlabPool {
+        if is_medium(class) {
+            &self.medium
+        } else {
+            &self.small
+        }
+    }
+
+    fn class(&self, class: usize) -> &ClassHeap {
+        match self.classes.get(class) {
+            Some(c) => c,
+            None => report_bad_free(FreeError::BadSlab, ptr::null_mut(), class, ptr::null_mut()),
+        }
+    }
+
+    /// What the checked modes ask of the layers below (all off in the default mode).
+    #[inline]
+    fn checks(&self) -> Checks {
+        let mode = crate::mode::mode();
+        if mode == 0 {
+            return Checks::NONE;
+        }
+        let debug = mode & crate::mode::DEBUG != 0;
+        let hardened = mode & crate::mode::HARDENED != 0;
+        let poison_new: unsafe fn(*mut Slab, usize, usize) = if debug {
+            debug::poison_slot
+        } else {
+            hardened::poison_new_slab
+        };
+        Checks {
+            carve_fill: debug.then_some(crate::debug::POISON),
+            random: hardened,
+            random_source: crate::debug::random,
+            new_slab: hardened.then_some(poison_new),
+            keep_last_page: hardened && !debug,
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Central: batch moves between magazines and slabs.
+
+    /// Moves up to `out.len()` free blocks of `class` out of its slabs. Returns how many (fewer only when
+    /// the page source is out of memory).
+    pub fn refill(&self, class: usize, out: &mut [*mut u8]) -> usize {
+        self.class(class)
+            .refill(class, self.pool(class), &self.source, self.checks(), out)
+    }
+
+    /// Returns blocks of `class` to their slabs. A block that is not an in-use block of this class is
+    /// reported (double free, wrong size, foreign pointer) and the process aborts.
+    ///
+    /// # Safety
+    ///
+    /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
+    pub unsafe fn flush(&self, class: usize, blocks: &[*mut u8]) {
+        let checks = self.checks();
+        for chunk in blocks.chunks(MAG_MAX) {
+            // SAFETY: forwarded.
+            unsafe {
+                self.class(class)
+                    .flush(class, self.pool(class), &self.source, checks, chunk)
+            };
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // Slow paths of the magazine fast path.
+
+    /// The magazine of `class` is empty: refill half of it and return one block (null when out of memory).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live (not the empty) cache of the calling thread.
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let want = batch(class).min(MAG_MAX);
+        // SAFETY: the magazine is the calling thread's own, and empty.
+        unsafe {
+            ThreadCache::open(tc, class);
+            let n = match buf.get_mut(..want) {
+                Some(out) => self.refill(class, out),
+                None => 0,
+            };
+            if let Some(blocks) = buf.get(..n) {
+                ThreadCache::fill(tc, class, blocks);
+            }
+            stat!((*tc).counters[class].alloc_slow.bump());
+            ThreadCache::pop(tc, class)
+        }
+    }
+
+    /// The magazine of `class` is full (or not opened yet): flush its older half, then keep `p`, whose
+    /// double-free check is done.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live (not the empty) cache of the calling thread; `p` a block of `class` being freed.
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        // SAFETY: the magazine is the calling thread's own.
+        unsafe {
+            ThreadCache::open(tc, class);
+            stat!((*tc).counters[class].free_slow.bump());
+            if ThreadCache::push_checked(tc, class, p) {
+                return;
+            }
+            let half = ThreadCache::count(tc, class).div_ceil(2);
+            let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
+            if let Some(blocks) = buf.get(..n) {
+                self.flush_from_magazine(class, blocks);
+            }
+            if !ThreadCache::push_checked(tc, class, p) {
+                self.flush_marked(class, &[p]);
+            }
+        }
+    }
+
+    /// One block without a thread cache (a thread past its exit, or whose cache could not be made).
+    pub fn alloc_uncached(&self, class: usize) -> *mut u8 {
+        let mut one = [ptr::null_mut(); 1];
+        self.refill(class, &mut one);
+        one[0]
+    }
+
+    // ---------------------------------------------------------------------------------------------------
+    // General entry points.
+
+    /// Allocates `size` bytes aligned to `align` through `tc` (null `tc`: uncached). Null on failure.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is null or a live cache of the calling thread; `align` is a power of two; `size > 0`.
+    pub unsafe fn alloc(&self, tc: *mut ThreadCache, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+        let Some(class) = size_class::class_for(size, align) else {
+            return self.large.alloc(&self.source, size, align, zeroed, false);
+        };
+        let p = if tc.is_null() {
+            self.alloc_uncached(class)
+        } else {
+            // SAFETY: per the caller.
+            unsafe {
+                let p = ThreadCache::pop(tc, class);
+                if p.is_null() {
+                    self.alloc_refill(tc, class)
+                } else {
+                    stat!((*tc).counters[class].alloc_fast.bump());
+                    p
+                }
+            }
+        };
+        if zeroed && !p.is_null() {
+            // SAFETY: a block of `class` has at least `size` writable bytes.
+            unsafe { ptr::write_bytes(p, 0, size) };
+        }
+        p
+    }
+
+    /// Usable bytes of a block (its class size, or a large block's mapping minus its header); 0 for a
+    /// pointer that is not the start of a block of this heap.
+    ///
+    /// # Safety
+    ///
+    /// `p` is an in-use block of this heap, or not a hopless pointer at all.
+    pub unsafe fn usable_size(&self, p: *mut u8) -> usize {
+        match locate(p) {
+            Located::Foreign => 0,
+            // SAFETY: a mapped large-block header.
+            Located::Large(seg) => unsafe {
+                let start = seg.addr() + (*seg).data_offset;
+                if (*seg).magic != SEGMENT_MAGIC || p.addr() < start {
+                    0
+                } else {
+                    (*seg).usable.saturating_sub(p.addr() - start)
+                }
+            },
+            // SAFETY: a live small/medium segment holds `p`.
+            Located::Slab(seg) => match unsafe { Slab::check_free(seg, p) } {
+                Ok(class) => class_size(class),
+                Err(_) => 0,
+            },
+        }
+    }
+
+    /// Resizes a block allocated with (`old_size`, `align`). In place while the new size maps to the same
+    /// class; a large block that stays large is resized by moving its pages (never its bytes) or in place
+    /// while the new size fits and uses at least half of it; otherwise allocates, copies and frees. Null
+    /// on failure, with the old block untouched.
+    ///
+    /// # Safety
+    ///
+    /// `p` is an in-use block of this heap allocated with this size and alignment; `tc` as for
+    /// [`Heap::alloc`]; `new_size > 0`.
+    pub unsafe fn realloc(
+        &self,
+        tc: *mut ThreadCache,
+        p: *mut u8,
+        old_size: usize,
+        align: usize,
+        new_size: usize,
+    ) -> *mut u8 {
+        let old_class = size_class::class_for(old_size, align);
+        let new_class = size_class::class_for(new_size, align);
+        match old_class {
+            Some(c) if new_class == Some(c) => return p,
+            None if new_class.is_none() => {
+                // SAFETY: `p` is a live large block (its layout has no class).
+                if let Some(q) = unsafe { self.realloc_large(p, new_size) } {
+                    return q;
+                }
+            }
+            _ => {}
+        }
+        // SAFETY: per the caller.
+        let q = unsafe { self.alloc(tc, new_size, align, false) };
+        if !q.is_null() {
+            // SAFETY: both blocks are at least min(old, new) bytes and distinct.
+            unsafe {
+                ptr::copy_nonoverlapping(p, q, old_size.min(new_size));
+                self.free_ptr(tc, p);
+            }
+        }
+        q
+    }
+
+    /// Resizes a live large block without copying: in place when the new size fits and uses at least half
+    /// of it, else by resizing its mapping. `Some(null)` is never returned; `None` means "copy instead".
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live large block of this heap that the caller owns.
+    pub unsafe fn realloc_large(&self, p: *mut u8, new_size: usize) -> Option<*mut u8> {
+        let Located::Large(seg) = locate(p) else {
+            return None;
+        };
+        // SAFETY: a live large block's header.
+        let usable = unsafe { (*seg).usable };
+        if new_size <= usable && new_size > usable / 2 {
+            return Some(p);
+        }
+        // SAFETY: per the caller, the block is ours alone.
+        let q = unsafe { self.large.resize(&self.source, seg, new_size) };
+        (!q.is_null()).then_some(q)
+    }
+
+    /// Fills `out` with blocks of (`size`, `align`); returns how many (all, unless out of memory). Blocks
+    /// come from the magazine first, the rest straight from the central heap in one lock hold per class.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::alloc`].
+    pub unsafe fn alloc_batch(
+        &self,
+        tc: *mut ThreadCache,
+        size: usize,
+        align: usize,
+        out: &mut [*mut u8],
+    ) -> usize {
+        let Some(class) = size_class::class_for(size, align) else {
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot = self.large.alloc(&self.source, size, align, false, false);
+                if slot.is_null() {
+                    return i;
+                }
+            }
+            return out.len();
+        };
+        let mut got = 0;
+        if !tc.is_null() {
+            while got < out.len() {
+                // SAFETY: per the caller.
+                let p = unsafe { ThreadCache::pop(tc, class) };
+                if p.is_null() {
+                    break;
+                }
+                if let Some(o) = out.get_mut(got) {
+                    *o = p;
+                }
+                got += 1;
+            }
+            // SAFETY: per the caller, `tc` is live.
+            stat!(unsafe { (*tc).counters[class].alloc_fast.add(got as u64) });
+        }
+        while got < out.len() {
+            let n = self.refill(class, out.get_mut(got..).unwrap_or_default());
+            if n == 0 {
+                break;
+            }
+            stat!(if !tc.is_null() {
+                // SAFETY: per the caller.
+                unsafe { (*tc).counters[class].alloc_slow.add(n as u64) }
+            });
+            got += n;
+        }
+        got
+    }
+
+    /// Frees blocks allocated with (`size`, `align`): into the magazine while it has room, the rest
+    /// straight to the central heap, a magazine's worth per lock hold.
+    ///
+    /// # Safety
+    ///
+    /// Every pointer is an in-use block of this heap allocated with this size and alignment; `tc` as for
+    /// [`Heap::alloc`].
+    pub unsafe fn free_batch(&self, tc: *mut ThreadCache, size: usize, align: usize, blocks: &[*mut u8]) {
+        let Some(class) = size_class::class_for(size, align) else {
+            for &p in blocks {
+                // SAFETY: per the caller.
+                unsafe { self.free_ptr(tc, p) };
+            }
+            return;
+        };
+        let mut i = 0;
+        if !tc.is_null() {
+            // SAFETY: per the caller, `tc` is the calling thread's live cache.
+            unsafe { ThreadCache::open(tc, class) };
+            let mut pushed = 0u64;
+            while let Some(&p) = blocks.get(i) {
+                // SAFETY: per the caller, `p` is a block of `class` being freed.
+                unsafe {
+                    match ThreadCache::push_keyed(tc, class, p) {
+                        Push::Done => pushed += 1,
+                        // Counted by the check itself.
+                        Push::Suspect => self.free_suspect(tc, class, p),
+                        Push::Full => break,
+                    }
+                }
+                i += 1;
+            }
+            let _ = pushed;
+            // SAFETY: per the caller, `tc` is live.
+            stat!(unsafe { (*tc).counters[class].free_fast.add(pushed) });
+        }
+        if i < blocks.len() {
+            stat!(if !tc.is_null() {
+                // SAFETY: per the caller.
+                unsafe { (*tc).counters[class].free_slow.add((blocks.len() - i) as u64) }
+            });
+            // Blocks with a key are checked one by one; the rest go to their slabs, whose bitmaps check
+            // them, a magazine's worth per lock hold.
+            let mut buf = [ptr::null_mut(); MAG_MAX];
+            let mut n = 0;
+            for &p in blocks.get(i..).unwrap_or(&[]) {
+                // SAFETY: per the caller, blocks of `class` of this heap.
+                unsafe {
+                    if read_key(p) != KeySays::Nothing {
+                        self.free_suspect(ptr::null_mut(), class, p);
+                        continue;
+                    }
+                }
+                if let Some(slot) = buf.get_mut(n) {
+                    *slot = p;
+                    n += 1;
+                }
+                if n == MAG_MAX {
+                    // SAFETY: as above.
+                    unsafe { self.flush_marked(class, &buf) };
+                    n = 0;
+                }
+            }
+            // SAFETY: as above.
+            unsafe { self.flush_marked(class, buf.get(..n).unwrap_or(&[])) };
+        }
+    }
+
+    /// Gives back to the OS everything it can: fully free slabs every class keeps, every dirty slab in
+    /// the pools, and the large-mapping cache. Blocks in thread caches stay there (flush your own first).
+    pub fn trim(&self) {
+        for class in 0..NUM_CLASSES {
+            let pool = self.pool(class);
+            loop {
+                let mut victim = ptr::null_mut();
+                {
+                    let mut g = self.class(class).inner.lock();
+                    let mut s = g.partial.head;
+                    // SAFETY: class lock held; every slab on the list is this class's.
+                    unsafe {
+                        while !s.is_null() && (*s).free != (*s).capacity {
+                            s = (*s).next;
+                        }
+                        if s.is_null() {
+                            break;
+                        }
+                        g.partial.remove(s);
+                        g.empty -= 1;
+                        g.slabs -= 1;
+                        let v = pool.put(s);
+                        if !v.is_null() {
+                            victim = v;
+                        }
+                    }
+                }
+                if !victim.is_null() {
+                    // SAFETY: handed back by `put`; no lock held.
+                    unsafe { pool.purge(&self.source, victim, self.checks().keep_last_page) };
+                }
+            }
+        }
+        for pool in [&self.small, &self.medium] {
+            loop {
+                let v = pool.take_dirty();
+                if v.is_null() {
+                    break;
+                }
+                // SAFETY: `take_dirty` handed it over; no lock held.
+                unsafe { pool.purge(&self.source, v, self.checks().keep_last_page) };
+            }
+        }
+        self.large.clear(&self.source);
+    }
+}
+
+impl<P: PageSource> Drop for Heap<P> {
+    /// Releases every segment, cached mapping and thread cache. Blocks still allocated from this heap
+    /// become dangling: drop a heap only when nothing it handed out is in use (tests, embedded arenas).
+    fn drop(&mut self) {
+        self.large.clear(&self.source);
+        // SAFETY: `&mut self`: no thread cache or block of this heap is in use any more.
+        unsafe {
+            self.small.release_all(&self.source);
+            self.medium.release_all(&self.source);
+        }
+        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+        let g = self.caches.get_mut();
+        let mut tc = g.all;
+        while !tc.is_null() {
+            // SAFETY: every cache on `all` came from `reserve(size, PAGE_SIZE)` and is unused now.
+            unsafe {
+                let next = (*tc).next_all;
+                self.source.release(tc.cast(), size, PAGE_SIZE);
+                tc = next;
+            }
+        }
+        g.all = ptr::null_mut();
+        g.parked = ptr::null_mut();
+    }
+}

@@ -1,0 +1,221 @@
+//! The registry of thread caches: a cache for a new thread (parked, orphaned or new from the page
+//! source), its retirement when the thread exits (blocks returned, magazine pages given back, parked or
+//! unmapped), and the search of every magazine a free key without a cache id calls for.
+//!
+//! Caches are made from the page source, given an id (`thread_cache::CACHE_TABLE`) while ids last,
+//! parked when their thread exits, and reclaimed from threads that died without the exit hook
+//! (`find_orphan`).
+
+use core::ptr;
+use core::sync::atomic::Ordering;
+
+use super::Heap;
+use crate::platform::{PageSource, PAGE_SIZE};
+use crate::size_class::{MAG_MAX, NUM_CLASSES};
+use crate::thread_cache::{ThreadCache, CACHE_TABLE, MAX_CACHE_ID};
+
+/// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
+pub(super) struct Caches {
+    pub(super) all: *mut ThreadCache,
+    pub(super) parked: *mut ThreadCache,
+    /// Caches on `parked`.
+    pub(super) parked_len: usize,
+    /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
+    pub(super) cursor: *mut ThreadCache,
+    /// The next cache id to give out (ids start at 1).
+    pub(super) next_id: usize,
+    pub(super) made: u64,
+}
+
+/// Parked caches kept for new threads (their first page stays mapped); a thread that exits past this
+/// unmaps its cache. With the `stats` feature caches are never unmapped: their counters are the stats.
+const MAX_PARKED: usize = 64;
+
+/// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
+const ORPHAN_PROBES: usize = 4;
+
+// SAFETY: the cache pointers are only followed under the registry lock (or by their owning thread).
+unsafe impl Send for Caches {}
+
+impl<P: PageSource> Heap<P> {
+    /// A cache for a new thread: a parked one, the cache of a thread that died without retiring it, or a
+    /// new one from the page source (never from the allocator's public path). Null when out of memory.
+    /// `tid` is the calling thread's kernel id.
+    pub fn new_thread_cache(&self, tid: i32) -> *mut ThreadCache {
+        let orphan = {
+            let mut g = self.caches.lock();
+            let tc = g.parked;
+            if !tc.is_null() {
+                // SAFETY: parked caches are valid and owned by the registry.
+                unsafe {
+                    g.parked = (*tc).next_parked;
+                    g.parked_len = g.parked_len.saturating_sub(1);
+                    (*tc).owner_tid.store(tid, Ordering::Relaxed);
+                    (*tc).live.store(true, Ordering::Relaxed);
+                }
+                return tc;
+            }
+            self.find_orphan(&mut g, tid)
+        };
+        if !orphan.is_null() {
+            // SAFETY: its thread is gone and the registry handed it to us alone: its blocks are free
+            // blocks nobody else can reach.
+            unsafe { self.flush_all(orphan) };
+            return orphan;
+        }
+        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+        let tc = self.source.reserve(size, PAGE_SIZE).cast::<ThreadCache>();
+        if tc.is_null() {
+            return tc;
+        }
+        // SAFETY: fresh zeroed memory, big and aligned enough; all-zero is a valid ThreadCache (every
+        // capacity zero: magazines open as their classes are first used).
+        unsafe {
+            (*tc).owner_tid.store(tid, Ordering::Relaxed);
+            (*tc).live.store(true, Ordering::Relaxed);
+        }
+        let mut g = self.caches.lock();
+        // SAFETY: `tc` is valid and not yet shared.
+        unsafe { (*tc).next_all = g.all };
+        g.all = tc;
+        g.made = g.made.wrapping_add(1);
+        // An id names the cache in free keys: it must stay mapped from now on (see `retire`).
+        if g.next_id < MAX_CACHE_ID {
+            g.next_id = g.next_id.max(1);
+            if let Some(slot) = CACHE_TABLE.get(g.next_id) {
+                // SAFETY: not yet shared.
+                unsafe { (*tc).id = g.next_id as u32 };
+                slot.store(tc, Ordering::Release);
+                g.next_id += 1;
+            }
+        }
+        tc
+    }
+
+    /// Looks at a few live caches for one whose owner thread no longer exists (a thread whose first
+    /// allocation came in the last round of TSD destructors never runs hopless's exit hook; nor do the
+    /// other threads of a parent in a `fork` child). Hands it over to `tid`, or returns null.
+    pub(super) fn find_orphan(&self, g: &mut Caches, tid: i32) -> *mut ThreadCache {
+        for _ in 0..ORPHAN_PROBES {
+            let mut tc = g.cursor;
+            if tc.is_null() {
+                tc = g.all;
+            }
+            if tc.is_null() {
+                return tc;
+            }
+            // SAFETY: caches on `all` are mapped while the registry lock is held.
+            unsafe {
+                g.cursor = (*tc).next_all;
+                if (*tc).live.load(Ordering::Relaxed)
+                    && !self.source.thread_alive((*tc).owner_tid.load(Ordering::Relaxed))
+                {
+                    (*tc).owner_tid.store(tid, Ordering::Relaxed);
+                    return tc;
+                }
+            }
+        }
+        ptr::null_mut()
+    }
+
+    /// Returns every block of a cache to the central heap.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live cache that only the calling thread uses.
+    pub unsafe fn flush_all(&self, tc: *mut ThreadCache) {
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        for class in 0..NUM_CLASSES {
+            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
+            unsafe {
+                let n = ThreadCache::take_oldest(tc, class, MAG_MAX, &mut buf);
+                if let Some(blocks) = buf.get(..n) {
+                    if n > 0 {
+                        self.flush_from_magazine(class, blocks);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Returns an exiting thread's blocks, gives its magazine pages back, and parks its cache for the next
+    /// thread (or unmaps it when enough are parked).
+    ///
+    /// # Safety
+    ///
+    /// `tc` came from [`Heap::new_thread_cache`] and nothing uses it after this call.
+    pub unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
+        // SAFETY: per the caller.
+        unsafe { self.flush_all(tc) };
+        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+        // The magazines after the first page: zero again, so each class reopens on first use. Concurrent
+        // readers (the double-free check) see empty magazines either way.
+        // SAFETY: whole pages of the cache's own reservation, holding only magazines, all empty now.
+        unsafe {
+            let first = (&raw mut (*tc).mags).cast::<u8>();
+            let from = first.addr().next_multiple_of(PAGE_SIZE) - tc.addr();
+            if from < size {
+                self.source.decommit(tc.cast::<u8>().add(from), size - from);
+            }
+        }
+        let mut release = false;
+        {
+            let mut g = self.caches.lock();
+            // SAFETY: the cache is ours to file; the registry lock guards the lists.
+            unsafe {
+                (*tc).live.store(false, Ordering::Relaxed);
+                // A cache with an id is never unmapped: free keys may name it, and other threads read
+                // its magazines to check them. Its first page stays resident; ids are bounded.
+                if g.parked_len < MAX_PARKED || (*tc).id != 0 || cfg!(feature = "stats") {
+                    (*tc).next_parked = g.parked;
+                    g.parked = tc;
+                    g.parked_len += 1;
+                } else {
+                    // Unlink it from `all`.
+                    let mut link: *mut *mut ThreadCache = &raw mut g.all;
+                    while !(*link).is_null() && *link != tc {
+                        link = &raw mut (**link).next_all;
+                    }
+                    if *link == tc {
+                        *link = (*tc).next_all;
+                        if g.cursor == tc {
+                            g.cursor = (*tc).next_all;
+                        }
+                        release = true;
+                    }
+                }
+            }
+        }
+        if release {
+            // SAFETY: unlinked from every list under the lock; nobody can reach it any more.
+            unsafe { self.source.release(tc.cast(), size, PAGE_SIZE) };
+        }
+    }
+
+    /// Updates a forking thread's cache in the child (its kernel thread id changed).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache.
+    pub unsafe fn adopt_after_fork(&self, tc: *mut ThreadCache, tid: i32) {
+        // SAFETY: per the caller.
+        unsafe { (*tc).owner_tid.store(tid, Ordering::Relaxed) };
+    }
+
+    /// Whether any thread's magazine of `class` holds `p` (a key from a cache without an id).
+    pub(super) fn in_any_magazine(&self, class: usize, p: *mut u8) -> bool {
+        let g = self.caches.lock();
+        let mut c = g.all;
+        while !c.is_null() {
+            // SAFETY: caches on `all` stay mapped while the registry lock is held; `holds` reads a
+            // magazine another thread may be changing, through atomics.
+            unsafe {
+                if (*c).live.load(Ordering::Relaxed) && ThreadCache::holds(c, class, p) {
+                    return true;
+                }
+                c = (*c).next_all;
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,60 @@
+//! A snapshot of the heap's counters, read without stopping other threads.
+
+use super::Heap;
+use crate::platform::PageSource;
+use crate::size_class::class_size;
+
+impl<P: PageSource> Heap<P> {
+    /// A snapshot of every counter. Thread counters are read without stopping their threads.
+    pub fn stats(&self) -> crate::stats::Stats {
+        let mut st = crate::stats::Stats::default();
+        for (class, c) in st.classes.iter_mut().enumerate() {
+            let g = self.class(class).inner.lock();
+            c.refills = g.counters.refills;
+            c.flushes = g.counters.flushes;
+            c.slabs = g.slabs as u64;
+            c.outstanding_blocks = g.counters.outstanding;
+            c.peak_bytes = g.counters.peak_outstanding * class_size(class) as u64;
+        }
+        {
+            let g = self.caches.lock();
+            st.thread_caches = g.made;
+            #[cfg(feature = "stats")]
+            {
+                let mut tc = g.all;
+                while !tc.is_null() {
+                    // SAFETY: caches on the `all` list are never freed; counters are atomics.
+                    unsafe {
+                        for (class, c) in st.classes.iter_mut().enumerate() {
+                            let k = &(*tc).counters[class];
+                            c.alloc_fast += k.alloc_fast.get();
+                            c.alloc_slow += k.alloc_slow.get();
+                            c.free_fast += k.free_fast.get();
+                            c.free_slow += k.free_slow.get();
+                        }
+                        tc = (*tc).next_all;
+                    }
+                }
+            }
+        }
+        for (class, c) in st.classes.iter_mut().enumerate() {
+            // A refill counts as one slow alloc that moved a batch; frees mirror that.
+            let allocs = c.alloc_fast + c.alloc_slow;
+            let frees = c.free_fast + c.free_slow;
+            c.bytes_in_use = allocs.saturating_sub(frees) * class_size(class) as u64;
+        }
+        self.large.with_counters(|l| {
+            st.large_allocs = l.allocs;
+            st.large_frees = l.frees;
+            st.large_cache_hits = l.hits;
+            st.large_bytes_in_use = l.bytes_in_use;
+            st.large_peak_bytes = l.peak_bytes;
+        });
+        for pool in [&self.small, &self.medium] {
+            let g = pool.inner.lock();
+            st.segments += g.segments;
+            st.purged_slabs += g.purged;
+        }
+        st
+    }
+}

@@ -1,0 +1,168 @@
+//! Every slow path of the process allocator, out of line and `#[cold]`: a thread's first operation
+//! (its cache set up), an empty or full magazine, a free whose key needs a look, sizes and alignments
+//! the fast path does not take, and the checked modes (debug, hardened), which the fast path always
+//! falls through to.
+
+use core::ptr;
+
+use crate::fast::{current, empty, CACHE, HARDENED_CACHE, RETIRED};
+use crate::global::{process_init, register_exit, HEAP};
+use crate::stats::stat;
+use crate::thread_cache::ThreadCache;
+
+/// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
+/// destructor, or out of memory): callers then go straight to the central heap.
+#[cold]
+#[inline(never)]
+pub(crate) fn cache_or_init() -> *mut ThreadCache {
+    let tc = current();
+    if tc != empty() {
+        return tc;
+    }
+    if RETIRED.with(|r| r.get()) {
+        return ptr::null_mut();
+    }
+    // The checked modes keep every thread on the empty cache, so every operation reaches a checked path.
+    if crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) != 0 {
+        return ptr::null_mut();
+    }
+    process_init();
+    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
+    if tc.is_null() {
+        return tc;
+    }
+    // Published before the exit hook is registered: `pthread_setspecific` allocates for keys past the
+    // first 32, and that allocation must find this cache rather than set up another one.
+    CACHE.with(|c| c.set(tc));
+    register_exit(tc);
+    tc
+}
+
+/// Hardened mode: the calling thread's cache for the checked paths, set up on first use; null past the
+/// thread's exit destructor or out of memory (the checked paths then go uncached).
+#[cold]
+pub(crate) fn hardened_cache() -> *mut ThreadCache {
+    let tc = HARDENED_CACHE.with(|c| c.get());
+    if !tc.is_null() || RETIRED.with(|r| r.get()) {
+        return tc;
+    }
+    process_init();
+    let tc = HEAP.new_thread_cache(crate::platform::current_tid());
+    if tc.is_null() {
+        return tc;
+    }
+    // Published first, as in `cache_or_init`.
+    HARDENED_CACHE.with(|c| c.set(tc));
+    register_exit(tc);
+    tc
+}
+
+/// A checked mode's allocation (debug or hardened), or `None` when neither is on.
+#[inline]
+pub(crate) fn checked_alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
+    let mode = crate::mode::mode();
+    if mode & crate::mode::DEBUG != 0 {
+        Some(HEAP.debug_alloc(size, align, zeroed))
+    } else if mode & crate::mode::HARDENED != 0 {
+        // SAFETY: the cache is this thread's or null.
+        Some(unsafe { HEAP.hardened_alloc(hardened_cache(), size, align, zeroed) })
+    } else {
+        None
+    }
+}
+
+/// A checked mode's free; false (nothing done) when neither mode is on.
+///
+/// # Safety
+///
+/// `p` is the program's claim of a live block (anything else is reported).
+#[inline]
+pub(crate) unsafe fn checked_free(p: *mut u8) -> bool {
+    if !crate::mode::checked_on() {
+        return false;
+    }
+    // SAFETY: both check everything they are given; the cache is this thread's or null.
+    unsafe {
+        if crate::mode::debug_on() {
+            HEAP.debug_free(p);
+        } else {
+            HEAP.hardened_free(hardened_cache(), p);
+        }
+    }
+    true
+}
+
+/// The magazine was empty (or this thread has no cache yet).
+///
+/// # Safety
+///
+/// `class` is the class of (`size`, `align`), a valid non-zero-size layout.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
+    process_init();
+    if let Some(p) = checked_alloc(size, align, false) {
+        return p;
+    }
+    let _ = (size, align);
+    let tc = cache_or_init();
+    if tc.is_null() {
+        return HEAP.alloc_uncached(class);
+    }
+    // SAFETY: `tc` is this thread's live cache.
+    unsafe {
+        let p = ThreadCache::pop(tc, class);
+        if p.is_null() {
+            HEAP.alloc_refill(tc, class)
+        } else {
+            stat!((*tc).counters[class].alloc_fast.bump());
+            p
+        }
+    }
+}
+
+/// The magazine was full (or this thread has no cache yet, or debug mode is on). The block's free key
+/// has not been written.
+///
+/// # Safety
+///
+/// `p` is a live block of `class` that the caller gives up.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn free_slow(class: usize, p: *mut u8) {
+    process_init();
+    // SAFETY: forwarded; the checked modes check everything.
+    if unsafe { checked_free(p) } {
+        return;
+    }
+    // SAFETY: the caller frees a block of `class`; the cache is this thread's or null.
+    unsafe { HEAP.free_checked(cache_or_init(), class, p) }
+}
+
+/// The block's first word is a free key for another place (see `thread_cache`).
+///
+/// # Safety
+///
+/// As for [`free_slow`].
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn free_suspect(class: usize, p: *mut u8) {
+    // SAFETY: forwarded; the cache is this thread's (the fast path found room in it).
+    unsafe { HEAP.free_suspect(current(), class, p) }
+}
+
+/// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.
+///
+/// # Safety
+///
+/// `size > 0` and `align` a power of two (a valid layout).
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    process_init();
+    if let Some(p) = checked_alloc(size, align, zeroed) {
+        return p;
+    }
+    // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
+    unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
+}
