@@ -25,7 +25,7 @@ use hl::Hopless;
 
 /// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
 const MALLOC_ALIGN: usize = 16;
-const PAGE: usize = 4096;
+const PAGE: usize = hl::platform::PAGE_SIZE;
 
 #[inline(always)]
 fn set_errno(e: i32) {
@@ -229,21 +229,11 @@ pub unsafe extern "C" fn __posix_memalign(out: *mut *mut c_void, align: usize, s
 
 static SHOW_STATS: AtomicBool = AtomicBool::new(false);
 
-fn env_flag(name: &core::ffi::CStr) -> bool {
-    // SAFETY: getenv reads the environment without allocating; the result is checked for null.
-    let v = unsafe { libc::getenv(name.as_ptr()) };
-    // SAFETY: a non-null getenv result is a NUL-terminated string.
-    !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
-}
-
 extern "C" fn on_load() {
     // The fork handlers are registered by hopless itself at the first allocation.
-    SHOW_STATS.store(env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
-    if env_flag(c"HOPLESS_VERBOSE") {
-        hl::platform::write_stderr(
-            b"hopless: libhopless loaded: 49 small classes (8..4096 B, 64 KiB slabs), 24 medium (..256 KiB, \
-512 KiB slabs), large blocks mmap'd (cache of 8, 64 MiB); magazine 64, refill 32; malloc alignment 16\n",
-        );
+    SHOW_STATS.store(hl::platform::env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
+    if hl::platform::env_flag(c"HOPLESS_VERBOSE") {
+        Hopless::print_config();
     }
 }
 

@@ -54,6 +54,14 @@ pub struct ClassHeap {
     pub inner: SpinLock<ClassInner>,
 }
 
+/// A class's slabs, under the class lock. Invariants (relied on by `ClassHeap::refill`,
+/// `ClassHeap::flush` and `Heap::trim`):
+/// - `partial` holds exactly the class's slabs with `free > 0`, each in state `Partial`; the class's other
+///   slabs are `Full` and on no list; `slabs` counts both;
+/// - `empty` is the number of slabs on `partial` with `free == capacity`, at most [`KEEP_EMPTY_SMALL`] for
+///   a small class after a flush (medium classes keep none); a slab beyond that goes back to its pool;
+/// - `counters.outstanding` is the number of the class's blocks out of its slabs (handed out or in
+///   magazines).
 pub struct ClassInner {
     /// Slabs of this class with at least one free block.
     pub partial: SlabList,
@@ -347,7 +355,6 @@ impl SlabPool {
         unsafe {
             (*s).magic = SLAB_POOLED;
             (*s).state = SlabState::Pooled;
-            (*s).dirty = true;
         }
         let mut g = self.inner.lock();
         // SAFETY: pool lock held; `s` is on no list.
@@ -378,7 +385,6 @@ impl SlabPool {
                 0
             };
             source.decommit((*s).start, self.slot_size() - keep);
-            (*s).dirty = false;
             (*s).state = SlabState::Pooled;
         }
         let mut g = self.inner.lock();

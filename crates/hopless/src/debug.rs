@@ -1,5 +1,5 @@
 //! Debug and hardened modes (feature `debug`; switched on at run time by `HOPLESS_DEBUG=1` /
-//! `HOPLESS_HARDENED=1`, read with `getenv` at the first allocation, or by [`set_mode`] before it).
+//! `HOPLESS_HARDENED=1`, read with `getenv` at the first allocation, or by [`crate::mode::set_mode`] before it).
 //!
 //! Debug mode bypasses the thread caches (as SLUB's debug switches off its fast path): no thread is given
 //! a cache, so every allocation and free falls from the (unchanged) fast path to the slow path, which sees

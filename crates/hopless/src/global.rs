@@ -57,29 +57,12 @@ fn process_init_slow() {
         }
     }
     INIT_OWNER.store(crate::platform::thread_self(), Ordering::Relaxed);
-    #[cfg(not(miri))]
-    {
-        // SAFETY: getauxval has no preconditions; AT_RANDOM points at 16 random bytes the kernel gave
-        // this process (or is 0).
-        let random = unsafe {
-            let at = libc::getauxval(libc::AT_RANDOM) as *const u8;
-            if at.is_null() {
-                0
-            } else {
-                at.cast::<usize>().read_unaligned()
-            }
-        };
-        crate::thread_cache::seed_free_key(random);
-    }
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: `key` is a valid out-pointer; the destructor is an `extern "C"` fn. Creating a key does
-    // not allocate.
-    if unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) } == 0 {
+    crate::thread_cache::seed_free_key(crate::platform::process_random());
+    if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
         KEY.store(key, Ordering::Relaxed);
         KEY_OK.store(true, Ordering::Release);
     }
-    // SAFETY: plain extern "C" handlers.
-    unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    crate::platform::register_fork_handlers(fork_prepare, fork_parent, fork_child);
     INIT_OWNER.store(0, Ordering::Relaxed);
     INIT.store(INIT_READY, Ordering::Release);
 }
@@ -96,8 +79,8 @@ static ON_LOAD: extern "C" fn() = on_load;
 /// key's slot), the cache is reclaimed later anyway, once its thread is found dead.
 pub(crate) fn register_exit(tc: *mut ThreadCache) {
     if KEY_OK.load(Ordering::Acquire) {
-        // SAFETY: the key exists; the value is only passed back to `on_thread_exit`.
-        unsafe { libc::pthread_setspecific(KEY.load(Ordering::Relaxed), tc.cast()) };
+        // SAFETY: the key's destructor is `on_thread_exit`, which takes this thread's cache.
+        unsafe { crate::platform::set_thread_value(KEY.load(Ordering::Relaxed), tc.cast()) };
     }
 }
 
@@ -310,6 +293,46 @@ impl Hopless {
         let mut buf = Buf { b: [0; 8192], n: 0 };
         let _ = HEAP.stats().write_slabinfo(&mut buf);
         crate::platform::write_stderr(buf.b.get(..buf.n).unwrap_or_default());
+    }
+
+    /// Writes one line describing the allocator's configuration to stderr, without allocating (the
+    /// class table, slab sizes, the large-block cache, magazine sizes), from the constants themselves.
+    pub fn print_config() {
+        use crate::segment::{MEDIUM_SLAB_SHIFT, SMALL_SLAB_SHIFT};
+        use crate::size_class::{MAG_CAPACITY, MEDIUM_MAX, NUM_CLASSES, NUM_SMALL, SMALL_MAX};
+        let mag = MAG_CAPACITY.first().copied().unwrap_or(0) as u64;
+        let mut m = crate::report::Msg::new();
+        m.str("hopless: ")
+            .dec(NUM_SMALL as u64)
+            .str(" small classes (8..")
+            .dec(SMALL_MAX as u64)
+            .str(" B, ")
+            .dec((1u64 << SMALL_SLAB_SHIFT) >> 10)
+            .str(" KiB slabs), ")
+            .dec((NUM_CLASSES - NUM_SMALL) as u64)
+            .str(" medium (..")
+            .dec((MEDIUM_MAX >> 10) as u64)
+            .str(" KiB, ")
+            .dec((1u64 << MEDIUM_SLAB_SHIFT) >> 10)
+            .str(" KiB slabs), large blocks mmap'd (cache of ")
+            .dec(crate::large::CACHE_ENTRIES as u64)
+            .str(", ")
+            .dec((crate::large::CACHE_MAX_BYTES >> 20) as u64)
+            .str(" MiB); magazine ")
+            .dec(mag)
+            .str(", refill ")
+            .dec(mag / 2)
+            .str("; mode ")
+            .str(
+                match crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) {
+                    0 => "default",
+                    crate::mode::DEBUG => "debug",
+                    crate::mode::HARDENED => "hardened",
+                    _ => "debug+hardened",
+                },
+            )
+            .str("\n");
+        crate::platform::write_stderr(m.as_bytes());
     }
 
     /// Returns the calling thread's cached blocks to the central heap.

@@ -47,9 +47,14 @@ pub struct LargeCache {
     inner: SpinLock<LargeInner>,
 }
 
-/// The cache and the counters. Invariants: `entries[..n]` are whole cached mappings, oldest first;
-/// `bytes` is the sum of their lengths; `resident` the sum of the resident ones' lengths plus the budget
-/// a `free` in progress has claimed for a mapping it is about to insert.
+/// The cache and the counters, under the cache's lock. Invariants (relied on by [`LargeCache::alloc`]'s
+/// best fit and [`LargeCache::free`]'s eviction):
+/// - `entries[..n]` are whole cached mappings, oldest first, `n <= CACHE_ENTRIES`; none is in use, and
+///   none is guarded (hardened) or segment-aligned (those are never cached);
+/// - `bytes` is the sum of their lengths, at most `CACHE_MAX_BYTES`;
+/// - `resident` is the sum of the resident ones' lengths plus the budget a `free` in progress has claimed
+///   for a mapping it is about to insert, at most `CACHE_MAX_RESIDENT`;
+/// - `bytes_in_use` counts the usable bytes of the large blocks handed out and not freed.
 pub struct LargeInner {
     entries: [Entry; CACHE_ENTRIES],
     n: usize,

@@ -33,7 +33,7 @@
 //! | [`large`] | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
 //! | [`platform`] | the page source trait (mmap / a test source for Miri) and raw stderr/abort |
 //! | `global` | [`Hopless`]: the process heap, thread-local caches, `GlobalAlloc` and `Allocator` |
-//! | [`stats`] | counters (feature `stats`) and the slabinfo-style table |
+//! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
 //! | [`strategy`] | the SLUB experiment: array, intrusive and cached-next thread caches, by type |
 //! | [`debug`] | debug and hardened modes (feature `debug`): checked paths, poison, redzones, op ring |
 //! | `report` | fatal reports without allocating |

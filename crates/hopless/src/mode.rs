@@ -55,17 +55,11 @@ pub fn hardened() -> bool {
 
 #[cold]
 fn init_from_env() -> u8 {
-    fn flag(name: &core::ffi::CStr) -> bool {
-        // SAFETY: getenv reads the environment without allocating.
-        let v = unsafe { libc::getenv(name.as_ptr()) };
-        // SAFETY: a non-null result is a NUL-terminated string.
-        !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
-    }
     let mut m = 0;
-    if flag(c"HOPLESS_DEBUG") {
+    if crate::platform::env_flag(c"HOPLESS_DEBUG") {
         m |= DEBUG;
     }
-    if flag(c"HOPLESS_HARDENED") {
+    if crate::platform::env_flag(c"HOPLESS_HARDENED") {
         m |= HARDENED;
     }
     match MODE.compare_exchange(MODE_UNSET, m, Ordering::Relaxed, Ordering::Relaxed) {

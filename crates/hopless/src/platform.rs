@@ -314,3 +314,63 @@ pub fn thread_alive(tid: i32) -> bool {
 pub fn yield_now() {
     std::thread::yield_now();
 }
+
+// ------------------------------------------------------------------------------------------------------
+// Process services: the environment, the kernel's random bytes, thread keys, fork handlers. None of them
+// allocates (glibc's `pthread_setspecific` does for keys past the first 32: see `global`).
+
+/// Whether the environment variable `name` is set to something other than empty or `0` (read with
+/// `getenv`, which does not allocate).
+pub fn env_flag(name: &core::ffi::CStr) -> bool {
+    // SAFETY: getenv reads the environment without allocating; the result is checked for null.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    // SAFETY: a non-null getenv result is a NUL-terminated string: its first byte is readable.
+    !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
+}
+
+/// A word of the random bytes the kernel gave this process at exec (`AT_RANDOM`), or 0 where there are
+/// none (and under Miri).
+pub fn process_random() -> usize {
+    if cfg!(miri) {
+        return 0;
+    }
+    // SAFETY: getauxval has no preconditions; AT_RANDOM points at 16 random bytes the kernel gave this
+    // process, or is 0.
+    unsafe {
+        let at = libc::getauxval(libc::AT_RANDOM) as *const u8;
+        if at.is_null() {
+            0
+        } else {
+            at.cast::<usize>().read_unaligned()
+        }
+    }
+}
+
+/// A destructor run for a thread's non-null key value when the thread exits.
+pub type KeyDestructor = unsafe extern "C" fn(*mut libc::c_void);
+
+/// Creates a thread key whose destructor gets each thread's value at its exit; `None` if none is left.
+pub fn create_thread_key(destructor: KeyDestructor) -> Option<u32> {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor is an `extern "C"` fn. Creating a key does
+    // not allocate.
+    (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(key)
+}
+
+/// Sets the calling thread's value of `key` (false on failure: no memory for the key's slot).
+///
+/// # Safety
+///
+/// `value` is what `key`'s destructor expects to be given when the thread exits.
+pub unsafe fn set_thread_value(key: u32, value: *mut libc::c_void) -> bool {
+    // SAFETY: setting a key's value reads no memory; an invalid key only returns EINVAL. The destructor
+    // gets `value` later, per the caller.
+    unsafe { libc::pthread_setspecific(key, value) == 0 }
+}
+
+/// Registers fork handlers (prepare runs in the parent before the fork, in reverse order of
+/// registration; parent and child after it, in order).
+pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // SAFETY: plain extern "C" handlers that live as long as the process.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+}

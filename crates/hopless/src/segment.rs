@@ -83,6 +83,19 @@ pub enum SlabState {
 }
 
 /// A slab header. Lives in the segment's header area, never in block memory.
+///
+/// Invariants while the slab belongs to a class (`magic == SLAB_MAGIC`), all under that class's lock
+/// (checked by [`Slab::check`] after every `take` and `put` in debug builds):
+/// - `free == (set bits of bitmap below carved) + (capacity - carved)`: every block is either free here or
+///   out (handed out, or in a magazine). `ClassHeap::refill`/`flush` and the `empty` count rely on it.
+/// - `carved <= capacity <= MAX_BLOCKS`; no bit at or above `carved` is set. `check_free` relies on it to
+///   refuse never-handed-out blocks.
+/// - no bitmap word below `hint` has a set bit (`take` starts its search there).
+/// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
+///   when `free == 0` and it is on no list.
+///
+/// `class`, `capacity` and `start` change only when the slab joins a class (`init`), while no block of it
+/// is out: that is why the lock-free readers (`check_free`, `is_free`) may read them.
 #[repr(C)]
 pub struct Slab {
     /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
@@ -98,8 +111,6 @@ pub struct Slab {
     pub carved: AtomicU32,
     /// No bitmap word below `hint` has a set bit.
     pub hint: u32,
-    /// The memory of this slab was touched since it was last purged.
-    pub dirty: bool,
     pub start: *mut u8,
     pub prev: *mut Slab,
     pub next: *mut Slab,
@@ -374,6 +385,7 @@ impl Slab {
             }
             (*s).carved.store(carved as u32, Ordering::Relaxed);
             (*s).free -= got as u32;
+            debug_assert!(Slab::check(s));
             got
         }
     }
@@ -443,6 +455,7 @@ impl Slab {
             }
             (*s).hint = 0;
             (*s).free -= got as u32;
+            debug_assert!(Slab::check(s));
             got
         }
     }
@@ -486,6 +499,7 @@ impl Slab {
                 (*s).hint = w as u32;
             }
             (*s).free += 1;
+            debug_assert!(Slab::check(s));
             Ok(())
         }
     }
@@ -549,6 +563,41 @@ impl Slab {
                 Some(w) => w.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0,
                 None => false,
             }
+        }
+    }
+
+    /// Whether the header's invariants hold (see [`Slab`]); debug builds assert it after every change.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the slab's class.
+    pub unsafe fn check(slab: *const Slab) -> bool {
+        // SAFETY: per the caller, nobody changes the header meanwhile.
+        unsafe {
+            let s = &*slab;
+            let carved = s.carved.load(Ordering::Relaxed) as usize;
+            let cap = s.capacity as usize;
+            if carved > cap || cap > MAX_BLOCKS {
+                return false;
+            }
+            let mut set = 0usize;
+            for (i, w) in s.bitmap.iter().enumerate() {
+                let word = w.load(Ordering::Relaxed);
+                let lo = i * 64;
+                // Bits at or above `carved` must be clear.
+                let valid = if carved >= lo + 64 {
+                    u64::MAX
+                } else if carved > lo {
+                    (1u64 << (carved - lo)) - 1
+                } else {
+                    0
+                };
+                if word & !valid != 0 || (i < s.hint as usize && word != 0) {
+                    return false;
+                }
+                set += word.count_ones() as usize;
+            }
+            s.free as usize == set + (cap - carved)
         }
     }
 

@@ -68,7 +68,7 @@ pub struct ClassStats {
     pub peak_bytes: u64,
 }
 
-/// A snapshot of every counter (see [`crate::stats`]).
+/// A snapshot of every counter (see [`crate::stats()`]).
 #[derive(Clone, Debug)]
 pub struct Stats {
     pub classes: [ClassStats; NUM_CLASSES],
@@ -107,17 +107,6 @@ impl Stats {
     /// Bytes in use in all classes and large blocks.
     pub fn bytes_in_use(&self) -> u64 {
         self.classes.iter().map(|c| c.bytes_in_use).sum::<u64>() + self.large_bytes_in_use
-    }
-
-    /// Fraction of allocations served by the fast path.
-    pub fn fast_alloc_ratio(&self) -> f64 {
-        let fast: u64 = self.classes.iter().map(|c| c.alloc_fast).sum();
-        let slow: u64 = self.classes.iter().map(|c| c.alloc_slow).sum();
-        if fast + slow == 0 {
-            0.0
-        } else {
-            fast as f64 / (fast + slow) as f64
-        }
     }
 
     /// A slabinfo-style table: one line per class that was ever used.
