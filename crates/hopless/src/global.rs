@@ -302,7 +302,7 @@ impl Hopless {
         use crate::size_class::{MAG_CAPACITY, MEDIUM_MAX, NUM_CLASSES, NUM_SMALL, SMALL_MAX};
         let mag = MAG_CAPACITY.first().copied().unwrap_or(0) as u64;
         let mut m = crate::report::Msg::new();
-        m.str("hopless: ")
+        m.str("hopless: libhopless loaded: ")
             .dec(NUM_SMALL as u64)
             .str(" small classes (8..")
             .dec(SMALL_MAX as u64)
