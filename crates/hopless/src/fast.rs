@@ -24,7 +24,13 @@ use crate::thread_cache::{Push, ThreadCache};
 
 /// The cache every thread starts with: capacity 0 everywhere, never written.
 pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
-// SAFETY: nobody writes the empty cache: with capacity 0 neither `pop` nor `push` stores into it.
+// SAFETY: sharing `&EmptyCache` between threads is sound because nothing ever writes through it:
+// 1. its magazines have `cap == 0` and `count == 0` (`ThreadCache::EMPTY`), so `pop` returns null before
+//    any store and `push`/`push_keyed` return before storing (`n >= cap`);
+// 2. `ThreadCache::open`, the only writer of `cap`, is called only on a cache from the registry (the slow
+//    paths check `tc != empty()` or get theirs from `cache_or_init`);
+// 3. the counters (feature `stats`) are bumped only on a live cache: the fast path counts only after a
+//    pop or push succeeded, which never happens here.
 unsafe impl Sync for EmptyCache {}
 pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
 

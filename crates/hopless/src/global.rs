@@ -89,8 +89,13 @@ unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
     CACHE.with(|c| c.set(empty()));
     HARDENED_CACHE.with(|c| c.set(ptr::null_mut()));
     RETIRED.with(|r| r.set(true));
-    // SAFETY: `arg` is the cache this thread registered; the thread is exiting and no longer uses it
-    // (its thread-local now points at the empty cache, and RETIRED stops a new one being set up).
+    // SAFETY:
+    // 1. `arg` is the value this thread set for the key: its own cache from `new_thread_cache`
+    //    (`register_exit` is the only setter), and the destructor runs once per thread and value.
+    // 2. Nothing of this thread uses the cache after this point: its thread-locals now say "empty" and
+    //    "retired", so a later allocation in another key's destructor goes uncached instead.
+    // 3. Other threads only read its magazines through atomics (the double-free check), which the
+    //    retirement leaves valid (empty, then parked or unlinked under the registry lock).
     unsafe { HEAP.retire_thread_cache(tc) };
 }
 

@@ -237,7 +237,14 @@ pub fn locate(p: *const u8) -> Located {
     let p = p.cast_mut();
     if SEGMENT_MAP.contains(p) {
         let seg = segment_of(p);
-        // SAFETY: the map says a hopless segment or large mapping starts at `seg`: its header is mapped.
+        // SAFETY:
+        // 1. `seg` is `p` rounded down to 4 MiB, and the map's bit for that slot is set only while a
+        //    hopless segment or large mapping starts there (set after the header is written, cleared
+        //    before the mapping is unmapped: `SegmentMap::insert`/`remove`).
+        // 2. Every such mapping begins with a `SegmentHeader`, so the read is in bounds and aligned.
+        // 3. `kind` and `map_len` are written once, when the header is, and never change while the bit is
+        //    set, so a racing thread cannot tear them; a free racing the unmapping of the same large block
+        //    is the program's double free, which the magic check after this catches or the map refuses.
         let (kind, len) = unsafe { ((*seg).kind, (*seg).map_len) };
         return match kind {
             SegmentKind::Large if p.addr() - seg.addr() < len => Located::Large(seg),
@@ -342,7 +349,13 @@ impl Slab {
         // Field by field through the raw pointer, never `&mut Slab`: `free_ptr` reads `class` of a slab
         // without its lock (stable while any block of the slab is in use), and a reference to the whole
         // header would count as writing that field too.
-        // SAFETY: the caller holds the class lock, which owns every mutable field of the header.
+        // SAFETY:
+        // 1. The caller holds the class lock, which owns every mutable field of the header: no other
+        //    thread writes `free`, `hint`, `carved` or the bitmap meanwhile (lock-free readers only load).
+        // 2. `want <= free`, and `free` counts the set bits below `carved` plus the uncarved tail
+        //    (`Slab::check`), so the loops below find `want` blocks without running off the bitmap.
+        // 3. Every address computed is `start + i * size` with `i < capacity`, inside the slab's slot;
+        //    only `carve_fill` writes to one, a block that is now the caller's.
         unsafe {
             let s = slab;
             let size = size_class::class_size((*s).class as usize);

@@ -185,8 +185,13 @@ impl ThreadCache {
     /// statics and fresh caches; its counters are never shared through the constant.)
     #[allow(clippy::declare_interior_mutable_const)]
     pub const EMPTY: ThreadCache = {
-        // SAFETY: every field is an integer, an array of integers and raw pointers, or atomics: all-zero
-        // is a valid value of each.
+        // SAFETY: `zeroed` is sound for a type whose every field accepts the all-zero bit pattern:
+        // 1. the integers (`count`, `cap`, `tag`, `refilled`, `id`, ...) and their arrays: zero is a value;
+        // 2. the raw pointers (`slots`, `next_all`, `next_parked`): null is a value (never dereferenced
+        //    while null: the lists end at null, and slots below `count == 0` are never read);
+        // 3. the atomics (`owner_tid`, `live`, the counters) have the layout of their integers;
+        // 4. there are no references, `NonNull`s, enums or `bool`s outside atomics.
+        // The constant is copied into statics and fresh caches, so no interior mutability is shared.
         unsafe { core::mem::zeroed() }
     };
 
