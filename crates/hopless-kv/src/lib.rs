@@ -18,19 +18,28 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`store`] | `Store`: shards, operations with Redis semantics, TTL, eviction, stats |
-//! | [`table`] | a shard's open-addressing table with a resize-proof SCAN cursor |
-//! | [`value`] | items (header + key + value in one block) and the counted `Value` handle |
-//! | [`heap`] | the deadline heap of the active expiry |
+//! | [`store`] | [`Store`]: shards, construction, the one removal path (delete, expiry, eviction) |
+//! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
+//! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN |
+//! | `store::write` | SET, MSET, DEL, GETDEL, APPEND, INCR and friends, FLUSH; the install path |
+//! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, GETEX, and setting a key's deadline |
+//! | `store::expiry` | lazy expiry on access, active expiry and its background thread |
+//! | `store::evict` | `maxmemory`: making room, sampled LRU |
+//! | `store::stats` | per-shard and per-operation counters, the [`Stats`] snapshot, [`Op`] |
+//! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
+//! | `value` | items (header + key + value in one block), the counted [`Value`] handle, [`KvAlloc`] |
+//! | `deadlines` | the deadline heap of the active expiry |
+//! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
 //! | [`clock`] | the clock trait (a manual one for tests) |
 //! | [`error`] | errors worded as Redis words them |
 
 pub mod clock;
+mod deadlines;
 pub mod error;
-pub mod heap;
+mod redis_util;
 pub mod store;
-pub mod table;
-pub mod value;
+mod table;
+mod value;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};

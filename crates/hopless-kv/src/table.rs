@@ -1,16 +1,3 @@
-//! A shard's hash table: open addressing with linear probing, one 8-byte item pointer and one 4-byte
-//! hash tag per slot, backward-shift deletion (no tombstones).
-//!
-//! A key's home bucket is `(tag * capacity) >> 32`: monotone in the hash, and defined for any capacity, so
-//! the table grows by half (its load stays between 7/12 and 7/8, where doubling would leave it as low as
-//! 7/16 and cost up to twice the memory per key), and a SCAN cursor is simply a position in hash space:
-//! everything below it has been visited, whatever the table's size was then or is now.
-//!
-//! Why not hashbrown: SCAN needs that cursor and sampled eviction needs random slots, both of which need
-//! index access to the slot array, which `hashbrown::HashTable` does not expose. With linear probing, the
-//! keys whose home is bucket `b` sit in the run of occupied slots starting at `b`, so "all keys with home
-//! `b`" is a short probe. Both arrays are allocated through the store's allocator.
-
 //! A shard's hash table: open addressing with linear probing, one 8-byte word per slot (a 48-bit item
 //! pointer and a 16-bit hash tag), backward-shift deletion (no tombstones).
 //!
@@ -23,8 +10,9 @@
 //! resizing, scanning) it is recomputed from the item's key.
 //!
 //! Why not hashbrown: SCAN needs that cursor and sampled eviction needs random slots, both of which need
-//! index access to the slot array, which `hashbrown::HashTable` does not expose. The array is allocated
-//! through the store's allocator.
+//! index access to the slot array, which `hashbrown::HashTable` does not expose. With linear probing, the
+//! keys whose home is bucket `b` sit in the run of occupied slots starting at `b`, so "all keys with home
+//! `b`" is a short probe. The array is allocated through the store's allocator.
 
 use core::hash::BuildHasher;
 
@@ -34,7 +22,7 @@ use allocator_api2::vec::Vec;
 use crate::value::{self, Header, ItemPtr};
 
 /// One past the last SCAN position (positions are the top 32 bits of a key's hash).
-pub const SCAN_END: u64 = 1 << 32;
+pub(crate) const SCAN_END: u64 = 1 << 32;
 
 const PTR_BITS: u32 = 48;
 const PTR_MASK: u64 = (1 << PTR_BITS) - 1;
@@ -58,11 +46,15 @@ fn unpack(word: u64) -> ItemPtr {
     unsafe { ItemPtr::new_unchecked(p) }
 }
 
-pub struct Table<A: Allocator + Clone> {
+/// The hash of keys: foldhash, seeded at random or from [`Config::hash_seed`](crate::Config::hash_seed).
+/// A store and its tables share one, so that a key's hash agrees everywhere.
+pub(crate) type KeyHasher = foldhash::fast::SeedableRandomState;
+
+pub(crate) struct Table<A: Allocator + Clone> {
     slots: Vec<u64, A>,
     len: usize,
     cap: usize,
-    hasher: foldhash::fast::RandomState,
+    hasher: KeyHasher,
 }
 
 // SAFETY: the table owns one reference to each item; items are immutable and atomically counted.
@@ -74,7 +66,7 @@ const MIN_SLOTS: usize = 16;
 
 impl<A: Allocator + Clone> Table<A> {
     /// A table whose keys are hashed with `hasher` (the store's, so hashes agree).
-    pub fn new_in(alloc: A, hasher: foldhash::fast::RandomState) -> Self {
+    pub(crate) fn new_in(alloc: A, hasher: KeyHasher) -> Self {
         let mut t = Table {
             slots: Vec::new_in(alloc),
             len: 0,
@@ -85,20 +77,20 @@ impl<A: Allocator + Clone> Table<A> {
         t
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    pub fn capacity(&self) -> usize {
+    fn capacity(&self) -> usize {
         self.cap
     }
 
     /// Bytes the slot array takes.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.capacity() * 8
     }
 
@@ -125,7 +117,7 @@ impl<A: Allocator + Clone> Table<A> {
 
     /// The slot holding `key` (whose hash is `hash`), if present.
     #[inline]
-    pub fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+    pub(crate) fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
         let tag = tag_of(hash);
         let mut i = self.home(hash);
         loop {
@@ -142,14 +134,14 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     #[inline]
-    pub fn item(&self, slot: usize) -> ItemPtr {
+    pub(crate) fn item(&self, slot: usize) -> ItemPtr {
         debug_assert!(self.slots[slot] != 0);
         unpack(self.slots[slot])
     }
 
     /// Puts a new item (same key) in an occupied slot; returns the old item, whose reference the caller
     /// now owns.
-    pub fn replace(&mut self, slot: usize, item: ItemPtr) -> ItemPtr {
+    pub(crate) fn replace(&mut self, slot: usize, item: ItemPtr) -> ItemPtr {
         let w = self.slots[slot];
         debug_assert!(w != 0);
         self.slots[slot] = (w & !PTR_MASK) | (pack(0, item) & PTR_MASK);
@@ -157,7 +149,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     /// Inserts an item whose key (hashing to `hash`) is not in the table (the caller checked with `find`).
-    pub fn insert_new(&mut self, hash: u64, item: ItemPtr) {
+    pub(crate) fn insert_new(&mut self, hash: u64, item: ItemPtr) {
         // Grow past 7/8 full: the tag filters probes, so long runs cost little, and every slot saved is
         // 8 bytes.
         if (self.len + 1) * 8 > self.capacity() * 7 {
@@ -176,7 +168,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     /// Removes the item in `slot`; the caller owns the returned reference.
-    pub fn remove(&mut self, slot: usize) -> ItemPtr {
+    pub(crate) fn remove(&mut self, slot: usize) -> ItemPtr {
         let item = unpack(self.slots[slot]);
         self.len -= 1;
         let mut j = slot;
@@ -217,7 +209,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     /// Removes every item, handing each reference to `f`, and shrinks to the minimum size.
-    pub fn drain(&mut self, mut f: impl FnMut(ItemPtr)) {
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(ItemPtr)) {
         for w in self.slots.iter_mut() {
             if *w != 0 {
                 f(unpack(*w));
@@ -232,7 +224,7 @@ impl<A: Allocator + Clone> Table<A> {
     /// holding `pos` whose hash position is at least `pos`, and returns where the next step starts
     /// ([`SCAN_END`] when the table has been covered). Keys present for the whole scan are visited at
     /// least once, however the table is resized between steps.
-    pub fn scan_step(&self, pos: u64, mut visit: impl FnMut(ItemPtr)) -> u64 {
+    pub(crate) fn scan_step(&self, pos: u64, mut visit: impl FnMut(ItemPtr)) -> u64 {
         if pos >= SCAN_END {
             return SCAN_END;
         }
@@ -252,7 +244,7 @@ impl<A: Allocator + Clone> Table<A> {
     }
 
     /// The occupied slot at or after `start` (wrapping), for sampling. None when empty.
-    pub fn occupied_from(&self, start: usize) -> Option<usize> {
+    pub(crate) fn occupied_from(&self, start: usize) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
@@ -272,8 +264,8 @@ mod tests {
     use std::collections::{HashMap, HashSet};
     use std::vec::Vec;
 
-    fn hasher() -> foldhash::fast::RandomState {
-        foldhash::fast::RandomState::default()
+    fn hasher() -> KeyHasher {
+        KeyHasher::random()
     }
 
     #[test]

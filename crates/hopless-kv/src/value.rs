@@ -62,7 +62,7 @@ impl KvAlloc for allocator_api2::alloc::Global {}
 
 /// The front of every item.
 #[repr(C, align(8))]
-pub struct Header {
+pub(crate) struct Header {
     refs: AtomicU32,
     key_len: u32,
     val_len: u32,
@@ -71,15 +71,15 @@ pub struct Header {
     meta: AtomicU32,
 }
 
-pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
+pub(crate) const HEADER_SIZE: usize = core::mem::size_of::<Header>();
 const HAS_TTL: u32 = 1 << 31;
 const STAMP_MASK: u32 = (1 << 24) - 1;
 
 /// An item pointer the table owns one reference to.
-pub type ItemPtr = NonNull<Header>;
+pub(crate) type ItemPtr = NonNull<Header>;
 
 /// The layout of an item with these lengths; `None` if it would be too large.
-pub fn item_layout(key_len: usize, val_len: usize) -> Option<Layout> {
+pub(crate) fn item_layout(key_len: usize, val_len: usize) -> Option<Layout> {
     let size = HEADER_SIZE.checked_add(key_len)?.checked_add(val_len)?;
     Layout::from_size_align(size, 8).ok()
 }
@@ -89,7 +89,7 @@ pub fn item_layout(key_len: usize, val_len: usize) -> Option<Layout> {
 /// # Safety
 ///
 /// `block` is a fresh allocation of `item_layout(key.len(), val_len)`.
-pub unsafe fn init_item(
+pub(crate) unsafe fn init_item(
     block: NonNull<u8>,
     key: &[u8],
     val_len: usize,
@@ -112,7 +112,7 @@ pub unsafe fn init_item(
 }
 
 /// Allocates and writes an item.
-pub fn new_item<A: KvAlloc>(
+pub(crate) fn new_item<A: KvAlloc>(
     alloc: &A,
     key: &[u8],
     val_len: usize,
@@ -129,7 +129,7 @@ pub fn new_item<A: KvAlloc>(
 /// # Safety
 ///
 /// The caller holds a reference to the item for `'a`.
-pub unsafe fn key<'a>(h: ItemPtr) -> &'a [u8] {
+pub(crate) unsafe fn key<'a>(h: ItemPtr) -> &'a [u8] {
     // SAFETY: header and key bytes are immutable after init and live while referenced.
     unsafe {
         let len = (*h.as_ptr()).key_len as usize;
@@ -142,7 +142,7 @@ pub unsafe fn key<'a>(h: ItemPtr) -> &'a [u8] {
 /// # Safety
 ///
 /// As for [`key`].
-pub unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
+pub(crate) unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
     // SAFETY: as for `key`; the value follows the key.
     unsafe {
         let hd = &*h.as_ptr();
@@ -156,7 +156,7 @@ pub unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
 /// # Safety
 ///
 /// As for [`key`].
-pub unsafe fn item_size(h: ItemPtr) -> usize {
+pub(crate) unsafe fn item_size(h: ItemPtr) -> usize {
     // SAFETY: live header.
     unsafe { HEADER_SIZE + (*h.as_ptr()).key_len as usize + (*h.as_ptr()).val_len as usize }
 }
@@ -164,7 +164,7 @@ pub unsafe fn item_size(h: ItemPtr) -> usize {
 /// # Safety
 ///
 /// As for [`key`].
-pub unsafe fn has_ttl(h: ItemPtr) -> bool {
+pub(crate) unsafe fn has_ttl(h: ItemPtr) -> bool {
     // SAFETY: live header.
     unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) & HAS_TTL != 0 }
 }
@@ -172,7 +172,7 @@ pub unsafe fn has_ttl(h: ItemPtr) -> bool {
 /// # Safety
 ///
 /// As for [`key`]; the caller holds the item's shard write lock (the flag mirrors the expiry map).
-pub unsafe fn set_has_ttl(h: ItemPtr, on: bool) {
+pub(crate) unsafe fn set_has_ttl(h: ItemPtr, on: bool) {
     // SAFETY: live header.
     let m = unsafe { &(*h.as_ptr()).meta };
     if on {
@@ -188,7 +188,7 @@ pub unsafe fn set_has_ttl(h: ItemPtr, on: bool) {
 ///
 /// As for [`key`].
 #[inline]
-pub unsafe fn touch(h: ItemPtr, stamp: u32) {
+pub(crate) unsafe fn touch(h: ItemPtr, stamp: u32) {
     // SAFETY: live header.
     let m = unsafe { &(*h.as_ptr()).meta };
     let old = m.load(Ordering::Relaxed);
@@ -205,7 +205,7 @@ pub unsafe fn touch(h: ItemPtr, stamp: u32) {
 /// # Safety
 ///
 /// As for [`key`].
-pub unsafe fn age(h: ItemPtr, now: u32) -> u32 {
+pub(crate) unsafe fn age(h: ItemPtr, now: u32) -> u32 {
     // SAFETY: live header.
     let stamp = unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) } & STAMP_MASK;
     now.wrapping_sub(stamp) & STAMP_MASK
@@ -216,7 +216,7 @@ pub unsafe fn age(h: ItemPtr, now: u32) -> u32 {
 /// # Safety
 ///
 /// The caller holds a reference (directly, or through the shard lock for the table's).
-pub unsafe fn retain(h: ItemPtr) {
+pub(crate) unsafe fn retain(h: ItemPtr) {
     // SAFETY: live header. Relaxed suffices to add a reference when one is already held (as in Arc).
     let old = unsafe { (*h.as_ptr()).refs.fetch_add(1, Ordering::Relaxed) };
     if old > u32::MAX / 2 {
@@ -229,7 +229,7 @@ pub unsafe fn retain(h: ItemPtr) {
 /// # Safety
 ///
 /// The caller owns the reference it drops, and `alloc` is the allocator the item came from.
-pub unsafe fn release<A: Allocator>(h: ItemPtr, alloc: &A) {
+pub(crate) unsafe fn release<A: Allocator>(h: ItemPtr, alloc: &A) {
     // SAFETY: live header while we hold our reference.
     if unsafe { (*h.as_ptr()).refs.fetch_sub(1, Ordering::Release) } != 1 {
         return;
@@ -260,7 +260,7 @@ impl<A: Allocator> Value<A> {
     /// # Safety
     ///
     /// The caller transfers one reference to `item`, which `alloc` allocated.
-    pub unsafe fn from_owned(item: ItemPtr, alloc: A) -> Self {
+    pub(crate) unsafe fn from_owned(item: ItemPtr, alloc: A) -> Self {
         Value { item, alloc }
     }
 

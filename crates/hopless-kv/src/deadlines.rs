@@ -5,30 +5,23 @@
 use allocator_api2::alloc::Allocator;
 use allocator_api2::vec::Vec;
 
-pub struct DeadlineHeap<A: Allocator> {
+pub(crate) struct DeadlineHeap<A: Allocator> {
     v: Vec<(u64, usize), A>,
 }
 
 impl<A: Allocator> DeadlineHeap<A> {
-    pub fn new_in(alloc: A) -> Self {
+    pub(crate) fn new_in(alloc: A) -> Self {
         DeadlineHeap {
             v: Vec::new_in(alloc),
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.v.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.v.is_empty()
-    }
-
-    pub fn bytes(&self) -> usize {
+    /// Bytes the heap's array takes.
+    pub(crate) fn bytes(&self) -> usize {
         self.v.capacity() * core::mem::size_of::<(u64, usize)>()
     }
 
-    pub fn push(&mut self, e: (u64, usize)) {
+    pub(crate) fn push(&mut self, e: (u64, usize)) {
         self.v.push(e);
         let mut i = self.v.len() - 1;
         while i > 0 {
@@ -41,11 +34,11 @@ impl<A: Allocator> DeadlineHeap<A> {
         }
     }
 
-    pub fn peek(&self) -> Option<(u64, usize)> {
+    pub(crate) fn peek(&self) -> Option<(u64, usize)> {
         self.v.first().copied()
     }
 
-    pub fn pop(&mut self) -> Option<(u64, usize)> {
+    pub(crate) fn pop(&mut self) -> Option<(u64, usize)> {
         if self.v.is_empty() {
             return None;
         }
@@ -70,7 +63,8 @@ impl<A: Allocator> DeadlineHeap<A> {
         Some(top)
     }
 
-    pub fn clear(&mut self) {
+    /// Empties the heap and gives its array back.
+    pub(crate) fn clear(&mut self) {
         self.v.clear();
         self.v.shrink_to_fit();
     }

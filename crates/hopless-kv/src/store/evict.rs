@@ -1,0 +1,61 @@
+//! `maxmemory`: the bytes the store holds, and making room before a write under the configured
+//! [`Policy`] (refuse, or evict by sampled LRU with the access stamps reads and writes leave).
+
+use std::sync::atomic::Ordering;
+
+use super::{Loc, Policy, Shard, Store};
+use crate::error::{Error, Result};
+use crate::value::{self, KvAlloc};
+
+/// Keys sampled per eviction (Redis's maxmemory-samples default).
+pub const EVICTION_SAMPLES: usize = 5;
+
+impl<A: KvAlloc> Store<A> {
+    /// Access stamps are only kept when an LRU policy will read them (they cost an atomic per access).
+    #[inline]
+    pub(super) fn tracks_lru(&self) -> bool {
+        self.inner.cfg.policy == Policy::SampledLru && self.inner.cfg.maxmemory > 0
+    }
+
+    /// Bytes of items and tables over all shards (what `maxmemory` is checked against).
+    pub(super) fn total_used(&self) -> u64 {
+        self.inner
+            .shards
+            .iter()
+            .map(|s| s.c.used.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Makes room for `need` more bytes under the shard's write lock (maxmemory and policy).
+    pub(super) fn make_room(&self, g: &mut Shard<A>, l: Loc, need: u64) -> Result<()> {
+        let max = self.inner.cfg.maxmemory;
+        if max == 0 {
+            return Ok(());
+        }
+        let c = &self.slot(l).c;
+        while self.total_used() + need > max {
+            if self.inner.cfg.policy == Policy::NoEviction || g.table.is_empty() {
+                return Err(Error::OutOfMemory);
+            }
+            let now = c.clock.load(Ordering::Relaxed);
+            let mut victim = None;
+            let mut oldest = 0;
+            for _ in 0..EVICTION_SAMPLES {
+                g.rng ^= g.rng << 13;
+                g.rng ^= g.rng >> 7;
+                g.rng ^= g.rng << 17;
+                let i = g.table.occupied_from(g.rng as usize).expect("non-empty table");
+                // SAFETY: the table holds the item; we hold the write lock.
+                let age = unsafe { value::age(g.table.item(i), now) };
+                if victim.is_none() || age > oldest {
+                    victim = Some(i);
+                    oldest = age;
+                }
+            }
+            let old = g.remove_slot(victim.expect("sampled"), &c.used);
+            c.evicted.fetch_add(1, Ordering::Relaxed);
+            self.release(old);
+        }
+        Ok(())
+    }
+}

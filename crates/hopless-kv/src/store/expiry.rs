@@ -1,0 +1,141 @@
+//! Removing keys past their deadline: lazily, when an operation finds one under its shard's write lock
+//! ([`Store::expire_if_due`]), and actively, by draining each shard's deadline heap (a background thread
+//! every 100 ms, or [`Store::run_active_expiry`]).
+
+use core::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::RwLockWriteGuard;
+
+use super::{Inner, Loc, Shard, Store};
+use crate::value::{self, ItemPtr, KvAlloc};
+
+/// Keys the active expiry removes per shard per pass, at most.
+pub const ACTIVE_EXPIRY_BUDGET: usize = 1000;
+
+/// The active-expiry thread; stops it when the last [`Store`] handle goes.
+pub(super) struct ExpiryThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl ExpiryThread {
+    /// Starts the thread if `active` (else holds none). It keeps only a weak reference to the store, so
+    /// that dropping the last handle drops the store.
+    pub(super) fn start<A: KvAlloc>(inner: &Arc<Inner<A>>, active: bool) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = active.then(|| {
+            let inner = Arc::downgrade(inner);
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("hopless-kv-expiry".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        std::thread::park_timeout(Duration::from_millis(100));
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        match inner.upgrade() {
+                            Some(i) => {
+                                i.active_expiry();
+                            }
+                            None => break,
+                        }
+                    }
+                })
+                .expect("spawn the expiry thread")
+        });
+        ExpiryThread { stop, handle }
+    }
+}
+
+impl Drop for ExpiryThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+impl<A: KvAlloc> Store<A> {
+    /// Whether `item` (in `sh`'s table) has a deadline at or before `now`.
+    pub(super) fn is_expired(&self, sh: &Shard<A>, item: ItemPtr, now: u64) -> bool {
+        sh.expires
+            .get(&(item.as_ptr() as usize))
+            .is_some_and(|&d| d <= now)
+    }
+
+    /// Under the write lock: deletes `key` if it is present and past its deadline.
+    pub(super) fn expire_if_due(&self, g: &mut RwLockWriteGuard<'_, Shard<A>>, l: Loc, key: &[u8]) -> bool {
+        let Some(i) = g.table.find(l.hash, key) else {
+            return false;
+        };
+        let item = g.table.item(i);
+        if !self.is_expired(g, item, self.now()) {
+            return false;
+        }
+        let c = &self.slot(l).c;
+        let old = g.remove_slot(i, &c.used);
+        c.expired.fetch_add(1, Ordering::Relaxed);
+        self.release(old);
+        true
+    }
+
+    /// One pass of active expiry over every shard. Returns how many keys it removed.
+    pub fn run_active_expiry(&self) -> usize {
+        self.inner.active_expiry()
+    }
+}
+
+impl<A: KvAlloc> Inner<A> {
+    /// One pass of active expiry: pops each shard's due deadlines (at most [`ACTIVE_EXPIRY_BUDGET`]),
+    /// removes the keys still carrying them, and releases those after the shard's lock.
+    fn active_expiry(&self) -> usize {
+        let now = self.cfg.clock.now_ms();
+        let mut removed = 0;
+        for s in self.shards.iter() {
+            if s.lock.read().deadlines.peek().is_none_or(|(d, _)| d > now) {
+                continue;
+            }
+            let mut dead = Vec::new();
+            {
+                let mut g = s.lock.write();
+                let sh = &mut *g;
+                while dead.len() < ACTIVE_EXPIRY_BUDGET {
+                    let Some((d, addr)) = sh.deadlines.peek() else {
+                        break;
+                    };
+                    if d > now {
+                        break;
+                    }
+                    sh.deadlines.pop();
+                    // Stale entry: the key's TTL changed or the key went away.
+                    if sh.expires.get(&addr) != Some(&d) {
+                        continue;
+                    }
+                    // SAFETY: the expiry map names only items the table holds (entries leave with them).
+                    let item = unsafe { ItemPtr::new_unchecked(addr as *mut value::Header) };
+                    // SAFETY: as above.
+                    let key = unsafe { value::key(item) };
+                    let i = sh
+                        .table
+                        .find(self.hasher.hash_one(key), key)
+                        .expect("an expiring key is in its table");
+                    dead.push(sh.remove_slot(i, &s.c.used));
+                }
+            }
+            s.c.expired.fetch_add(dead.len() as u64, Ordering::Relaxed);
+            removed += dead.len();
+            for it in dead {
+                // SAFETY: references removed from the table are ours.
+                unsafe { value::release(it, &self.alloc) };
+            }
+        }
+        removed
+    }
+}

@@ -1,0 +1,158 @@
+//! Reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE and SCAN, over [`Store::lookup`], which takes a
+//! reference to a live item under the shard's read lock (and expires a due one on the way).
+
+use std::sync::atomic::Ordering;
+
+use super::{Loc, Op, Store};
+use crate::redis_util::glob_match;
+use crate::value::{self, ItemPtr, KvAlloc, Value};
+
+impl<A: KvAlloc> Store<A> {
+    /// Looks a key up under the read lock: Some(item with a new reference) if live. A key found expired is
+    /// deleted under the write lock before returning None.
+    pub(super) fn lookup(&self, key: &[u8], l: Loc, touch: bool) -> Option<ItemPtr> {
+        let slot = self.slot(l);
+        let expired = {
+            let g = slot.lock.read();
+            let i = g.table.find(l.hash, key)?;
+            let item = g.table.item(i);
+            // SAFETY: the table holds a reference while we hold the read lock.
+            let dead = unsafe { value::has_ttl(item) } && self.is_expired(&g, item, self.now());
+            if !dead {
+                // SAFETY: as above; the new reference is ours.
+                unsafe {
+                    value::retain(item);
+                    if touch && self.tracks_lru() {
+                        value::touch(item, slot.c.clock.fetch_add(1, Ordering::Relaxed));
+                    }
+                }
+                return Some(item);
+            }
+            dead
+        };
+        if expired {
+            let mut g = slot.lock.write();
+            self.expire_if_due(&mut g, l, key);
+        }
+        None
+    }
+
+    /// GET.
+    pub fn get(&self, key: &[u8]) -> Option<Value<A>> {
+        let l = self.loc(key);
+        self.count(Op::Get);
+        let v = self.lookup(key, l, true).map(|i| self.value(i));
+        self.hit_or_miss(v.is_some());
+        v
+    }
+
+    /// EXISTS: how many of the keys exist (a key named twice counts twice).
+    pub fn exists(&self, keys: &[&[u8]]) -> usize {
+        keys.iter()
+            .filter(|k| {
+                let l = self.loc(k);
+                self.count(Op::Exists);
+                match self.lookup(k, l, false) {
+                    Some(i) => {
+                        self.release(i);
+                        true
+                    }
+                    None => false,
+                }
+            })
+            .count()
+    }
+
+    /// STRLEN (0 for a missing key).
+    pub fn strlen(&self, key: &[u8]) -> usize {
+        let l = self.loc(key);
+        self.count(Op::Strlen);
+        self.lookup(key, l, true).map_or(0, |i| self.value(i).len())
+    }
+
+    /// GETRANGE with Redis's index rules (negative from the end, clamped, inclusive end).
+    pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> Vec<u8> {
+        let l = self.loc(key);
+        self.count(Op::GetRange);
+        let Some(v) = self.lookup(key, l, true).map(|i| self.value(i)) else {
+            return Vec::new();
+        };
+        let len = v.len() as i64;
+        if len == 0 {
+            return Vec::new();
+        }
+        let (mut s, mut e) = (start, end);
+        if s < 0 && e < 0 && s > e {
+            return Vec::new();
+        }
+        if s < 0 {
+            s += len;
+        }
+        if e < 0 {
+            e += len;
+        }
+        s = s.max(0);
+        e = e.max(0);
+        if e >= len {
+            e = len - 1;
+        }
+        if s > e {
+            return Vec::new();
+        }
+        v[s as usize..=e as usize].to_vec()
+    }
+
+    /// MGET.
+    pub fn mget(&self, keys: &[&[u8]]) -> Vec<Option<Value<A>>> {
+        keys.iter()
+            .map(|k| {
+                let l = self.loc(k);
+                self.count(Op::MGet);
+                let v = self.lookup(k, l, true).map(|i| self.value(i));
+                self.hit_or_miss(v.is_some());
+                v
+            })
+            .collect()
+    }
+
+    /// DBSIZE.
+    pub fn dbsize(&self) -> usize {
+        self.inner.shards.iter().map(|s| s.lock.read().table.len()).sum()
+    }
+
+    /// SCAN: returns the next cursor (0 when done) and up to about `count` keys matching `pattern` (a
+    /// Redis glob; None matches all). Every key present for the whole scan is returned at least once, also
+    /// while other threads write; a key may be returned more than once.
+    pub fn scan(&self, cursor: u64, count: usize, pattern: Option<&[u8]>) -> (u64, Vec<Vec<u8>>) {
+        // Cursor: shard index above bit 33, the position in that shard's hash space below.
+        let nshards = self.inner.shards.len() as u64;
+        let mut shard = cursor >> 33;
+        let mut pos = cursor & ((1 << 33) - 1);
+        let mut out = Vec::new();
+        let now = self.now();
+        let mut visited = 0;
+        while shard < nshards && visited < count.max(1) {
+            let slot = &self.inner.shards[shard as usize];
+            self.count(Op::Scan);
+            let g = slot.lock.read();
+            pos = g.table.scan_step(pos, |item| {
+                visited += 1;
+                // SAFETY: the table holds a reference while we hold the read lock.
+                let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
+                if ttl && self.is_expired(&g, item, now) {
+                    return;
+                }
+                if pattern.is_none_or(|p| glob_match(p, k)) {
+                    out.push(k.to_vec());
+                }
+            });
+            drop(g);
+            if pos >= crate::table::SCAN_END {
+                shard += 1;
+                pos = 0;
+            }
+        }
+        let next = if shard >= nshards { 0 } else { (shard << 33) | pos };
+        (next, out)
+    }
+}

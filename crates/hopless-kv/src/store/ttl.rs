@@ -1,0 +1,165 @@
+//! TTL commands (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with their conditions; PERSIST; PTTL and TTL;
+//! GETEX) and the deadline bookkeeping the writes share: turning a [`Ttl`] option into a deadline and
+//! giving a key one (expiry map, deadline heap, header flag).
+
+use super::{ExpireCond, Op, Shard, Store, Ttl};
+use crate::error::{Error, Result};
+use crate::value::{self, ItemPtr, KvAlloc, Value};
+
+impl<A: KvAlloc> Store<A> {
+    /// The deadline (ms since the epoch) a TTL option asks for, None for the options that set none. A
+    /// TTL that is not positive, or a deadline past `i64::MAX`, is [`Error::InvalidExpire`].
+    pub(super) fn deadline(&self, ttl: Ttl, now: u64) -> Result<Option<u64>> {
+        let d = match ttl {
+            Ttl::None | Ttl::Keep | Ttl::Persist => return Ok(None),
+            Ttl::Ex(s) => s
+                .checked_mul(1000)
+                .and_then(|ms| ms.checked_add(now))
+                .filter(|_| s > 0),
+            Ttl::Px(ms) => now.checked_add(ms).filter(|_| ms > 0),
+            Ttl::ExAt(s) => s.checked_mul(1000).filter(|_| s > 0),
+            Ttl::PxAt(ms) => Some(ms).filter(|&ms| ms > 0),
+        };
+        d.filter(|&d| d <= i64::MAX as u64)
+            .map(Some)
+            .ok_or(Error::InvalidExpire)
+    }
+
+    /// Gives `item` (in the table, under the write lock) the deadline `d`, replacing any it had.
+    pub(super) fn set_deadline(&self, g: &mut Shard<A>, item: ItemPtr, d: u64) {
+        g.expires.insert(item.as_ptr() as usize, d);
+        g.deadlines.push((d, item.as_ptr() as usize));
+        // SAFETY: the item is in the table and we hold the write lock.
+        unsafe { value::set_has_ttl(item, true) };
+    }
+
+    /// PEXPIREAT with a condition: the core of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT. Returns whether
+    /// the TTL was set (false: no such key, or the condition failed). A deadline not in the future deletes
+    /// the key (and returns true), as Redis does.
+    pub fn pexpire_at(&self, key: &[u8], deadline_ms: i64, cond: ExpireCond) -> Result<bool> {
+        let l = self.loc(key);
+        self.count(Op::Expire);
+        let mut g = self.slot(l).lock.write();
+        self.expire_if_due(&mut g, l, key);
+        let Some(i) = g.table.find(l.hash, key) else {
+            return Ok(false);
+        };
+        let item = g.table.item(i);
+        let current = g.expires.get(&(item.as_ptr() as usize)).copied();
+        let d = deadline_ms.max(0) as u64;
+        let ok = match cond {
+            ExpireCond::Always => true,
+            ExpireCond::Nx => current.is_none(),
+            ExpireCond::Xx => current.is_some(),
+            // No TTL counts as an infinite one.
+            ExpireCond::Gt => current.is_some_and(|c| d > c),
+            ExpireCond::Lt => current.is_none_or(|c| d < c),
+        };
+        if !ok {
+            return Ok(false);
+        }
+        if deadline_ms <= self.now() as i64 {
+            let old = g.remove_slot(i, &self.slot(l).c.used);
+            drop(g);
+            self.release(old);
+            return Ok(true);
+        }
+        self.set_deadline(&mut g, item, d);
+        Ok(true)
+    }
+
+    fn relative(&self, amount: i64, unit_ms: i64) -> Result<i64> {
+        amount
+            .checked_mul(unit_ms)
+            .and_then(|ms| ms.checked_add(self.now() as i64))
+            .ok_or(Error::InvalidExpire)
+    }
+
+    pub fn expire(&self, key: &[u8], secs: i64, cond: ExpireCond) -> Result<bool> {
+        self.pexpire_at(key, self.relative(secs, 1000)?, cond)
+    }
+
+    pub fn pexpire(&self, key: &[u8], ms: i64, cond: ExpireCond) -> Result<bool> {
+        self.pexpire_at(key, self.relative(ms, 1)?, cond)
+    }
+
+    pub fn expire_at(&self, key: &[u8], unix_secs: i64, cond: ExpireCond) -> Result<bool> {
+        self.pexpire_at(
+            key,
+            unix_secs.checked_mul(1000).ok_or(Error::InvalidExpire)?,
+            cond,
+        )
+    }
+
+    /// PERSIST: whether a TTL was removed.
+    pub fn persist(&self, key: &[u8]) -> bool {
+        let l = self.loc(key);
+        self.count(Op::Persist);
+        let mut g = self.slot(l).lock.write();
+        self.expire_if_due(&mut g, l, key);
+        let Some(i) = g.table.find(l.hash, key) else {
+            return false;
+        };
+        let item = g.table.item(i);
+        let had = g.expires.remove(&(item.as_ptr() as usize)).is_some();
+        // SAFETY: the table's item, under the write lock.
+        unsafe { value::set_has_ttl(item, false) };
+        had
+    }
+
+    /// PTTL: -2 if the key does not exist, -1 if it has no TTL, else milliseconds left.
+    pub fn pttl(&self, key: &[u8]) -> i64 {
+        let l = self.loc(key);
+        self.count(Op::Ttl);
+        let now = self.now();
+        let Some(item) = self.lookup(key, l, false) else {
+            return -2;
+        };
+        let r = {
+            let g = self.slot(l).lock.read();
+            match g.expires.get(&(item.as_ptr() as usize)) {
+                Some(&d) => d.saturating_sub(now) as i64,
+                None => -1,
+            }
+        };
+        self.release(item);
+        r
+    }
+
+    /// TTL: like PTTL, in seconds (rounded as Redis rounds).
+    pub fn ttl(&self, key: &[u8]) -> i64 {
+        match self.pttl(key) {
+            ms if ms < 0 => ms,
+            ms => (ms + 500) / 1000,
+        }
+    }
+
+    /// GETEX: GET, and set (EX/PX/EXAT/PXAT) or remove (PERSIST) the TTL; `Ttl::None` leaves it alone.
+    pub fn getex(&self, key: &[u8], ttl: Ttl) -> Result<Option<Value<A>>> {
+        let l = self.loc(key);
+        self.count(Op::GetEx);
+        let d = self.deadline(ttl, self.now())?;
+        let mut g = self.slot(l).lock.write();
+        self.expire_if_due(&mut g, l, key);
+        let Some(i) = g.table.find(l.hash, key) else {
+            drop(g);
+            self.hit_or_miss(false);
+            return Ok(None);
+        };
+        let item = g.table.item(i);
+        // SAFETY: the table's item; the new reference is the caller's.
+        unsafe { value::retain(item) };
+        match (ttl, d) {
+            (Ttl::Persist, _) => {
+                g.expires.remove(&(item.as_ptr() as usize));
+                // SAFETY: as above.
+                unsafe { value::set_has_ttl(item, false) };
+            }
+            (_, Some(d)) => self.set_deadline(&mut g, item, d),
+            _ => {}
+        }
+        drop(g);
+        self.hit_or_miss(true);
+        Ok(Some(self.value(item)))
+    }
+}

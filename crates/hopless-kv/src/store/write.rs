@@ -1,0 +1,329 @@
+//! Writes: SET (and plain SET), MSET, DEL, GETDEL, APPEND, INCRBY and friends, FLUSH; and the path every
+//! single-key write ends in ([`Store::store_item`]: make room, install the new item, release the old one
+//! after the lock).
+
+use std::sync::atomic::Ordering;
+
+use parking_lot::RwLockWriteGuard;
+
+use super::{Loc, Op, SetCond, SetOptions, Shard, Store, Ttl};
+use crate::error::{Error, Result};
+use crate::redis_util::parse_i64;
+use crate::value::{self, ItemPtr, KvAlloc, Value};
+
+impl<A: KvAlloc> Store<A> {
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.len() > self.inner.cfg.max_key_len {
+            return Err(Error::TooLarge);
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, len: usize) -> Result<()> {
+        if len > self.inner.cfg.max_value_len {
+            return Err(Error::TooLarge);
+        }
+        Ok(())
+    }
+
+    fn new_item(&self, key: &[u8], val_len: usize, fill: impl FnOnce(&mut [u8])) -> Result<ItemPtr> {
+        value::new_item(&self.inner.alloc, key, val_len, fill).map_err(|_| Error::AllocFailed)
+    }
+
+    /// Installs `item` for `key` under the write lock with the given deadline (None: no TTL), replacing
+    /// slot `existing` if given. Returns the old item's reference, if any.
+    fn install(
+        &self,
+        g: &mut Shard<A>,
+        l: Loc,
+        existing: Option<usize>,
+        item: ItemPtr,
+        deadline: Option<u64>,
+    ) -> Option<ItemPtr> {
+        // SAFETY: `item` is ours until published below.
+        let size = unsafe { value::item_size(item) } as u64;
+        let c = &self.slot(l).c;
+        c.used.fetch_add(size, Ordering::Relaxed);
+        if self.tracks_lru() {
+            // SAFETY: as above.
+            unsafe { value::touch(item, c.clock.fetch_add(1, Ordering::Relaxed)) };
+        }
+        let old = match existing {
+            Some(i) => {
+                let old = g.table.replace(i, item);
+                g.expires.remove(&(old.as_ptr() as usize));
+                // SAFETY: the old reference is ours now.
+                c.used
+                    .fetch_sub(unsafe { value::item_size(old) } as u64, Ordering::Relaxed);
+                Some(old)
+            }
+            None => {
+                let before = g.table.bytes();
+                g.table.insert_new(l.hash, item);
+                let grown = g.table.bytes() - before;
+                c.used.fetch_add(grown as u64, Ordering::Relaxed);
+                None
+            }
+        };
+        if let Some(d) = deadline {
+            self.set_deadline(g, item, d);
+        }
+        old
+    }
+
+    /// SET with Redis's options. Returns whether it wrote, and the old value when `opts.get`.
+    pub fn set(&self, key: &[u8], val: &[u8], opts: SetOptions) -> Result<(bool, Option<Value<A>>)> {
+        self.check_key(key)?;
+        self.check_value(val.len())?;
+        let l = self.loc(key);
+        self.count(Op::Set);
+        let now = self.now();
+        let new_deadline = self.deadline(opts.ttl, now)?;
+        let item = self.new_item(key, val.len(), |b| b.copy_from_slice(val))?;
+        let mut g = self.slot(l).lock.write();
+        self.expire_if_due(&mut g, l, key);
+        let existing = g.table.find(l.hash, key);
+        let cond_ok = match opts.cond {
+            SetCond::Always => true,
+            SetCond::IfAbsent => existing.is_none(),
+            SetCond::IfPresent => existing.is_some(),
+        };
+        let old_val = match (opts.get, existing) {
+            (true, Some(i)) => {
+                let it = g.table.item(i);
+                // SAFETY: the table's item; our new reference goes into the returned Value.
+                unsafe { value::retain(it) };
+                Some(self.value(it))
+            }
+            _ => None,
+        };
+        if !cond_ok {
+            drop(g);
+            self.release(item);
+            return Ok((false, old_val));
+        }
+        let keep = opts.ttl == Ttl::Keep;
+        self.store_item(
+            g,
+            l,
+            key,
+            item,
+            |current| if keep { current } else { new_deadline },
+        )?;
+        Ok((true, old_val))
+    }
+
+    /// The end of every single-key write, under the shard's write lock: makes room for `item` (maxmemory),
+    /// puts it in the key's slot with the deadline `deadline(current deadline)`, releases the lock, then
+    /// drops the old item's table reference. On failure the new item is released and nothing changes.
+    fn store_item(
+        &self,
+        mut g: RwLockWriteGuard<'_, Shard<A>>,
+        l: Loc,
+        key: &[u8],
+        item: ItemPtr,
+        deadline: impl FnOnce(Option<u64>) -> Option<u64>,
+    ) -> Result<()> {
+        // SAFETY: the item is ours until installed.
+        let need = unsafe { value::item_size(item) } as u64;
+        if let Err(e) = self.make_room(&mut g, l, need) {
+            drop(g);
+            self.release(item);
+            return Err(e);
+        }
+        // make_room may have evicted the key itself.
+        let existing = g.table.find(l.hash, key);
+        let current = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
+        let old = self.install(&mut g, l, existing, item, deadline(current));
+        drop(g);
+        if let Some(o) = old {
+            self.release(o);
+        }
+        Ok(())
+    }
+
+    /// Plain SET.
+    pub fn set_simple(&self, key: &[u8], val: &[u8]) -> Result<()> {
+        self.set(key, val, SetOptions::default()).map(|_| ())
+    }
+
+    /// MSET: all pairs written atomically (every involved shard locked, in order). Items of equal size
+    /// are allocated with the allocator's batch call.
+    pub fn mset(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        for (k, v) in pairs {
+            self.check_key(k)?;
+            self.check_value(v.len())?;
+        }
+        // Allocate: one batch call per distinct item size.
+        let mut items: Vec<Option<ItemPtr>> = vec![None; pairs.len()];
+        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        let size = |i: usize| value::HEADER_SIZE + pairs[i].0.len() + pairs[i].1.len();
+        order.sort_by_key(|&i| size(i));
+        let mut start = 0;
+        while start < order.len() {
+            let sz = size(order[start]);
+            let end = start + order[start..].iter().take_while(|&&i| size(i) == sz).count();
+            let layout = value::item_layout(pairs[order[start]].0.len(), pairs[order[start]].1.len())
+                .ok_or(Error::TooLarge)?;
+            let mut blocks = vec![core::ptr::NonNull::<u8>::dangling(); end - start];
+            if !self.inner.alloc.allocate_batch(layout, &mut blocks) {
+                for it in items.into_iter().flatten() {
+                    self.release(it);
+                }
+                return Err(Error::AllocFailed);
+            }
+            for (&i, b) in order[start..end].iter().zip(blocks) {
+                let (k, v) = pairs[i];
+                // SAFETY: a fresh block of this item's layout.
+                items[i] = Some(unsafe { value::init_item(b, k, v.len(), |d| d.copy_from_slice(v)) });
+            }
+            start = end;
+        }
+        let locs: Vec<Loc> = pairs.iter().map(|(k, _)| self.loc(k)).collect();
+        let mut shards: Vec<usize> = locs.iter().map(|l| l.shard).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut guards: Vec<_> = shards
+            .iter()
+            .map(|&s| (s, self.inner.shards[s].lock.write()))
+            .collect();
+        let need: u64 = (0..pairs.len()).map(|i| size(i) as u64).sum();
+        if self.inner.cfg.maxmemory > 0 && self.total_used() + need > self.inner.cfg.maxmemory {
+            let l = locs[0];
+            let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
+            if let Err(e) = self.make_room(g, l, need) {
+                drop(guards);
+                for it in items.into_iter().flatten() {
+                    self.release(it);
+                }
+                return Err(e);
+            }
+        }
+        let mut olds = Vec::new();
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            let l = locs[i];
+            self.count(Op::MSet);
+            let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
+            let existing = g.table.find(l.hash, k);
+            olds.extend(self.install(g, l, existing, items[i].take().expect("allocated"), None));
+        }
+        drop(guards);
+        for o in olds {
+            self.release(o);
+        }
+        Ok(())
+    }
+
+    /// DEL: how many of the keys were removed.
+    pub fn del(&self, keys: &[&[u8]]) -> usize {
+        keys.iter()
+            .filter(|k| {
+                self.take(k, Op::Del).is_some_and(|it| {
+                    self.release(it);
+                    true
+                })
+            })
+            .count()
+    }
+
+    /// Removes a live key and returns its reference.
+    fn take(&self, key: &[u8], op: Op) -> Option<ItemPtr> {
+        let l = self.loc(key);
+        self.count(op);
+        let mut g = self.slot(l).lock.write();
+        if self.expire_if_due(&mut g, l, key) {
+            return None;
+        }
+        let i = g.table.find(l.hash, key)?;
+        Some(g.remove_slot(i, &self.slot(l).c.used))
+    }
+
+    /// GETDEL.
+    pub fn getdel(&self, key: &[u8]) -> Option<Value<A>> {
+        let v = self.take(key, Op::GetDel).map(|it| self.value(it));
+        self.hit_or_miss(v.is_some());
+        v
+    }
+
+    /// Replaces a live key's value with `f(old) -> new`, keeping its TTL; creates it from `f(None)` if
+    /// missing. Returns what `f` returned alongside.
+    fn rewrite<R>(
+        &self,
+        key: &[u8],
+        op: Op,
+        f: impl FnOnce(Option<&[u8]>) -> Result<(Vec<u8>, R)>,
+    ) -> Result<R> {
+        self.check_key(key)?;
+        let l = self.loc(key);
+        self.count(op);
+        let mut g = self.slot(l).lock.write();
+        self.expire_if_due(&mut g, l, key);
+        let existing = g.table.find(l.hash, key);
+        // SAFETY: the table's item, read under the write lock.
+        let old = existing.map(|i| unsafe { value::value(g.table.item(i)) });
+        let (new, r) = f(old)?;
+        self.check_value(new.len())?;
+        let item = self.new_item(key, new.len(), |b| b.copy_from_slice(&new))?;
+        self.store_item(g, l, key, item, |current| current)?;
+        Ok(r)
+    }
+
+    /// APPEND: returns the new length.
+    pub fn append(&self, key: &[u8], suffix: &[u8]) -> Result<usize> {
+        let max = self.inner.cfg.max_value_len;
+        self.rewrite(key, Op::Append, |old| {
+            let old = old.unwrap_or(&[]);
+            if old.len() + suffix.len() > max {
+                return Err(Error::TooLarge);
+            }
+            let mut v = Vec::with_capacity(old.len() + suffix.len());
+            v.extend_from_slice(old);
+            v.extend_from_slice(suffix);
+            let n = v.len();
+            Ok((v, n))
+        })
+    }
+
+    /// INCRBY (INCR, DECR and DECRBY are this with 1, -1, -n): the new value. A value that is not an
+    /// integer, or a result that overflows, is an error and changes nothing.
+    pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
+        self.rewrite(key, Op::Incr, |old| {
+            let cur = match old {
+                Some(b) => parse_i64(b).ok_or(Error::NotInteger)?,
+                None => 0,
+            };
+            let n = cur.checked_add(delta).ok_or(Error::Overflow)?;
+            Ok((n.to_string().into_bytes(), n))
+        })
+    }
+
+    pub fn incr(&self, key: &[u8]) -> Result<i64> {
+        self.incr_by(key, 1)
+    }
+
+    pub fn decr(&self, key: &[u8]) -> Result<i64> {
+        self.incr_by(key, -1)
+    }
+
+    pub fn decr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
+        self.incr_by(key, delta.checked_neg().ok_or(Error::Overflow)?)
+    }
+
+    /// FLUSHALL: removes every key.
+    pub fn flush(&self) {
+        for s in self.inner.shards.iter() {
+            let mut items = Vec::new();
+            {
+                let mut g = s.lock.write();
+                g.table.drain(|it| items.push(it));
+                g.expires.clear();
+                g.expires.shrink_to_fit();
+                g.deadlines.clear();
+                s.c.used.store(g.table.bytes() as u64, Ordering::Relaxed);
+            }
+            for it in items {
+                self.release(it);
+            }
+        }
+    }
+}
