@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -38,7 +39,7 @@ GNU_TIME = "/usr/bin/time"
 
 
 def run_rusage(cmd, preload, cwd=None, env_extra=None):
-    """Runs cmd with `preload`; returns (seconds, the program's own peak RSS, its stdout).
+    """Runs cmd with `preload`; returns (seconds, the program's own peak RSS, its stdout, its stderr).
 
     Linux carries a process's peak RSS across exec, so a program started straight from this (large)
     Python process would report at least this process's RSS; GNU time (`apt-get install time`), a small
@@ -65,7 +66,7 @@ def run_rusage(cmd, preload, cwd=None, env_extra=None):
             peak = ru.ru_maxrss * 1024
         else:
             peak = int(rss.read().strip().splitlines()[-1]) * 1024
-        return secs, peak, out.read()
+        return secs, peak, out.read(), err.read()
 
 
 class Workload:
@@ -86,7 +87,7 @@ class Python(Workload):
 
     def run(self, preload):
         script = os.path.join(ROOT, "crates/hopless-malloc/tests/programs/alloc_heavy.py")
-        s, rss, out = run_rusage([sys.executable, script], preload)
+        s, rss, out, _ = run_rusage([sys.executable, script], preload)
         return s, rss, hashlib.sha256(out).hexdigest()
 
 
@@ -96,8 +97,15 @@ class PyUnittest(Workload):
 
     def run(self, preload):
         mods = ["test.test_json", "test.test_collections", "test.test_heapq", "test.test_bisect"]
-        s, rss, out = run_rusage([sys.executable, "-m", "unittest", "-q", *mods], preload)
-        return s, rss, "ok"
+        s, rss, _, err = run_rusage([sys.executable, "-m", "unittest", "-q", *mods], preload)
+        # unittest reports on stderr: "Ran N tests in T s" then "OK" (or "OK (skipped=K)") or "FAILED (...)".
+        # The digest is the count and the verdict, without the time.
+        text = err.decode(errors="replace")
+        ran = re.search(r"^Ran (\d+) tests?", text, re.M)
+        verdict = [l for l in text.splitlines() if l.startswith(("OK", "FAILED"))]
+        if not ran or not verdict:
+            raise RuntimeError(f"python-unittest under {preload}: no result lines: {text[-2000:]}")
+        return s, rss, f"ran {ran.group(1)}: {verdict[-1]}"
 
 
 class Git(Workload):
@@ -123,7 +131,7 @@ class Git(Workload):
         total, peak, outs = 0.0, 0, b""
         for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-qm", "gen"],
                      ["log", "--stat", "--format=%H %s"], ["gc", "-q"], ["fsck", "--no-progress"]):
-            s, rss, out = run_rusage(["git", *args], preload, cwd=d, env_extra=env)
+            s, rss, out, _ = run_rusage(["git", *args], preload, cwd=d, env_extra=env)
             total += s
             peak = max(peak, rss)
             outs += out
@@ -150,7 +158,7 @@ class Sort(Workload):
                 written += len(line)
 
     def run(self, preload):
-        s, rss, out = run_rusage(["sort", self.path], preload, env_extra={"LC_ALL": "C"})
+        s, rss, out, _ = run_rusage(["sort", self.path], preload, env_extra={"LC_ALL": "C"})
         return s, rss, hashlib.sha256(out).hexdigest()
 
 
@@ -172,7 +180,7 @@ class Redis(Workload):
             env["LD_PRELOAD"] = preload
         server = subprocess.Popen(
             ["redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-             "--dir", self.tmp], env=env, stdout=subprocess.DEVNULL)
+             "--dir", self.tmp, "--enable-debug-command", "local"], env=env, stdout=subprocess.DEVNULL)
         try:
             for _ in range(200):
                 r = subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True)
@@ -186,11 +194,22 @@ class Redis(Workload):
             secs = time.perf_counter() - t
             with open(f"/proc/{server.pid}/status") as f:
                 hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) * 1024
-            dbsize = subprocess.run(["redis-cli", "-p", port, "dbsize"], capture_output=True).stdout
+            dbsize = int(subprocess.run(["redis-cli", "-p", port, "dbsize"], capture_output=True).stdout)
+            if dbsize == 0:
+                raise RuntimeError(f"redis under {preload}: empty database after the benchmark")
+            # Untimed: a deterministic load (one client, fixed keys and values), and redis's digest of
+            # every key and value it then holds. It must be the same under every allocator.
+            cli = ["redis-cli", "-p", port]
+            subprocess.run([*cli, "flushall"], check=True, capture_output=True)
+            subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", port, "-n", "3000", "-c", "1", "-q",
+                            "-t", "set,lpush,incr,mset,hset,sadd,zadd", "-d", "300"],
+                           check=True, capture_output=True)
+            digest = subprocess.run([*cli, "debug", "digest"], check=True, capture_output=True).stdout.strip()
+            keys = subprocess.run([*cli, "dbsize"], check=True, capture_output=True).stdout.strip()
         finally:
             subprocess.run(["redis-cli", "-p", port, "shutdown", "nosave"], capture_output=True)
             server.wait(timeout=10)
-        return secs, hwm, "ok" if int(dbsize) > 0 else "empty"
+        return secs, hwm, f"{keys.decode()} keys, digest {digest.decode()}"
 
 
 def geomean(xs):
@@ -202,10 +221,14 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--json")
-    ap.add_argument("--so", default=os.path.join(ROOT, "target/release/libhopless.so"))
+    ap.add_argument("--so", help="the libhopless.so to test (default: the release build, built if missing)")
     ap.add_argument("--before", help="an earlier libhopless.so, run as the peer hopless-before")
     ap.add_argument("--only", help="comma-separated workloads")
     args = ap.parse_args()
+    if not args.so:
+        meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
+                                         cwd=ROOT, check=True, capture_output=True).stdout)
+        args.so = os.path.join(meta["target_directory"], "release", "libhopless.so")
     if not os.path.exists(args.so):
         subprocess.run(["cargo", "build", "--release", "-p", "hopless-malloc"], cwd=ROOT, check=True)
     peers = dict(PEERS)
@@ -247,7 +270,8 @@ def main():
         ref = digests[(w.name, "glibc")]
         for p in names:
             if digests[(w.name, p)] != ref or len(ref) != 1:
-                failures.append(f"{w.name}: output under {p} differs from glibc's")
+                failures.append(f"{w.name}: output under {p} differs from glibc's: "
+                                f"{sorted(digests[(w.name, p)])} vs {sorted(ref)}")
     results = []
     print(f"hopless bench preload: median of {rounds} rounds, allocators alternating\n")
     print(f"{'program':<17}" + "".join(f"{p + ' s':>20}" for p in names) + "".join(f"{p + ' MiB':>20}" for p in names))
@@ -277,7 +301,9 @@ def main():
     if failures:
         print("\n".join(sorted(set(failures))), file=sys.stderr)
         sys.exit(1)
-    print("outputs: identical to glibc's for every program and allocator")
+    print("outputs: identical to glibc's for every program and allocator:")
+    for w in workloads:
+        print(f"  {w.name:<17} {next(iter(digests[(w.name, 'glibc')]))}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p hopless-malloc --quiet
-so=target/release/libhopless.so
+# Where cargo put it (CARGO_TARGET_DIR or a config may move the target directory).
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+so=$target_dir/release/libhopless.so
 dis=$(mktemp)
 trap 'rm -f "$dis"' EXIT
 objdump -d --no-show-raw-insn "$so" > "$dis"

@@ -33,9 +33,12 @@
 #   NO_PANIC_SELFTEST_ROOTS="a b"  the self-test's roots
 set -euo pipefail
 cd "$(dirname "$0")/.."
-so=${HOPLESS_SO:-target/release/libhopless.so}
 if [ -z "${HOPLESS_SO:-}" ]; then
   cargo build --release -p hopless-malloc --quiet
+  target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+  so=$target_dir/release/libhopless.so
+else
+  so=$HOPLESS_SO
 fi
 for tool in objdump nm addr2line python3; do
   command -v "$tool" >/dev/null || { echo "check_no_panic: $tool not found (binutils, python3)" >&2; exit 2; }
