@@ -6,8 +6,11 @@
 //! into the block (its free key, the double-free check: see `thread_cache`), a line the program just
 //! used. Everything else falls to `slow.rs`, out of line and `#[cold]`.
 //!
-//! A thread's cache pointer lives in a `const`-initialised thread-local of a type without `Drop`, so
-//! reading it never allocates or registers anything. A new thread's pointer is the static empty cache,
+//! A thread's cache pointer lives in thread-local storage that reading never allocates or registers
+//! anything for. On x86-64 Linux it is one 8-byte slot of the initial-exec TLS model, reached with a
+//! single `%fs`-relative load (`tls` below): rustc's `thread_local!` in a shared object would use the
+//! general-dynamic model, a call to `__tls_get_addr` on every malloc and free of `libhopless.so`.
+//! Elsewhere (and under Miri) it is a `const`-initialised `thread_local!` of a type without `Drop`. A new thread's pointer is the static empty cache,
 //! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
 //! cache from the heap's registry and registers the thread's exit hook. The checked modes keep every
 //! thread on the empty cache, so the fast path needs no mode test.
@@ -35,7 +38,6 @@ unsafe impl Sync for EmptyCache {}
 pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
 
 thread_local! {
-    pub(crate) static CACHE: Cell<*mut ThreadCache> = const { Cell::new(EMPTY_CACHE.0.get()) };
     /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
     pub(crate) static RETIRED: Cell<bool> = const { Cell::new(false) };
     /// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
@@ -43,9 +45,97 @@ thread_local! {
     pub(crate) static HARDENED_CACHE: Cell<*mut ThreadCache> = const { Cell::new(ptr::null_mut()) };
 }
 
+/// The calling thread's cache (the empty one until its first slow-path operation).
 #[inline(always)]
 pub(crate) fn current() -> *mut ThreadCache {
-    CACHE.with(|c| c.get())
+    let tc = tls::get();
+    if tc.is_null() {
+        empty()
+    } else {
+        tc
+    }
+}
+
+/// Makes `tc` the calling thread's cache (the empty one: `empty()`).
+#[inline]
+pub(crate) fn set_current(tc: *mut ThreadCache) {
+    tls::set(if tc == empty() { ptr::null_mut() } else { tc });
+}
+
+/// The thread's cache pointer: null stands for the empty cache, so the slot's initial value is zero
+/// (`.tbss`) and needs no relocation.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+mod tls {
+    use super::ThreadCache;
+
+    // One pointer in the initial-exec TLS model: the slot's offset from the thread pointer is fixed when
+    // the library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a
+    // load from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using
+    // it must be loaded at start-up (`LD_PRELOAD`, or linked), as the README already requires of
+    // libhopless.so; glibc keeps some static TLS spare for a later `dlopen` too.
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl hopless_tls_cache",
+        ".hidden hopless_tls_cache",
+        ".type hopless_tls_cache, @object",
+        ".size hopless_tls_cache, 8",
+        "hopless_tls_cache:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub(super) fn get() -> *mut ThreadCache {
+        let v: usize;
+        // SAFETY: reads this thread's own 8-byte slot: the GOT entry holds the slot's offset from the
+        // thread pointer (`%fs` base), which the dynamic linker set when it loaded this object. Nothing
+        // else is read or written; the stack and flags are untouched.
+        unsafe {
+            core::arch::asm!(
+                "mov {v}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
+                "mov {v}, qword ptr fs:[{v}]",
+                v = out(reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        core::ptr::with_exposed_provenance_mut(v)
+    }
+
+    #[inline(always)]
+    pub(super) fn set(tc: *mut ThreadCache) {
+        let v = tc.expose_provenance();
+        // SAFETY: writes this thread's own slot, found as in `get`; no other memory is touched.
+        unsafe {
+            core::arch::asm!(
+                "mov {t}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {v}",
+                t = out(reg) _,
+                v = in(reg) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
+mod tls {
+    use super::ThreadCache;
+    use core::cell::Cell;
+
+    thread_local! {
+        static CACHE: Cell<*mut ThreadCache> = const { Cell::new(core::ptr::null_mut()) };
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *mut ThreadCache {
+        CACHE.with(|c| c.get())
+    }
+
+    #[inline(always)]
+    pub(super) fn set(tc: *mut ThreadCache) {
+        CACHE.with(|c| c.set(tc));
+    }
 }
 
 #[inline(always)]

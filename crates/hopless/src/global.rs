@@ -7,7 +7,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use crate::fast::{current, empty, CACHE, HARDENED_CACHE, RETIRED};
+use crate::fast::{current, empty, set_current, HARDENED_CACHE, RETIRED};
 use crate::fork::{fork_child, fork_parent, fork_prepare};
 use crate::heap::Heap;
 use crate::platform::OsPages;
@@ -86,7 +86,7 @@ pub(crate) fn register_exit(tc: *mut ThreadCache) {
 
 unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
     let tc = arg.cast::<ThreadCache>();
-    CACHE.with(|c| c.set(empty()));
+    set_current(empty());
     HARDENED_CACHE.with(|c| c.set(ptr::null_mut()));
     RETIRED.with(|r| r.set(true));
     // SAFETY:

@@ -23,20 +23,30 @@
 //!
 //! # Layout
 //!
+//! Layers, each using only those below it (`report` and `mode` are used from every layer):
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`size_class`] | the class table and the (size, align) → class mapping |
-//! | [`thread_cache`] | magazines: the fast path, a screenful of code; the free key |
-//! | [`heap`] | the slow path: refill, flush, thread caches, large blocks, realloc, batches, trim, stats |
-//! | [`central`] | per-class partial slabs and the pools of unused slabs, with purging |
-//! | [`segment`] | 4 MiB segments, slab headers and bitmaps; pointer → slab in O(1) |
-//! | [`large`] | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
-//! | [`platform`] | the page source trait (mmap / a test source for Miri) and raw stderr/abort |
-//! | `global` | [`Hopless`]: the process heap, thread-local caches, `GlobalAlloc` and `Allocator` |
+//! | `fast` | the fast path: the thread's cache pointer and `GlobalAlloc`'s alloc/free, a screenful of code |
+//! | `slow` | every `#[cold]` path of the process allocator: cache set-up, empty/full magazines, checked modes |
+//! | `global` | [`Hopless`]: the process heap, set-up at load time, the thread exit hook, the public API |
+//! | `fork` | the fork handlers |
+//! | [`heap`] | ties the layers: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
+//! | `thread_cache` | magazines, pop and push; the free key |
+//! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
+//! | `large` | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
+//! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
+//! | `size_class` | the class table and the (size, align) → class mapping |
+//! | `lock` | the spin lock, with the fork holder's pass |
+//! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
+//! | `debug` | the checked modes' block checks: poison, redzones, header checks |
+//! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
+//! | `report` | fatal reports without allocating, and debug mode's operation ring |
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
-//! | [`strategy`] | the SLUB experiment: array, intrusive and cached-next thread caches, by type |
-//! | [`debug`] | debug and hardened modes (feature `debug`): checked paths, poison, redzones, op ring |
-//! | `report` | fatal reports without allocating |
+//! | `strategy` | the SLUB experiment: array, intrusive and cached-next thread caches, by type |
+//!
+//! What benchmarks, tests and `libhopless.so` need from the inside is re-exported, undocumented, from
+//! `experiment`; it is not a stable API.
 
 // Nothing on an allocator path may panic (a panic inside `free` aborts without a report, or allocates
 // for a backtrace while a lock is held): no unwrap, expect, panic or unchecked indexing in the core.

@@ -5,7 +5,7 @@
 
 use core::ptr;
 
-use crate::fast::{current, empty, CACHE, HARDENED_CACHE, RETIRED};
+use crate::fast::{current, empty, set_current, HARDENED_CACHE, RETIRED};
 use crate::global::{process_init, register_exit, HEAP};
 use crate::stats::stat;
 use crate::thread_cache::ThreadCache;
@@ -33,7 +33,7 @@ pub(crate) fn cache_or_init() -> *mut ThreadCache {
     }
     // Published before the exit hook is registered: `pthread_setspecific` allocates for keys past the
     // first 32, and that allocation must find this cache rather than set up another one.
-    CACHE.with(|c| c.set(tc));
+    set_current(tc);
     register_exit(tc);
     tc
 }

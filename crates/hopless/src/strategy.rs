@@ -55,6 +55,7 @@ impl FreeList for Magazine {
             cap: MAG_MAX as u32,
             tag: 0,
             refilled: 0,
+            refill_filter: [0; 2],
             slots: [ptr::null_mut(); MAG_MAX],
         }
     }

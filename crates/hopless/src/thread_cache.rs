@@ -34,6 +34,10 @@ pub struct Magazine {
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
     /// slab mark rather than a key; the double-free check looks through them.
     pub refilled: u32,
+    /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
+    /// block whose bit is clear was not among them, so the double-free check of a marked block skips
+    /// the look through the refilled slots. Rebuilt by every refill (which finds the magazine empty).
+    pub refill_filter: [u64; 2],
     pub slots: [*mut u8; MAG_MAX],
 }
 
@@ -61,16 +65,18 @@ pub struct ThreadCache {
 //
 // A free writes a key into the first word of the block it takes back: the block's address, mixed with a
 // per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
-// 54..64) and the magazine slot (bits 48..54). A flush moves the blocks a magazine keeps down (a block's
-// slot only ever decreases); flushing a block back to its slab replaces its key with a mark (cache id
-// `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
+// 54..64) and the magazine slot (bits 48..54). Flushing a block back to its slab replaces its key with a
+// mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
 // frees a block is the one that writes it.
 //
 // A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
-// that slot or below, or (a mark) the slab's bitmap says it is free, or it was refilled into this
-// thread's magazine: a double free, reported. Otherwise the block was handed out since and its first word never written: a
-// correct free. The common unwritten case, a block popped from the top of this thread's magazine and freed
-// again, finds exactly the key it would write (same slot) and costs nothing more.
+// that slot, or (a mark) the slab's bitmap says it is free, or it was refilled into this thread's
+// magazine (a filter of the refill's blocks says whether to look): a double free, reported. Otherwise
+// the block was handed out since and its first word never written: a correct free. The common unwritten
+// case, a block popped from the top of this thread's magazine and freed again, finds exactly the key it
+// would write (same slot) and costs nothing more. A keyed block's key always names its current slot: a
+// flush that moves the blocks it keeps down rewrites their keys (`take_oldest`), so the look is one
+// slot, not a search.
 //
 // One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
 // block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
@@ -110,6 +116,12 @@ pub fn free_salt() -> usize {
 #[inline(always)]
 pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
     p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
+}
+
+/// The bit of `p` in a magazine's refill filter (0..128).
+#[inline]
+fn refill_bit(p: *mut u8) -> usize {
+    (((p.addr() as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as usize
 }
 
 /// The mark of a block in its slab.
@@ -348,11 +360,19 @@ impl ThreadCache {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let n = blocks.len().min(MAG_MAX);
+        let mut filter = [0u64; 2];
         for (i, &p) in blocks.iter().take(n).enumerate() {
             Self::slot_of(m, i).store(p, Ordering::Relaxed);
+            let b = refill_bit(p);
+            if let Some(w) = filter.get_mut(b / 64) {
+                *w |= 1 << (b % 64);
+            }
         }
         // SAFETY: as above.
-        unsafe { (*m).refilled = n as u32 };
+        unsafe {
+            (*m).refilled = n as u32;
+            (*m).refill_filter = filter;
+        }
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
 
@@ -374,9 +394,19 @@ impl ThreadCache {
         // Lower the count first: a reader (the double-free check) then sees an empty magazine while the
         // slots move.
         count.store(0, Ordering::Release);
+        // SAFETY: as above.
+        let tag = unsafe { (*m).tag };
         for i in k..n {
             let p = Self::slot_of(m, i).load(Ordering::Relaxed);
             Self::slot_of(m, i - k).store(p, Ordering::Relaxed);
+            // A block freed into slot `i` carries that slot in its key: it now names `i - k`. (A
+            // refilled block carries a mark or nothing, and keeps it.)
+            // SAFETY: a block in this magazine is free and ours; its first word is the key's.
+            unsafe {
+                if p.cast::<usize>().read() == slot_key(p, tag, i) {
+                    write_key(p, slot_key(p, tag, i - k));
+                }
+            }
         }
         count.store((n - k) as u32, Ordering::Release);
         // SAFETY: as above.
@@ -384,8 +414,8 @@ impl ThreadCache {
         k
     }
 
-    /// Whether slot `slot` of the magazine of `class`, or a slot below it, holds `p` (below the count: a
-    /// flush moves the blocks it keeps down, without rewriting their keys). Any thread may ask.
+    /// Whether slot `slot` of the magazine of `class` holds `p` (a keyed block's key names its slot:
+    /// see `take_oldest`). Any thread may ask.
     ///
     /// # Safety
     ///
@@ -394,9 +424,7 @@ impl ThreadCache {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
-        (0..n.min(slot + 1))
-            .rev()
-            .any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+        slot < n && Self::slot_of(m, slot).load(Ordering::Relaxed) == p
     }
 
     /// Whether `p` is among the blocks a refill put in this thread's magazine of `class` that may still be
@@ -410,7 +438,11 @@ impl ThreadCache {
         let m = unsafe { Self::mag(tc, class) };
         let n = Self::count_of(m).load(Ordering::Relaxed);
         // SAFETY: as above.
-        let end = unsafe { (*m).refilled }.min(n) as usize;
+        let (end, filter) = unsafe { ((*m).refilled.min(n) as usize, (*m).refill_filter) };
+        let b = refill_bit(p);
+        if filter.get(b / 64).is_none_or(|w| w & (1 << (b % 64)) == 0) {
+            return false; // not among the blocks the last refill put here
+        }
         (0..end.min(MAG_MAX)).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
     }
 

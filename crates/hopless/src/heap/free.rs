@@ -146,7 +146,7 @@ impl<P: PageSource> Heap<P> {
             // there: left to that block's next flush; see `thread_cache`.)
             // SAFETY: as above; `tc` is the calling thread's.
             KeySays::Slab => unsafe {
-                (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p)) || self.free_in_slab(p)
+                self.free_in_slab(p) || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))
             },
             KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
                 // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.
