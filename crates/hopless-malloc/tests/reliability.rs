@@ -324,6 +324,17 @@ fn df_delayed() {
 }
 
 #[test]
+fn df_after_shift() {
+    expect_abort(How::Preload, &["df_after_shift"], DOUBLE);
+    expect_abort(How::Linked, &["df_after_shift"], DOUBLE);
+}
+
+#[test]
+fn df_refilled() {
+    expect_abort(How::Preload, &["df_refilled"], DOUBLE);
+}
+
+#[test]
 fn df_interleaved() {
     expect_abort(How::Preload, &["df_interleaved"], DOUBLE);
 }
@@ -540,6 +551,8 @@ fn hardened_mode_passes_the_reliability_cases() {
         (&["df_immediate"][..], DOUBLE),
         (&["df_delayed"], DOUBLE),
         (&["df_interleaved"], DOUBLE),
+        (&["df_after_shift"], DOUBLE),
+        (&["df_refilled"], DOUBLE),
         (&["df_cross_thread"], DOUBLE),
         (&["df_after_thread_exit"], DOUBLE),
         (&["df_sizes", "24"], DOUBLE),

@@ -143,6 +143,34 @@ pub(crate) fn empty() -> *mut ThreadCache {
     EMPTY_CACHE.0.get()
 }
 
+/// The fast path of every allocation: a pop from the thread's magazine of the class. The checked modes
+/// need no test here: they never give a thread a cache, so this pop always falls to `alloc_slow`, which
+/// checks the mode (and the same for frees).
+///
+/// # Safety
+///
+/// `0 < size <= SMALL_MAX` and `align <= 16` is a power of two.
+#[inline(always)]
+pub(crate) unsafe fn alloc_small(size: usize, align: usize) -> *mut u8 {
+    let class = small_class(size.max(align));
+    let tc = current();
+    // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
+    let p = unsafe { ThreadCache::pop(tc, class) };
+    if !p.is_null() {
+        // SAFETY: `tc` is live: the empty cache never yields a block.
+        stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
+        return p;
+    }
+    // SAFETY: class in range; per the caller.
+    unsafe { alloc_slow(class, size, align) }
+}
+
+/// The calling thread's cache, or null while it has none (the empty cache): one TLS load.
+#[inline(always)]
+pub(crate) fn current_or_null() -> *mut ThreadCache {
+    tls::get()
+}
+
 // SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
 // (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
 // freed; failure returns null.
@@ -150,20 +178,9 @@ unsafe impl GlobalAlloc for Hopless {
     #[inline(always)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let (size, align) = (layout.size(), layout.align());
-        // Debug mode needs no test here: it never gives a thread a cache, so this pop always falls to
-        // `alloc_slow`, which checks the mode (and the same for frees).
         if size <= SMALL_MAX && align <= 16 {
-            let class = small_class(size.max(align));
-            let tc = current();
-            // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
-            let p = unsafe { ThreadCache::pop(tc, class) };
-            if !p.is_null() {
-                // SAFETY: `tc` is live: the empty cache never yields a block.
-                stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
-                return p;
-            }
-            // SAFETY: class in range.
-            return unsafe { alloc_slow(class, size, align) };
+            // SAFETY: a Layout's size is non-zero (GlobalAlloc contract).
+            return unsafe { alloc_small(size, align) };
         }
         // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
         unsafe { alloc_general(size, align, false) }

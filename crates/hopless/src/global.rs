@@ -118,8 +118,8 @@ impl Hopless {
         if p.is_null() {
             return;
         }
-        let mut tc = current();
-        if tc == empty() {
+        let mut tc = crate::fast::current_or_null();
+        if tc.is_null() {
             // SAFETY: the checked modes check everything they are given.
             if unsafe { checked_free(p) } {
                 return;
@@ -263,12 +263,30 @@ impl Hopless {
 
     /// Allocates `size > 0` bytes aligned to `align` (a power of two): the C entry point, with the same
     /// fast path as `GlobalAlloc::alloc`. Null on failure.
-    #[inline]
+    #[inline(always)]
     pub fn alloc_bytes(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+        if !zeroed
+            && size <= crate::size_class::SMALL_MAX
+            && align <= 16
+            && align.is_power_of_two()
+            && size > 0
+        {
+            // SAFETY: just checked.
+            return unsafe { crate::fast::alloc_small(size, align) };
+        }
+        Self::alloc_bytes_general(size, align, zeroed)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_bytes_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
         let Ok(layout) = Layout::from_size_align(size, align) else {
             return ptr::null_mut();
         };
-        // SAFETY: size > 0 (the caller's contract) and the layout is valid.
+        if layout.size() == 0 {
+            return ptr::null_mut();
+        }
+        // SAFETY: size > 0 and the layout is valid.
         unsafe {
             if zeroed {
                 GlobalAlloc::alloc_zeroed(&Hopless, layout)

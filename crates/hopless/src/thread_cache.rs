@@ -295,8 +295,26 @@ impl ThreadCache {
             return false;
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { Self::note_push(m, n) };
         count.store(n + 1, Ordering::Release);
         true
+    }
+
+    /// A push into slot `n` overwrote whatever a refill left there: slots below `refilled` keep only
+    /// blocks the last refill put there and nobody took.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a magazine only the calling thread writes.
+    #[inline(always)]
+    unsafe fn note_push(m: *mut Magazine, n: u32) {
+        // SAFETY: per the caller.
+        unsafe {
+            if n < (*m).refilled {
+                (*m).refilled = n;
+            }
+        }
     }
 
     /// Pushes a block being freed, after its double-free check: writes its key for the slot it takes,
@@ -321,15 +339,41 @@ impl ThreadCache {
         unsafe {
             let w = p.cast::<usize>().read();
             if w != key {
-                if (w ^ key) & KEY_LOW == 0 {
+                let d = w ^ key;
+                if d & KEY_LOW == 0 && !Self::freed_into_another_slot_and_taken(tc, m, n, p, d) {
                     return Push::Suspect;
                 }
                 write_key(p, key);
             }
+            Self::note_push(m, n);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
         Push::Done
+    }
+
+    /// The first word of `p` is a key (`d`: its difference from the key slot `n` would get). When it is
+    /// this cache's key for another slot, and that slot does not hold `p`, the block was taken from
+    /// there since (keyed blocks stay at their key's slot): a correct free, decided with one look. Any
+    /// other key (another cache's, a slab mark, a cache without an id) is for the slow path.
+    ///
+    /// # Safety
+    ///
+    /// `m` is the magazine of a class of `tc`, the calling thread's live cache, with `n` blocks.
+    #[inline]
+    unsafe fn freed_into_another_slot_and_taken(
+        tc: *mut ThreadCache,
+        m: *mut Magazine,
+        n: u32,
+        p: *mut u8,
+        d: usize,
+    ) -> bool {
+        // SAFETY: per the caller.
+        if d >> ID_SHIFT != 0 || unsafe { (*tc).id } == 0 {
+            return false;
+        }
+        let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
+        !(slot < n as usize && Self::slot_of(m, slot).load(Ordering::Relaxed) == p)
     }
 
     /// Pushes a block whose double-free check is done, writing its key; false when full.

@@ -309,6 +309,47 @@ static int df_delayed(void) {
     return not_caught();
 }
 
+/* Blocks never written by the program (their first word is hopless's key), freed in another order than
+ * they came, past a magazine's capacity (a flush moves the kept blocks down and rewrites their keys),
+ * then one of the kept ones freed again. */
+static int df_after_shift(void) {
+    enum { N = 100 };
+    void *b[N];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) CHECK((b[i] = malloc(48)) != NULL);
+        for (int i = 0; i < N; i++) free(b[i]);
+    }
+    announce(b[N - 10]);
+    free(b[N - 10]);
+    return not_caught();
+}
+
+/* Unwritten blocks freed, flushed to their slab (marked), refilled into this thread's magazine and not
+ * handed out, while other frees land on top of them: freeing any of the first batch again is caught,
+ * wherever it is (its slab, or the refilled part of the magazine). */
+static int df_refilled(void) {
+    enum { N = 300 };
+    static void *b[N], *c[N];
+    for (int i = 0; i < N; i++) CHECK((b[i] = malloc(48)) != NULL);
+    for (int i = 0; i < N; i++) free(b[i]);
+    /* Drain the magazine and take one refill's first block. */
+    int got = 0;
+    for (; got < 80; got++) CHECK((c[got] = malloc(48)) != NULL);
+    /* Free a few of those on top of the refilled ones. */
+    for (int i = 0; i < 5; i++) free(c[--got]);
+    /* A block of the first batch not handed out again: its second free must be caught. */
+    for (int i = 0; i < N; i++) {
+        int again = 0;
+        for (int j = 0; j < got; j++) again |= c[j] == b[i];
+        if (!again) {
+            announce(b[i]);
+            free(b[i]);
+            return not_caught();
+        }
+    }
+    return 2;
+}
+
 static int df_interleaved(void) {
     char *volatile p = malloc(40);
     char *volatile q = malloc(40);
@@ -887,6 +928,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "many_keys")) rc = many_keys(arg);
     else if (!strcmp(c, "df_immediate")) rc = df_immediate();
     else if (!strcmp(c, "df_delayed")) rc = df_delayed();
+    else if (!strcmp(c, "df_after_shift")) rc = df_after_shift();
+    else if (!strcmp(c, "df_refilled")) rc = df_refilled();
     else if (!strcmp(c, "df_interleaved")) rc = df_interleaved();
     else if (!strcmp(c, "df_cross_thread")) rc = df_cross_thread();
     else if (!strcmp(c, "df_after_thread_exit")) rc = df_after_thread_exit();
