@@ -1,264 +1,89 @@
-//! `hopless bench alloc`: allocator micro-workloads, run on every peer in alternating rounds.
-//!
-//! Workloads (an "op" is one allocation and its free):
-//! - `pair-N`: allocate N bytes and free it at once, N in 16, 64, 256, 1024, 4096;
-//! - `lifo-100`: allocate 100 objects (16..=256 bytes), then free them newest first;
-//! - `random-churn`: a live set of 10 000 slots; each op frees a random slot's block and allocates a new
-//!   one of a random size in 8..=4096, writing its first byte (the sequence is fixed and the same for all);
-//! - `producer-consumer`: one thread allocates 64-byte blocks and hands them over a bounded queue to a
-//!   second thread that frees them (every free is a cross-thread free).
+//! `hopless bench alloc`: the allocator micro-workloads (`workloads`) on every peer, side by side: picks
+//! the workloads and peers, measures them in alternating rounds under a progress bar, prints the table and
+//! writes the JSON.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::hint::black_box;
+mod workloads;
+
 use std::time::Instant;
 
-use crossbeam_queue::ArrayQueue;
-use rand::{rngs::SmallRng, Rng, SeedableRng};
+pub use workloads::{measure, Config, WORKLOADS};
 
-use crate::peers::{Peer, WithAlloc};
-use crate::report::{median, AllocResult};
+use crate::common::{progress, Common};
+use crate::peers::Peer;
+use crate::report::{self, AllocResult};
 
-/// Workload names, in table order.
-pub const WORKLOADS: [&str; 8] = [
-    "pair-16",
-    "pair-64",
-    "pair-256",
-    "pair-1024",
-    "pair-4096",
-    "lifo-100",
-    "random-churn",
-    "producer-consumer",
-];
-
-/// How much work one measured run does, and how many rounds.
-#[derive(Clone, Copy, Debug)]
-pub struct Config {
-    pub rounds: usize,
-    /// Multiplies every workload's op count.
-    pub scale: f64,
+/// What `hopless bench alloc` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub common: Common,
+    /// Only these workloads (all if `None`).
+    pub workloads: Option<Vec<String>>,
+    /// Also run hopless behind never-inlined calls ("hopless-call").
+    pub with_call: bool,
+    /// Only these allocators (all four if `None`).
+    pub peers: Option<Vec<String>>,
 }
 
-impl Config {
-    pub fn quick() -> Self {
-        Config {
-            rounds: 5,
-            scale: 1.0,
-        }
-    }
-    pub fn full() -> Self {
-        Config {
-            rounds: 11,
-            scale: 3.0,
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Workload {
-    Pair(usize),
-    Lifo100,
-    RandomChurn,
-    ProducerConsumer,
-}
-
-fn workload(name: &str) -> Workload {
-    match name {
-        "pair-16" => Workload::Pair(16),
-        "pair-64" => Workload::Pair(64),
-        "pair-256" => Workload::Pair(256),
-        "pair-1024" => Workload::Pair(1024),
-        "pair-4096" => Workload::Pair(4096),
-        "lifo-100" => Workload::Lifo100,
-        "random-churn" => Workload::RandomChurn,
-        "producer-consumer" => Workload::ProducerConsumer,
-        other => panic!("unknown workload {other}"),
-    }
-}
-
-/// One measured run: returns nanoseconds per op.
-struct Run<'a> {
-    w: Workload,
-    scale: f64,
-    churn: &'a ChurnPlan,
-}
-
-/// The fixed random sequence of `random-churn`: (slot, size) pairs.
-pub struct ChurnPlan {
-    steps: Vec<(u32, u32)>,
-}
-
-pub const CHURN_LIVE: usize = 10_000;
-
-impl ChurnPlan {
-    pub fn new() -> Self {
-        let mut rng = SmallRng::seed_from_u64(0x5eed);
-        let steps = (0..1 << 16)
-            .map(|_| (rng.gen_range(0..CHURN_LIVE as u32), rng.gen_range(8..=4096u32)))
+/// Runs the bench, prints its table (and writes `--json`, without the hopless-call rows); returns every
+/// result.
+pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
+    let mut cfg = if o.common.quick {
+        Config::quick()
+    } else {
+        Config::full()
+    };
+    cfg.rounds = o.common.rounds_or(cfg.rounds);
+    let names = selected_workloads(o.workloads.as_deref())?;
+    let peers = selected_peers(o.peers.as_deref(), o.with_call)?;
+    let bar = progress(cfg.rounds * names.len() * peers.len(), "bench alloc");
+    let t = Instant::now();
+    let results = measure(cfg, &names, &peers, || bar.inc(1));
+    bar.finish_and_clear();
+    println!(
+        "hopless bench alloc: median of {} rounds, peers alternating, {:.1} s\n",
+        cfg.rounds,
+        t.elapsed().as_secs_f64()
+    );
+    print!("{}", report::alloc_table(&results, &names));
+    if o.common.json.is_some() {
+        let standard: Vec<_> = results
+            .iter()
+            .filter(|r| r.allocator != Peer::HoplessCall.name())
+            .cloned()
             .collect();
-        ChurnPlan { steps }
+        o.common.write_json(&standard)?;
     }
+    Ok(results)
 }
 
-impl Default for ChurnPlan {
-    fn default() -> Self {
-        Self::new()
+/// The workloads asked for, in table order.
+fn selected_workloads(only: Option<&[String]>) -> Result<Vec<&'static str>, String> {
+    let Some(only) = only else {
+        return Ok(WORKLOADS.to_vec());
+    };
+    if let Some(w) = only.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
+        return Err(format!("unknown workload {w:?}; known: {}", WORKLOADS.join(", ")));
     }
+    Ok(WORKLOADS
+        .iter()
+        .copied()
+        .filter(|w| only.iter().any(|x| x == w))
+        .collect())
 }
 
-fn ops(base: usize, scale: f64) -> usize {
-    ((base as f64 * scale) as usize).max(1)
-}
-
-impl WithAlloc<f64> for Run<'_> {
-    fn call<A: GlobalAlloc + Sync>(self, a: &A) -> f64 {
-        match self.w {
-            Workload::Pair(size) => pair(a, size, ops(2_000_000, self.scale)),
-            Workload::Lifo100 => lifo(a, ops(20_000, self.scale)),
-            Workload::RandomChurn => churn(a, self.churn, ops(1_000_000, self.scale)),
-            Workload::ProducerConsumer => producer_consumer(a, ops(500_000, self.scale)),
+/// The peers asked for, in table order, then hopless-call if asked for.
+fn selected_peers(only: Option<&[String]>, with_call: bool) -> Result<Vec<Peer>, String> {
+    let mut peers = Peer::ALL.to_vec();
+    if let Some(only) = only {
+        peers.retain(|p| only.iter().any(|o| o == p.name()));
+        if peers.is_empty() {
+            return Err("--peers names none of system, jemalloc, mimalloc, hopless".into());
         }
     }
-}
-
-#[inline(never)]
-fn pair<A: GlobalAlloc>(a: &A, size: usize, n: usize) -> f64 {
-    let layout = Layout::from_size_align(size, 8).unwrap();
-    let t = Instant::now();
-    for _ in 0..n {
-        // SAFETY: non-zero size; freed at once with the same layout.
-        unsafe {
-            let p = a.alloc(black_box(layout));
-            a.dealloc(black_box(p), layout);
-        }
+    if with_call {
+        peers.push(Peer::HoplessCall);
     }
-    t.elapsed().as_nanos() as f64 / n as f64
-}
-
-#[inline(never)]
-fn lifo<A: GlobalAlloc>(a: &A, iters: usize) -> f64 {
-    let layouts: Vec<Layout> = (0..100)
-        .map(|i| Layout::from_size_align(16 * (1 + i % 16), 8).unwrap())
-        .collect();
-    let mut live = [std::ptr::null_mut::<u8>(); 100];
-    let t = Instant::now();
-    for _ in 0..iters {
-        for (slot, &l) in live.iter_mut().zip(&layouts) {
-            // SAFETY: non-zero size.
-            *slot = unsafe { a.alloc(black_box(l)) };
-        }
-        for (slot, &l) in live.iter().zip(&layouts).rev() {
-            // SAFETY: allocated just above with this layout.
-            unsafe { a.dealloc(black_box(*slot), l) };
-        }
-    }
-    t.elapsed().as_nanos() as f64 / (iters * 100) as f64
-}
-
-#[inline(never)]
-fn churn<A: GlobalAlloc>(a: &A, plan: &ChurnPlan, n: usize) -> f64 {
-    let mut live: Vec<(*mut u8, Layout)> = Vec::with_capacity(CHURN_LIVE);
-    for i in 0..CHURN_LIVE {
-        let l = Layout::from_size_align(8 + (i * 97) % 4089, 8).unwrap();
-        // SAFETY: non-zero size.
-        live.push((unsafe { a.alloc(l) }, l));
-    }
-    let t = Instant::now();
-    for i in 0..n {
-        let (slot, size) = plan.steps[i & (plan.steps.len() - 1)];
-        let e = &mut live[slot as usize];
-        let l = Layout::from_size_align(size as usize, 8).unwrap();
-        // SAFETY: the slot's block was allocated with its layout; the new block has >= 8 bytes.
-        unsafe {
-            a.dealloc(e.0, e.1);
-            let p = a.alloc(l);
-            p.write(i as u8);
-            *e = (p, l);
-        }
-    }
-    let ns = t.elapsed().as_nanos() as f64 / n as f64;
-    for (p, l) in live {
-        // SAFETY: allocated with this layout.
-        unsafe { a.dealloc(p, l) };
-    }
-    ns
-}
-
-#[inline(never)]
-fn producer_consumer<A: GlobalAlloc + Sync>(a: &A, n: usize) -> f64 {
-    let q = ArrayQueue::<usize>::new(4096);
-    let layout = Layout::from_size_align(64, 8).unwrap();
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for _ in 0..n {
-                // SAFETY: non-zero size.
-                let mut p = unsafe { a.alloc(layout) } as usize;
-                while let Err(back) = q.push(p) {
-                    p = back;
-                    std::hint::spin_loop();
-                }
-            }
-        });
-        s.spawn(|| {
-            let mut got = 0;
-            let mut idle = 0u32;
-            while got < n {
-                match q.pop() {
-                    Some(p) => {
-                        // SAFETY: the producer allocated it with `layout` and gave it up.
-                        unsafe { a.dealloc(p as *mut u8, layout) };
-                        got += 1;
-                        idle = 0;
-                    }
-                    None => {
-                        idle += 1;
-                        if idle > 1000 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                }
-            }
-        });
-    });
-    t.elapsed().as_nanos() as f64 / n as f64
-}
-
-/// Runs every workload on every peer: one warm-up round, then `rounds` measured rounds, the peer order
-/// rotating each round. `tick` is called after each measured run (for a progress bar).
-pub fn run(cfg: Config, workloads: &[&str], peers: &[Peer], mut tick: impl FnMut()) -> Vec<AllocResult> {
-    let churn = ChurnPlan::new();
-    let mut samples: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); peers.len()]; workloads.len()];
-    for round in 0..=cfg.rounds {
-        for (wi, name) in workloads.iter().enumerate() {
-            let w = workload(name);
-            for k in 0..peers.len() {
-                let pi = (k + round) % peers.len();
-                let scale = if round == 0 { cfg.scale / 4.0 } else { cfg.scale };
-                let ns = peers[pi].with(Run {
-                    w,
-                    scale,
-                    churn: &churn,
-                });
-                if round > 0 {
-                    samples[wi][pi].push(ns);
-                    tick();
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (wi, name) in workloads.iter().enumerate() {
-        for (pi, p) in peers.iter().enumerate() {
-            out.push(AllocResult {
-                workload: name.to_string(),
-                allocator: p.name().to_string(),
-                ns_per_op: median(&samples[wi][pi]),
-            });
-        }
-    }
-    out
+    Ok(peers)
 }
 
 #[cfg(test)]
@@ -266,18 +91,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_workload_runs_on_every_peer() {
-        let cfg = Config {
-            rounds: 1,
-            scale: 0.001,
-        };
-        let mut ticks = 0;
-        let rs = run(cfg, &WORKLOADS, &Peer::ALL, || ticks += 1);
-        assert_eq!(rs.len(), WORKLOADS.len() * 4);
-        assert_eq!(ticks, WORKLOADS.len() * 4);
-        assert!(
-            rs.iter().all(|r| r.ns_per_op.is_finite() && r.ns_per_op > 0.0),
-            "{rs:?}"
+    fn selection_keeps_table_order_and_rejects_unknown_names() {
+        let ask = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            selected_workloads(Some(&ask(&["lifo-100", "pair-16"]))).unwrap(),
+            ["pair-16", "lifo-100"]
         );
+        assert!(selected_workloads(Some(&ask(&["nope"])))
+            .unwrap_err()
+            .contains("unknown workload"));
+        assert_eq!(
+            selected_peers(Some(&ask(&["hopless", "mimalloc"])), true).unwrap(),
+            [Peer::Mimalloc, Peer::Hopless, Peer::HoplessCall]
+        );
+        assert!(selected_peers(Some(&ask(&["tcmalloc"])), false).is_err());
+        assert_eq!(selected_peers(None, false).unwrap(), Peer::ALL);
     }
 }

@@ -1,35 +1,29 @@
 //! `hopless bench fastpath`: the SLUB experiment. The same central heap under four thread-cache
-//! strategies (array, intrusive, intrusive with prefetch, cached-next; see `hopless::strategy`), each
-//! with a heap of its own, in alternating rounds.
-//!
-//! Scenarios (an op is one allocation or one free, except in `cold`, where it is one allocation):
-//! - `hot`: allocate and free the same block;
-//! - `cold`: allocate a working set of four times the L2 size, free it all, then time allocating it all
-//!   back (the seed's "freed, then allocated again at once": the blocks are no longer in cache);
-//! - `mixed`: a random interleaving of allocations and frees over 4096 slots.
-//!
-//! With valgrind installed, each single-thread cell is also run twice under cachegrind (at two op counts;
-//! the difference cancels set-up) for D1 and LL read misses per op.
+//! strategies (`cell`), every (scenario, size, 1 or 2 threads) cell in alternating rounds, then, with
+//! valgrind installed, the single-thread cells under cachegrind (`cachegrind`); prints the report as
+//! markdown and writes it, with a chart, to `target/hopless-report/`, and writes the JSON.
 
-use std::hint::black_box;
+mod cachegrind;
+mod cell;
+
+use std::path::PathBuf;
 use std::time::Instant;
 
-use hopless::platform::OsPages;
-use hopless::size_class::{class_for, class_size};
-use hopless::strategy::{CachedNext, FreeList, Intrusive, StrategyCache};
-use hopless::thread_cache::Magazine;
-use hopless::Heap;
-use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::Serialize;
 
-pub const STRATEGIES: [&str; 4] = ["array", "intrusive", "intrusive-prefetch", "cached-next"];
-pub const SCENARIOS: [&str; 3] = ["hot", "cold", "mixed"];
-pub const SIZES: [u32; 4] = [32, 64, 256, 512];
+pub use cachegrind::child;
+pub use cell::{cell, l2_bytes, SCENARIOS, SIZES, STRATEGIES};
 
-static H_ARRAY: Heap<OsPages> = Heap::new(OsPages);
-static H_INTRUSIVE: Heap<OsPages> = Heap::new(OsPages);
-static H_PREFETCH: Heap<OsPages> = Heap::new(OsPages);
-static H_NEXT: Heap<OsPages> = Heap::new(OsPages);
+use crate::common::{progress, Common};
+use crate::report;
+
+/// What `hopless bench fastpath` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub common: Common,
+    /// Skip the cachegrind runs.
+    pub no_cachegrind: bool,
+}
 
 /// One row of `--json`.
 #[derive(Clone, Debug, Serialize)]
@@ -47,191 +41,113 @@ pub struct FastpathResult {
     pub fastpath_hit_rate: f64,
 }
 
-/// L2 size in bytes (sysfs), 1 MiB if unknown.
-pub fn l2_bytes() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size")
-        .ok()
-        .and_then(|s| {
-            let s = s.trim();
-            let (num, mul) = match s.strip_suffix('K') {
-                Some(n) => (n, 1024),
-                None => match s.strip_suffix('M') {
-                    Some(n) => (n, 1 << 20),
-                    None => (s, 1),
-                },
-            };
-            num.parse::<usize>().ok().map(|n| n * mul)
-        })
-        .unwrap_or(1 << 20)
-}
-
-/// One thread's run of a scenario: (ns per op, ops, fast-path hit rate).
-fn scenario<F: FreeList>(heap: &Heap<OsPages>, name: &str, size: u32, scale: f64) -> (f64, u64, f64) {
-    let class = class_for(size as usize, 8).expect("small size");
-    let mut c: Box<StrategyCache<F>> = Box::default();
-    let (ns, ops);
-    // SAFETY: every block comes from `heap` through `c`, is touched within its size and freed once.
-    unsafe {
-        match name {
-            "hot" => {
-                let n = (2_000_000.0 * scale) as usize;
-                let t = Instant::now();
-                for _ in 0..n {
-                    let p = c.alloc(heap, class);
-                    c.free(heap, class, black_box(p));
-                }
-                ops = 2 * n as u64;
-                ns = t.elapsed().as_nanos() as f64 / ops as f64;
-            }
-            "cold" => {
-                let w = ((4 * l2_bytes()) / class_size(class)).max(1024);
-                let rounds = (scale * 2.0).ceil().max(1.0) as usize;
-                let mut v = vec![std::ptr::null_mut::<u8>(); w];
-                let mut total = 0.0;
-                for _ in 0..rounds {
-                    for slot in v.iter_mut() {
-                        *slot = c.alloc(heap, class);
-                        slot.write(1);
-                    }
-                    for &p in &v {
-                        c.free(heap, class, p);
-                    }
-                    let t = Instant::now();
-                    for slot in v.iter_mut() {
-                        *slot = c.alloc(heap, class);
-                    }
-                    total += t.elapsed().as_nanos() as f64;
-                    black_box(&v);
-                    for &p in &v {
-                        c.free(heap, class, p);
-                    }
-                }
-                ops = (rounds * w) as u64;
-                ns = total / ops as f64;
-            }
-            _ => {
-                let n = (2_000_000.0 * scale) as usize;
-                let mut rng = SmallRng::seed_from_u64(9);
-                let plan: Vec<u16> = (0..n).map(|_| rng.gen_range(0..4096)).collect();
-                let mut slots = vec![std::ptr::null_mut::<u8>(); 4096];
-                let t = Instant::now();
-                for &i in &plan {
-                    let s = &mut slots[i as usize];
-                    if s.is_null() {
-                        *s = c.alloc(heap, class);
-                        s.write(1);
-                    } else {
-                        c.free(heap, class, *s);
-                        *s = std::ptr::null_mut();
-                    }
-                }
-                ns = t.elapsed().as_nanos() as f64 / n as f64;
-                ops = n as u64;
-                for &p in slots.iter().filter(|p| !p.is_null()) {
-                    c.free(heap, class, p);
-                }
+/// Runs the bench, prints the markdown report, writes it and the chart to `target/hopless-report/`, writes
+/// `--json`. Returns every cell's result.
+pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
+    let rounds = o.common.rounds_or(if o.common.quick { 3 } else { 7 });
+    let scale = if o.common.quick { 0.25 } else { 1.0 };
+    // (scenario, size, threads)
+    let mut cells: Vec<(&str, u32, u32)> = Vec::new();
+    for sc in SCENARIOS {
+        for sz in SIZES {
+            for t in [1u32, 2] {
+                cells.push((sc, sz, t));
             }
         }
-        c.flush_all(heap);
     }
-    (ns, ops, c.fast_alloc_rate())
-}
-
-/// Runs one cell on `threads` threads: (mean ns/op over threads, total ops, mean hit rate).
-pub fn cell(strategy: &str, name: &str, size: u32, threads: u32, scale: f64) -> (f64, u64, f64) {
-    fn go<F: FreeList>(
-        heap: &'static Heap<OsPages>,
-        name: &str,
-        size: u32,
-        threads: u32,
-        scale: f64,
-    ) -> (f64, u64, f64) {
-        let rs: Vec<(f64, u64, f64)> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..threads)
-                .map(|_| s.spawn(|| scenario::<F>(heap, name, size, scale)))
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().expect("scenario thread"))
-                .collect()
-        });
-        let k = rs.len() as f64;
-        (
-            rs.iter().map(|r| r.0).sum::<f64>() / k,
-            rs.iter().map(|r| r.1).sum(),
-            rs.iter().map(|r| r.2).sum::<f64>() / k,
-        )
+    let valgrind = !o.no_cachegrind && cachegrind::available();
+    let cg_runs = if valgrind { cachegrind::RUNS } else { 0 };
+    let bar = progress(rounds * cells.len() * STRATEGIES.len() + cg_runs, "fastpath");
+    let t0 = Instant::now();
+    // [strategy][cell]: ns/op of each round, and the last round's fast-path hit rate.
+    let mut ns = vec![vec![Vec::new(); cells.len()]; STRATEGIES.len()];
+    let mut hit = vec![vec![0.0; cells.len()]; STRATEGIES.len()];
+    for r in 0..rounds {
+        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
+            for k in 0..STRATEGIES.len() {
+                let si = (k + r + ci) % STRATEGIES.len();
+                let (v, _, h) = cell(STRATEGIES[si], sc, sz, t, scale);
+                ns[si][ci].push(v);
+                hit[si][ci] = h;
+                bar.inc(1);
+            }
+        }
     }
-    match strategy {
-        "array" => go::<Magazine>(&H_ARRAY, name, size, threads, scale),
-        "intrusive" => go::<Intrusive<false>>(&H_INTRUSIVE, name, size, threads, scale),
-        "intrusive-prefetch" => go::<Intrusive<true>>(&H_PREFETCH, name, size, threads, scale),
-        "cached-next" => go::<CachedNext>(&H_NEXT, name, size, threads, scale),
-        other => panic!("unknown strategy {other}"),
-    }
-}
-
-/// Misses of one cachegrind run of `exe bench fastpath --child ...`: (D1 read, LL read, D1 write, ops);
-/// None without valgrind.
-pub fn cachegrind(
-    exe: &std::path::Path,
-    strategy: &str,
-    name: &str,
-    size: u32,
-    scale: f64,
-) -> Option<(f64, f64, f64, u64)> {
-    let out = std::process::Command::new("valgrind")
-        .args([
-            "--tool=cachegrind",
-            "--cache-sim=yes",
-            "--cachegrind-out-file=/dev/null",
-        ])
-        .arg(exe)
-        .args([
-            "bench",
-            "fastpath",
-            "--child",
-            &format!("{strategy}:{name}:{size}:{scale}"),
-        ])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    // "==N== D1  misses:   1,234  (  1,000 rd   +   234 wr)"
-    let field = |label: &str, k: usize| -> Option<f64> {
-        let line = err.lines().find(|l| l.contains(label))?;
-        let inner = line.split('(').nth(1)?;
-        let nums: Vec<&str> = inner
-            .split_whitespace()
-            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-            .collect();
-        nums.get(k)?.replace(',', "").parse().ok()
+    let misses = if valgrind {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        cachegrind::misses_per_op(&exe, &bar)
+    } else {
+        Default::default()
     };
-    let ops: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-    Some((
-        field("D1  misses:", 0)?,
-        field("LLd misses:", 0)?,
-        field("D1  misses:", 1)?,
-        ops,
-    ))
+    bar.finish_and_clear();
+    let mut results = Vec::new();
+    for (si, s) in STRATEGIES.iter().enumerate() {
+        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
+            let m = if t == 1 {
+                misses.get(&(*s, sc, sz)).copied()
+            } else {
+                None
+            };
+            results.push(FastpathResult {
+                strategy: s.to_string(),
+                scenario: sc.to_string(),
+                size: sz,
+                threads: t,
+                ns_per_op: report::median(&ns[si][ci]),
+                d1_misses_per_op: m.map(|m| m.d1_read),
+                ll_misses_per_op: m.map(|m| m.ll_read),
+                d1_write_misses_per_op: m.map(|m| m.d1_write),
+                fastpath_hit_rate: hit[si][ci],
+            });
+        }
+    }
+    let md = report::fastpath_markdown(&results, rounds, l2_bytes(), valgrind);
+    println!(
+        "hopless bench fastpath: median of {rounds} rounds, strategies alternating, {:.0} s\n",
+        t0.elapsed().as_secs_f64()
+    );
+    println!("{md}");
+    let dir = PathBuf::from("target/hopless-report");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("fastpath.md"), &md).map_err(|e| e.to_string())?;
+    match chart(&dir.join("fastpath.png"), &results) {
+        Ok(()) => println!(
+            "report: {}, chart: {}",
+            dir.join("fastpath.md").display(),
+            dir.join("fastpath.png").display()
+        ),
+        Err(e) => println!(
+            "report: {} (chart skipped: {e})",
+            dir.join("fastpath.md").display()
+        ),
+    }
+    o.common.write_json(&results)?;
+    Ok(results)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_cell_runs() {
-        for s in STRATEGIES {
-            for sc in SCENARIOS {
-                let (ns, ops, hit) = cell(s, sc, 64, 2, 0.001);
-                assert!(
-                    ns > 0.0 && ops > 0 && (0.0..=1.0).contains(&hit),
-                    "{s} {sc}: {ns} {ops} {hit}"
-                );
-            }
-        }
-        assert!(l2_bytes() >= 64 << 10);
-    }
+/// The cold scenario on one thread: ns per allocation of each strategy, one panel per size.
+fn chart(png: &std::path::Path, results: &[FastpathResult]) -> Result<(), String> {
+    let bars: Vec<(String, Vec<f64>)> = STRATEGIES
+        .iter()
+        .map(|s| {
+            let v = SIZES
+                .iter()
+                .map(|&sz| {
+                    results
+                        .iter()
+                        .find(|r| r.strategy == *s && r.scenario == "cold" && r.size == sz && r.threads == 1)
+                        .map_or(0.0, |r| r.ns_per_op)
+                })
+                .collect();
+            (s.to_string(), v)
+        })
+        .collect();
+    let metrics: Vec<String> = SIZES.iter().map(|s| format!("cold, {s} B: ns/alloc")).collect();
+    let metric_refs: Vec<&str> = metrics.iter().map(|s| s.as_str()).collect();
+    crate::chart::bars(
+        png,
+        "hopless bench fastpath: freed, then allocated again",
+        &metric_refs,
+        &bars,
+    )
 }

@@ -1,352 +1,197 @@
-//! `hopless bench kv`: the seed's workload on the store, one allocator at a time, each in a fresh child
-//! process (so RSS and its growth belong to that configuration alone), in alternating rounds.
+//! `hopless bench kv`: the seed's workload on the store (`workload`), one configuration at a time, each
+//! in a fresh child process (so RSS and its growth belong to that configuration alone), in alternating
+//! rounds; then the median of each configuration's rounds as a table, a chart, the eviction comparison
+//! (`eviction`) and the JSON.
 //!
-//! Workload: T threads over a keyspace of K keys ("key:" and 11 digits, 16 bytes), keys drawn from a Zipf
-//! distribution with s = 0.99 (ranks scattered over the keyspace by a fixed permutation), 60% SET / 40% GET,
-//! value lengths uniform in 32..=512. The store is first filled with every key once (then RSS growth minus
-//! the raw key and value bytes, per key, is the store's overhead per key), then warmed up, then measured.
-//! All random choices are drawn before the clock starts. Each op's latency is the difference of two
-//! `Instant::now()` reads (clock_gettime(CLOCK_MONOTONIC) through the vDSO, ~20 ns, included in every
-//! configuration alike) recorded into an HDR histogram (3 significant digits) per thread.
+//! The child is this same executable, run as `hopless bench kv --child STORE:ALLOCATOR --threads T --keys K
+//! --ops N`: it runs [`child`] and prints its [`RunResult`] as one line of JSON.
 
-use std::hint::black_box;
-use std::sync::Barrier;
+mod eviction;
+mod workload;
+
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
-use hopless_kv::{Config, KvAlloc, Store};
-use rand::{rngs::SmallRng, Rng, SeedableRng};
-use rand_distr::{Distribution, Zipf};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::via::Via;
+pub use eviction::eviction_hit_ratios;
+pub use workload::{run_target, Params, RunResult, Target, TARGETS};
 
-/// One configuration: a store design on an allocator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub store: &'static str,
-    pub allocator: &'static str,
+use crate::common::{progress, Common};
+use crate::report;
+
+/// What `hopless bench kv` was asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub common: Common,
+    /// Worker threads (default: all cores).
+    pub threads: Option<usize>,
+    /// Keyspace size.
+    pub keys: Option<usize>,
+    /// Measured operations, all threads together.
+    pub ops: Option<usize>,
+    /// Skip the eviction hit-ratio comparison.
+    pub no_eviction: bool,
 }
 
-/// The configurations, in table order.
-pub const TARGETS: [Target; 5] = [
-    Target {
-        store: "hopless-kv",
-        allocator: "system",
-    },
-    Target {
-        store: "hopless-kv",
-        allocator: "jemalloc",
-    },
-    Target {
-        store: "hopless-kv",
-        allocator: "mimalloc",
-    },
-    Target {
-        store: "hopless-kv",
-        allocator: "hopless",
-    },
-    Target {
-        store: "dashmap",
-        allocator: "hopless",
-    },
-];
-
-impl Target {
-    pub fn spec(&self) -> String {
-        format!("{}:{}", self.store, self.allocator)
-    }
-
-    pub fn parse(spec: &str) -> Option<Target> {
-        TARGETS.iter().copied().find(|t| t.spec() == spec)
-    }
-}
-
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub struct Params {
-    pub threads: usize,
-    pub keys: usize,
-    /// Measured ops, all threads together.
-    pub ops: usize,
-    pub warmup_ops: usize,
-}
-
-impl Params {
-    pub fn quick(threads: usize) -> Self {
-        Params {
-            threads,
-            keys: 1_000_000,
-            ops: 2_000_000,
-            warmup_ops: 400_000,
+impl Options {
+    /// The workload's parameters: quick or full, with `threads`, `keys` and `ops` applied.
+    pub fn params(&self) -> Params {
+        let threads = self
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let mut p = if self.common.quick {
+            Params::quick(threads)
+        } else {
+            Params::full(threads)
+        };
+        if let Some(k) = self.keys {
+            p.keys = k.max(1);
         }
-    }
-    pub fn full(threads: usize) -> Self {
-        Params {
-            threads,
-            keys: 1_000_000,
-            ops: 8_000_000,
-            warmup_ops: 1_000_000,
+        if let Some(o) = self.ops {
+            p.ops = o.max(threads);
+            p.warmup_ops = (p.ops / 5).max(threads);
         }
+        p
     }
 }
 
-/// What one child run measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunResult {
-    pub ops_per_sec: f64,
-    pub mean_ns: f64,
-    pub p50_ns: f64,
-    pub p99_ns: f64,
-    pub p999_ns: f64,
-    pub peak_rss_bytes: u64,
-    pub bytes_per_key: f64,
-}
-
-/// One row of `hopless bench kv --json`.
+/// One row of `hopless bench kv --json`: a configuration and the medians of its rounds.
 #[derive(Clone, Debug, Serialize)]
 pub struct KvResult {
-    pub workload: String,
-    pub store: String,
-    pub allocator: String,
-    pub ops_per_sec: f64,
-    pub mean_ns: f64,
-    pub p50_ns: f64,
-    pub p99_ns: f64,
-    pub p999_ns: f64,
-    pub peak_rss_bytes: u64,
-    pub bytes_per_key: f64,
+    /// Always "kv".
+    pub workload: &'static str,
+    #[serde(flatten)]
+    pub target: Target,
+    #[serde(flatten)]
+    pub run: RunResult,
 }
 
-/// What a store must do for the workload.
-pub trait KvTarget: Sync {
-    fn set(&self, k: &[u8], v: &[u8]);
-    /// Reads the value (touching its length) and says whether it was there.
-    fn get(&self, k: &[u8]) -> bool;
+/// The child side: runs the configuration `spec` (`store:allocator`) in this process and prints its result
+/// as one line of JSON.
+pub fn child(spec: &str, o: &Options) -> Result<(), String> {
+    let t = Target::parse(spec).ok_or_else(|| format!("unknown configuration {spec}"))?;
+    let r = run_target(t, &o.params());
+    println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+    Ok(())
 }
 
-impl<A: KvAlloc> KvTarget for Store<A> {
-    #[inline]
-    fn set(&self, k: &[u8], v: &[u8]) {
-        self.set_simple(k, v).expect("set");
+/// Runs the bench: every configuration once per round in a child process, the order rotating each round;
+/// prints the table, draws the chart, runs the eviction comparison (unless `no_eviction`), writes
+/// `--json`. Returns one result per configuration, in table order.
+pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
+    let p = o.params();
+    let rounds = o.common.rounds_or(if o.common.quick { 3 } else { 5 });
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bar = progress(rounds * TARGETS.len(), "bench kv");
+    let t0 = Instant::now();
+    let mut samples: Vec<Vec<RunResult>> = vec![Vec::new(); TARGETS.len()];
+    for round in 0..rounds {
+        for k in 0..TARGETS.len() {
+            let i = (k + round) % TARGETS.len();
+            bar.set_message(TARGETS[i].spec());
+            samples[i].push(run_child(&exe, TARGETS[i], &p)?);
+            bar.inc(1);
+        }
     }
-    #[inline]
-    fn get(&self, k: &[u8]) -> bool {
-        self.get(k).map(|v| black_box(v.len())).is_some()
-    }
-}
-
-impl KvTarget for dashmap::DashMap<Box<[u8]>, Vec<u8>> {
-    #[inline]
-    fn set(&self, k: &[u8], v: &[u8]) {
-        self.insert(k.into(), v.to_vec());
-    }
-    #[inline]
-    fn get(&self, k: &[u8]) -> bool {
-        dashmap::DashMap::get(self, k)
-            .map(|v| black_box(v.len()))
-            .is_some()
-    }
-}
-
-/// Resident and peak-resident bytes of this process (VmRSS, VmHWM).
-pub fn rss() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-fn key_of(i: usize, out: &mut [u8; 16]) {
-    let mut n = i;
-    out[..5].copy_from_slice(b"key:0");
-    for d in (4..16).rev() {
-        out[d] = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-}
-
-/// One thread's pre-drawn operations: key index, value length (0 = GET).
-struct Plan {
-    ops: Vec<(u32, u16)>,
-}
-
-fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
-    let zipf = Zipf::new(p.keys as u64, 0.99).expect("valid zipf");
-    (0..p.threads)
-        .map(|t| {
-            let mut rng = SmallRng::seed_from_u64(seed + t as u64);
-            let ops = (0..n_ops / p.threads)
-                .map(|_| {
-                    let rank = zipf.sample(&mut rng) as u64 - 1;
-                    // Scatter ranks over the keyspace so hot keys do not share a shard.
-                    let k = (rank.wrapping_mul(0x9E37_79B9) % p.keys as u64) as u32;
-                    let len = if rng.gen_ratio(6, 10) {
-                        rng.gen_range(32..=512u16)
-                    } else {
-                        0
-                    };
-                    (k, len)
-                })
-                .collect();
-            Plan { ops }
+    bar.finish_and_clear();
+    let results: Vec<KvResult> = TARGETS
+        .iter()
+        .zip(&samples)
+        .map(|(&target, rs)| KvResult {
+            workload: "kv",
+            target,
+            run: median(rs),
         })
-        .collect()
-}
-
-/// Runs the workload on one store in this process (the child side).
-pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
-    let warm = plans(p, p.warmup_ops, 1);
-    let measured = plans(p, p.ops, 1000);
-    let vbuf: Vec<u8> = (0..512u32).map(|i| b'a' + (i % 26) as u8).collect();
-    let mut fill_rng = SmallRng::seed_from_u64(7);
-    let fill_lens: Vec<u16> = (0..p.keys).map(|_| fill_rng.gen_range(32..=512u16)).collect();
-    let raw: u64 = fill_lens.iter().map(|&l| 16 + l as u64).sum();
-
-    let (base, _) = rss();
-    let store = make();
-    // Fill every key once, split across the threads.
-    std::thread::scope(|s| {
-        for t in 0..p.threads {
-            let (store, lens, vbuf) = (&store, &fill_lens, &vbuf);
-            s.spawn(move || {
-                let mut k = [0u8; 16];
-                let per = p.keys.div_ceil(p.threads);
-                for i in t * per..((t + 1) * per).min(p.keys) {
-                    key_of(i, &mut k);
-                    store.set(&k, &vbuf[..lens[i] as usize]);
-                }
-            });
-        }
-    });
-    let (filled, _) = rss();
-    if std::env::var_os("HOPLESS_KV_DEBUG").is_some() {
-        eprintln!("base {base} filled {filled} raw {raw}\n{}", hopless::stats());
-    }
-    let bytes_per_key = (filled as f64 - base as f64 - raw as f64) / p.keys as f64;
-
-    let run = |plans: &[Plan], record: bool| -> (f64, Histogram<u64>) {
-        let barrier = Barrier::new(p.threads + 1);
-        let mut hist = Histogram::<u64>::new(3).expect("histogram");
-        let mut elapsed = 0.0;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = plans
-                .iter()
-                .map(|plan| {
-                    let (store, vbuf, barrier) = (&store, &vbuf, &barrier);
-                    s.spawn(move || {
-                        let mut h = Histogram::<u64>::new(3).expect("histogram");
-                        let mut k = [0u8; 16];
-                        barrier.wait();
-                        for &(ki, len) in &plan.ops {
-                            key_of(ki as usize, &mut k);
-                            let t0 = Instant::now();
-                            if len == 0 {
-                                black_box(store.get(&k));
-                            } else {
-                                store.set(&k, &vbuf[..len as usize]);
-                            }
-                            if record {
-                                let _ = h.record(t0.elapsed().as_nanos() as u64);
-                            }
-                        }
-                        h
-                    })
-                })
-                .collect();
-            barrier.wait();
-            let t = Instant::now();
-            for h in handles {
-                hist.add(h.join().expect("worker")).expect("merge histograms");
-            }
-            elapsed = t.elapsed().as_secs_f64();
-        });
-        (elapsed, hist)
-    };
-    run(&warm, false);
-    let (secs, hist) = run(&measured, true);
-    let total: usize = measured.iter().map(|p| p.ops.len()).sum();
-    let (_, peak) = rss();
-    drop(store);
-    RunResult {
-        ops_per_sec: total as f64 / secs,
-        mean_ns: hist.mean(),
-        p50_ns: hist.value_at_quantile(0.5) as f64,
-        p99_ns: hist.value_at_quantile(0.99) as f64,
-        p999_ns: hist.value_at_quantile(0.999) as f64,
-        peak_rss_bytes: peak,
-        bytes_per_key,
-    }
-}
-
-/// Runs one target in this process.
-pub fn run_target(t: Target, p: &Params) -> RunResult {
-    let cfg = Config {
-        active_expiry: true,
-        ..Config::default()
-    };
-    match (t.store, t.allocator) {
-        ("hopless-kv", "system") => run_on(|| Store::with_allocator(cfg, Via(std::alloc::System)), p),
-        ("hopless-kv", "jemalloc") => {
-            run_on(|| Store::with_allocator(cfg, Via(tikv_jemallocator::Jemalloc)), p)
-        }
-        ("hopless-kv", "mimalloc") => run_on(|| Store::with_allocator(cfg, Via(crate::via::Mimalloc)), p),
-        ("hopless-kv", "hopless") => run_on(|| Store::with_allocator(cfg, hopless::Hopless), p),
-        ("dashmap", "hopless") => run_on(dashmap::DashMap::<Box<[u8]>, Vec<u8>>::new, p),
-        _ => panic!("unknown target {t:?}"),
-    }
-}
-
-/// Hit ratio of the store's sampled LRU against exact LRU on one Zipf trace (GET, and SET on a miss),
-/// with the store limited to `maxmemory` and the exact LRU to as many keys as the store ended up holding.
-pub fn eviction_hit_ratios(keys: usize, ops: usize, maxmemory: u64) -> (f64, f64, u64) {
-    use std::collections::{BTreeMap, HashMap};
-    let zipf = Zipf::new(keys as u64, 0.99).expect("valid zipf");
-    let mut rng = SmallRng::seed_from_u64(42);
-    let trace: Vec<u32> = (0..ops)
-        .map(|_| (zipf.sample(&mut rng) as u64 - 1) as u32)
         .collect();
-    let store = Store::new(Config {
-        maxmemory,
-        policy: hopless_kv::Policy::SampledLru,
-        active_expiry: false,
-        shards: 16,
-        ..Config::default()
-    });
-    let val = [b'v'; 100];
-    let mut k = [0u8; 16];
-    let mut hits = 0u64;
-    for &i in &trace {
-        key_of(i as usize, &mut k);
-        if store.get(&k).is_some() {
-            hits += 1;
-        } else {
-            let _ = store.set_simple(&k, &val);
-        }
+    println!(
+        "hopless bench kv: {} threads, {} keys, Zipf s=0.99, 60% SET / 40% GET, values 32..=512 B, {} measured ops; \
+         median of {rounds} rounds (one fresh process per run, configurations alternating), {:.0} s\n",
+        p.threads,
+        p.keys,
+        p.ops,
+        t0.elapsed().as_secs_f64()
+    );
+    print!("{}", report::kv_table(&results));
+    chart(&results);
+    if !o.no_eviction {
+        let (sampled, exact, cap) = eviction_hit_ratios(
+            200_000,
+            if o.common.quick { 1_000_000 } else { 3_000_000 },
+            8 << 20,
+        );
+        println!(
+            "eviction (Zipf s=0.99 over 200k keys, GET then SET on miss, 8 MiB maxmemory = {cap} keys): \
+             sampled LRU hit ratio {:.4}, exact LRU {:.4} ({:+.2} points)",
+            sampled,
+            exact,
+            (sampled - exact) * 100.0
+        );
     }
-    let sampled = hits as f64 / ops as f64;
-    let capacity = store.stats().keys as usize;
-    // Exact LRU with the same number of keys.
-    let mut last: HashMap<u32, u64> = HashMap::new();
-    let mut order: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut hits = 0u64;
-    for (t, &i) in trace.iter().enumerate() {
-        let t = t as u64;
-        if let Some(old) = last.insert(i, t) {
-            hits += 1;
-            order.remove(&old);
-        } else if last.len() > capacity {
-            let (_, victim) = order.pop_first().expect("non-empty");
-            last.remove(&victim);
-        }
-        order.insert(t, i);
+    o.common.write_json(&results)?;
+    Ok(results)
+}
+
+/// Runs one configuration in a fresh child process and reads back its result.
+fn run_child(exe: &Path, t: Target, p: &Params) -> Result<RunResult, String> {
+    let out = std::process::Command::new(exe)
+        .args(["bench", "kv", "--child", &t.spec()])
+        .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
+        .args(["--ops", &p.ops.to_string()])
+        .output()
+        .map_err(|e| format!("running {}: {e}", t.spec()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            t.spec(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    (sampled, hits as f64 / ops as f64, capacity as u64)
+    let line = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))
+}
+
+/// Each figure's median over the rounds.
+fn median(rs: &[RunResult]) -> RunResult {
+    let by = |f: fn(&RunResult) -> f64| report::median(&rs.iter().map(f).collect::<Vec<_>>());
+    RunResult {
+        ops_per_sec: by(|r| r.ops_per_sec),
+        mean_ns: by(|r| r.mean_ns),
+        p50_ns: by(|r| r.p50_ns),
+        p99_ns: by(|r| r.p99_ns),
+        p999_ns: by(|r| r.p999_ns),
+        peak_rss_bytes: by(|r| r.peak_rss_bytes as f64) as u64,
+        bytes_per_key: by(|r| r.bytes_per_key),
+    }
+}
+
+/// `target/hopless-report/kv.png`: ops/s, p99 and bytes per key of every configuration.
+fn chart(results: &[KvResult]) {
+    let png = PathBuf::from("target/hopless-report/kv.png");
+    let bars: Vec<(String, Vec<f64>)> = results
+        .iter()
+        .map(|r| {
+            let label = if r.target.store == "hopless-kv" {
+                r.target.allocator
+            } else {
+                // dashmap runs on hopless; the other bars are hopless-kv on each allocator.
+                r.target.store
+            };
+            (
+                label.to_string(),
+                vec![r.run.ops_per_sec, r.run.p99_ns, r.run.bytes_per_key.max(0.0)],
+            )
+        })
+        .collect();
+    match crate::chart::bars(
+        &png,
+        "hopless bench kv: hopless-kv on each allocator, and dashmap on hopless",
+        &["ops/s", "p99 latency (ns)", "bytes per key"],
+        &bars,
+    ) {
+        Ok(()) => println!("chart: {}", png.display()),
+        Err(e) => println!("chart skipped: {e}"),
+    }
 }
 
 #[cfg(test)]
@@ -354,31 +199,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_target_runs_and_reports_sane_figures() {
-        let p = Params {
-            threads: 2,
-            keys: 2000,
-            ops: 4000,
-            warmup_ops: 400,
+    fn json_row_keeps_its_flat_shape() {
+        let r = KvResult {
+            workload: "kv",
+            target: TARGETS[0],
+            run: RunResult {
+                ops_per_sec: 1.0,
+                mean_ns: 2.0,
+                p50_ns: 3.0,
+                p99_ns: 4.0,
+                p999_ns: 5.0,
+                peak_rss_bytes: 6,
+                bytes_per_key: 7.0,
+            },
         };
-        for t in TARGETS {
-            assert_eq!(Target::parse(&t.spec()), Some(t));
-            let r = run_target(t, &p);
-            assert!(
-                r.ops_per_sec > 0.0 && r.p99_ns >= r.p50_ns && r.p999_ns >= r.p99_ns,
-                "{t:?}: {r:?}"
-            );
-            assert!(r.peak_rss_bytes > 0, "{t:?}");
-        }
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"workload":"kv","store":"hopless-kv","allocator":"system","ops_per_sec":1.0,"mean_ns":2.0,"p50_ns":3.0,"p99_ns":4.0,"p999_ns":5.0,"peak_rss_bytes":6,"bytes_per_key":7.0}"#
+        );
     }
 
     #[test]
-    fn sampled_lru_is_compared_with_exact_lru() {
-        let (sampled, exact, cap) = eviction_hit_ratios(5000, 50_000, 256 << 10);
-        assert!(cap > 100 && cap < 5000, "{cap}");
-        assert!(
-            sampled > 0.3 && exact > 0.3 && (sampled - exact).abs() < 0.15,
-            "{sampled} {exact}"
-        );
+    fn median_is_taken_figure_by_figure() {
+        let r = |x: f64| RunResult {
+            ops_per_sec: x,
+            mean_ns: 10.0 - x,
+            p50_ns: x,
+            p99_ns: x,
+            p999_ns: x,
+            peak_rss_bytes: x as u64,
+            bytes_per_key: x,
+        };
+        let m = median(&[r(1.0), r(3.0), r(2.0)]);
+        assert_eq!((m.ops_per_sec, m.mean_ns, m.peak_rss_bytes), (2.0, 8.0, 2));
     }
 }

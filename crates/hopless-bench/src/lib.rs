@@ -7,18 +7,31 @@
 //!
 //! # Layout
 //!
+//! Each bench is one module, its command: options, the run loop (rounds, child processes, progress bar),
+//! the table, chart and JSON; what it measures sits in the module's own files.
+//!
 //! | module | what it holds |
 //! |---|---|
+//! | [`common`] | what every bench shares: `--quick`, `--rounds`, `--json`; the progress bar |
 //! | [`peers`] | the allocators under test, behind one enum |
-//! | [`alloc`] | `hopless bench alloc`: the allocator micro-workloads and their runner |
-//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment, four thread-cache strategies |
-//! | [`kv`] | `hopless bench kv`: the seed's store workload, one configuration per child process |
 //! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
+//! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them, table and JSON |
+//! | `alloc/workloads.rs` | the allocator micro-workloads and their alternating rounds |
+//! | [`kv`] | `hopless bench kv`: one child process per configuration and round, medians, table, chart |
+//! | `kv/workload.rs` | the seed's store workload in one process (the child side) |
+//! | `kv/eviction.rs` | sampled LRU against exact LRU, on one trace |
+//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds, report, chart and JSON |
+//! | `fastpath/cell.rs` | one cell: a thread-cache strategy on one scenario, size and thread count |
+//! | `fastpath/cachegrind.rs` | the single-thread cells under cachegrind, misses per op |
+//! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline table |
 //! | [`report`] | medians, tables and JSON |
+//! | [`chart`] | PNG bar charts |
 
 pub mod alloc;
 pub mod chart;
+pub mod common;
 pub mod fastpath;
+pub mod headline;
 pub mod kv;
 pub mod peers;
 pub mod report;

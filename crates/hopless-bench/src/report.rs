@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::kv::KvResult;
 use crate::peers::Peer;
 
 /// The median of a set of samples (the mean of the middle two for an even count).
@@ -91,11 +92,11 @@ pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
 }
 
 /// The kv table: every configuration's figures, with OPS and p99 ratios to glibc and to mimalloc.
-pub fn kv_table(results: &[crate::kv::KvResult]) -> String {
+pub fn kv_table(results: &[KvResult]) -> String {
     let base = |alloc: &str| {
         results
             .iter()
-            .find(|r| r.store == "hopless-kv" && r.allocator == alloc)
+            .find(|r| r.target.store == "hopless-kv" && r.target.allocator == alloc)
     };
     let (glibc, mi) = (base("system"), base("mimalloc"));
     let mut out = String::new();
@@ -115,23 +116,23 @@ pub fn kv_table(results: &[crate::kv::KvResult]) -> String {
         "p99/mimal."
     );
     for r in results {
-        let ratio = |b: Option<&crate::kv::KvResult>, f: fn(&crate::kv::KvResult) -> f64| {
+        let ratio = |b: Option<&KvResult>, f: fn(&KvResult) -> f64| {
             b.map_or("-".to_string(), |b| format!("{:.2}x", f(r) / f(b)))
         };
         let _ = writeln!(
             out,
             "{:<22} {:>11.0} {:>8.0} {:>8.0} {:>8.0} {:>9.0} {:>9.1} {:>10.1} {:>9} {:>12} {:>10}",
-            format!("{} / {}", r.store, r.allocator),
-            r.ops_per_sec,
-            r.mean_ns,
-            r.p50_ns,
-            r.p99_ns,
-            r.p999_ns,
-            r.peak_rss_bytes as f64 / (1 << 20) as f64,
-            r.bytes_per_key,
-            ratio(glibc, |x| x.ops_per_sec),
-            ratio(mi, |x| x.ops_per_sec),
-            ratio(mi, |x| x.p99_ns),
+            format!("{} / {}", r.target.store, r.target.allocator),
+            r.run.ops_per_sec,
+            r.run.mean_ns,
+            r.run.p50_ns,
+            r.run.p99_ns,
+            r.run.p999_ns,
+            r.run.peak_rss_bytes as f64 / (1 << 20) as f64,
+            r.run.bytes_per_key,
+            ratio(glibc, |x| x.run.ops_per_sec),
+            ratio(mi, |x| x.run.ops_per_sec),
+            ratio(mi, |x| x.run.p99_ns),
         );
     }
     out.push_str(
@@ -141,13 +142,17 @@ pub fn kv_table(results: &[crate::kv::KvResult]) -> String {
 }
 
 /// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios.
-pub fn headline(kv: &[crate::kv::KvResult], alloc: &[AllocResult]) -> String {
+pub fn headline(kv: &[KvResult], alloc: &[AllocResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "== headline: hopless-kv under the seed's workload, by allocator =="
     );
-    let find = |a: &str| kv.iter().find(|r| r.store == "hopless-kv" && r.allocator == a);
+    let find = |a: &str| {
+        kv.iter()
+            .find(|r| r.target.store == "hopless-kv" && r.target.allocator == a)
+            .map(|r| &r.run)
+    };
     let (glibc, mi) = (find("system"), find("mimalloc"));
     let _ = writeln!(
         out,

@@ -1,0 +1,130 @@
+//! The `hopless bench` subcommands' arguments, and the hopless-bench options each becomes.
+//!
+//! `--quick`, `--rounds` and `--json` are declared once, in [`CommonArgs`], and flattened into every
+//! subcommand; each subcommand words their help for itself (its own durations and default round counts).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hopless_bench::{alloc, common::Common, fastpath, kv};
+
+/// The arguments every bench takes.
+#[derive(Args)]
+pub struct CommonArgs {
+    /// Fewer ops and rounds.
+    #[arg(long)]
+    quick: bool,
+    /// Rounds.
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Write the results as JSON to this path.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+impl From<CommonArgs> for Common {
+    fn from(a: CommonArgs) -> Common {
+        Common {
+            quick: a.quick,
+            rounds: a.rounds,
+            json: a.json,
+        }
+    }
+}
+
+// `hopless bench alloc`.
+#[derive(Args)]
+#[command(
+    mut_arg("quick", |a| a.help("Fewer rounds and ops: finishes in well under a minute")),
+    mut_arg("rounds", |a| a.help("Measured rounds (default: 5 with --quick, 11 without)")),
+)]
+pub struct AllocArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Only these workloads (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    workloads: Option<Vec<String>>,
+    /// Also run hopless behind never-inlined calls ("hopless-call"), as the C allocators are called.
+    #[arg(long)]
+    with_call: bool,
+    /// Only these allocators (comma-separated: system, jemalloc, mimalloc, hopless).
+    #[arg(long, value_delimiter = ',')]
+    peers: Option<Vec<String>>,
+}
+
+impl From<AllocArgs> for alloc::Options {
+    fn from(a: AllocArgs) -> alloc::Options {
+        alloc::Options {
+            common: a.common.into(),
+            workloads: a.workloads,
+            with_call: a.with_call,
+            peers: a.peers,
+        }
+    }
+}
+
+// `hopless bench kv`.
+#[derive(Args)]
+#[command(
+    mut_arg("quick", |a| a.help("Fewer ops and rounds: finishes in under 2 minutes on a 2-core machine")),
+    mut_arg("rounds", |a| a.help(
+        "Rounds (each configuration runs once per round, in a fresh process; default 3 quick, 5 full)"
+    )),
+)]
+pub struct KvArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Keyspace size.
+    #[arg(long)]
+    keys: Option<usize>,
+    /// Measured operations, all threads together.
+    #[arg(long)]
+    ops: Option<usize>,
+    /// Skip the eviction hit-ratio comparison.
+    #[arg(long)]
+    no_eviction: bool,
+    /// Internal: run one configuration in this process and print its result as JSON.
+    #[arg(long, hide = true)]
+    pub child: Option<String>,
+}
+
+impl From<KvArgs> for kv::Options {
+    fn from(a: KvArgs) -> kv::Options {
+        kv::Options {
+            common: a.common.into(),
+            threads: a.threads,
+            keys: a.keys,
+            ops: a.ops,
+            no_eviction: a.no_eviction,
+        }
+    }
+}
+
+// `hopless bench fastpath`.
+#[derive(Args)]
+#[command(
+    mut_arg("quick", |a| a.help("Fewer ops and rounds: finishes in under 3 minutes on a 2-core machine")),
+    mut_arg("rounds", |a| a.help("Rounds (default 3 quick, 7 full)")),
+)]
+pub struct FastpathArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Skip the cachegrind runs.
+    #[arg(long)]
+    no_cachegrind: bool,
+    /// Internal: run one cell (strategy:scenario:size:scale) on one thread and print its op count.
+    #[arg(long, hide = true)]
+    pub child: Option<String>,
+}
+
+impl From<FastpathArgs> for fastpath::Options {
+    fn from(a: FastpathArgs) -> fastpath::Options {
+        fastpath::Options {
+            common: a.common.into(),
+            no_cachegrind: a.no_cachegrind,
+        }
+    }
+}
