@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use arbitrary::{Arbitrary, Unstructured};
-use hopless::size_class::{CLASS_SIZE, MEDIUM_MAX, SMALL_MAX};
+use hopless::experiment::size_class::{CLASS_SIZE, MEDIUM_MAX, SMALL_MAX};
 use hopless::Hopless;
 use libfuzzer_sys::fuzz_target;
 

@@ -25,7 +25,7 @@ use hl::Hopless;
 
 /// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
 const MALLOC_ALIGN: usize = 16;
-const PAGE: usize = hl::platform::PAGE_SIZE;
+const PAGE: usize = hl::PAGE_SIZE;
 
 #[inline(always)]
 fn set_errno(e: i32) {
@@ -231,8 +231,11 @@ static SHOW_STATS: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_load() {
     // The fork handlers are registered by hopless itself at the first allocation.
-    SHOW_STATS.store(hl::platform::env_flag(c"HOPLESS_SHOW_STATS"), Ordering::Relaxed);
-    if hl::platform::env_flag(c"HOPLESS_VERBOSE") {
+    SHOW_STATS.store(
+        hl::experiment::platform::env_flag(c"HOPLESS_SHOW_STATS"),
+        Ordering::Relaxed,
+    );
+    if hl::experiment::platform::env_flag(c"HOPLESS_VERBOSE") {
         Hopless::print_config();
     }
 }
@@ -261,11 +264,11 @@ static FINI: extern "C" fn() = on_unload;
 #[no_mangle]
 #[inline(never)]
 pub unsafe extern "C" fn hopless_probe_fast_pop(
-    tc: *mut hl::thread_cache::ThreadCache,
+    tc: *mut hl::experiment::thread_cache::ThreadCache,
     class: usize,
 ) -> *mut u8 {
     // SAFETY: per the caller.
-    unsafe { hl::thread_cache::ThreadCache::pop(tc, class) }
+    unsafe { hl::experiment::thread_cache::ThreadCache::pop(tc, class) }
 }
 
 /// # Safety
@@ -273,8 +276,10 @@ pub unsafe extern "C" fn hopless_probe_fast_pop(
 /// `l` points to a valid intrusive list that only the caller uses.
 #[no_mangle]
 #[inline(never)]
-pub unsafe extern "C" fn hopless_probe_intrusive_pop(l: *mut hl::strategy::Intrusive<false>) -> *mut u8 {
-    use hl::strategy::FreeList;
+pub unsafe extern "C" fn hopless_probe_intrusive_pop(
+    l: *mut hl::experiment::strategy::Intrusive<false>,
+) -> *mut u8 {
+    use hl::experiment::strategy::FreeList;
     // SAFETY: per the caller.
     unsafe { (*l).pop() }
 }

@@ -11,7 +11,7 @@
 //! A double or invalid free is caught at the free, before the block can be handed out twice: a free
 //! checks the pointer is a block start handed out before, and writes a key into the block's first word
 //! that says where the block went (a magazine slot, or its slab); a free that finds such a key looks
-//! there (see [`thread_cache`]). The allocation path never touches the block.
+//! there (see `thread_cache`). The allocation path never touches the block.
 //!
 //! ```
 //! #[global_allocator]
@@ -31,7 +31,7 @@
 //! | `slow` | every `#[cold]` path of the process allocator: cache set-up, empty/full magazines, checked modes |
 //! | `global` | [`Hopless`]: the process heap, set-up at load time, the thread exit hook, the public API |
 //! | `fork` | the fork handlers |
-//! | [`heap`] | ties the layers: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
+//! | `heap` | ties the layers: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `thread_cache` | magazines, pop and push; the free key |
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
 //! | `large` | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
@@ -57,27 +57,48 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
-pub mod central;
-pub mod debug;
+mod central;
+mod debug;
 mod fast;
 mod fork;
 mod global;
-pub mod heap;
-pub mod large;
-pub mod lock;
-pub mod mode;
-pub mod platform;
+mod heap;
+mod large;
+mod lock;
+mod mode;
+mod platform;
 mod report;
-pub mod segment;
-pub mod size_class;
+mod segment;
+mod size_class;
 mod slow;
 pub mod stats;
-pub mod strategy;
-pub mod thread_cache;
+mod strategy;
+mod thread_cache;
+
+/// The inside, for hopless's own benchmarks, tests and `libhopless.so`: not a stable API.
+#[doc(hidden)]
+pub mod experiment {
+    pub mod platform {
+        pub use crate::platform::*;
+    }
+    pub mod segment {
+        pub use crate::segment::*;
+    }
+    pub mod size_class {
+        pub use crate::size_class::*;
+    }
+    pub mod strategy {
+        pub use crate::strategy::*;
+    }
+    pub mod thread_cache {
+        pub use crate::thread_cache::*;
+    }
+}
 
 pub use global::Hopless;
 pub use heap::Heap;
-pub use platform::{OsPages, PageSource, SystemPages};
+pub use mode::set_mode;
+pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
 pub use stats::Stats;
 
 /// A snapshot of the process heap's counters.

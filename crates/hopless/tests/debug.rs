@@ -102,8 +102,8 @@ fn damaged_slab_header_is_reported() {
         unsafe {
             let p = GLOBAL.alloc(L100);
             eprintln!("victim {:#x}", p as usize);
-            let seg = hopless::segment::segment_of(p);
-            let slab = hopless::segment::slab_of(seg, p);
+            let seg = hopless::experiment::segment::segment_of(p);
+            let slab = hopless::experiment::segment::slab_of(seg, p);
             (*slab).magic = 0x0bad_f00d;
             GLOBAL.dealloc(p, L100);
         }
@@ -335,7 +335,7 @@ fn first_block_of_a_slab(l: Layout) -> *mut u8 {
         // SAFETY: a live block; only its slab header is read (leaked on purpose).
         unsafe {
             let p = GLOBAL.alloc(l);
-            let s = hopless::segment::slab_of(hopless::segment::segment_of(p), p);
+            let s = hopless::experiment::segment::slab_of(hopless::experiment::segment::segment_of(p), p);
             if (*s).start == p {
                 return p;
             }

@@ -73,8 +73,8 @@ fn double_free_is_reported_with_pointer_class_and_slab() {
         .to_string();
     assert!(err.contains("hopless: fatal: double free"), "{err}");
     assert!(err.contains(&format!("pointer: {victim}")), "{err}");
-    let class = hopless::size_class::class_for(200, 8).unwrap();
-    let size = hopless::size_class::class_size(class);
+    let class = hopless::experiment::size_class::class_for(200, 8).unwrap();
+    let size = hopless::experiment::size_class::class_size(class);
     assert!(err.contains(&format!("class: {class} ({size} bytes)")), "{err}");
     assert!(err.contains("slab: 0x"), "{err}");
 }

@@ -200,7 +200,7 @@ fn random_large_block_churn_runs_clean_for_many_seeds() {
 /// alignment, usable size and contents checked at each step.
 #[test]
 fn api_matrix_of_class_edges_alignments_and_realloc_targets() {
-    let mut sizes: Vec<usize> = hopless::size_class::CLASS_SIZE
+    let mut sizes: Vec<usize> = hopless::experiment::size_class::CLASS_SIZE
         .iter()
         .flat_map(|&s| [s as usize - 1, s as usize, s as usize + 1])
         .chain([1, 2, 7, 300_000, 1 << 20, (4 << 20) + 3])

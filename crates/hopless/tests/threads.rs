@@ -11,7 +11,7 @@ static GLOBAL: Hopless = Hopless;
 #[test]
 fn exiting_thread_returns_its_cached_blocks() {
     let layout = Layout::from_size_align(3500, 8).unwrap(); // class 3584: no other test here uses it
-    let class = hopless::size_class::class_for(3500, 8).unwrap();
+    let class = hopless::experiment::size_class::class_for(3500, 8).unwrap();
     let before = Hopless::stats().classes[class].outstanding_blocks;
     std::thread::spawn(move || {
         let blocks: Vec<_> = (0..40)
@@ -44,7 +44,7 @@ fn exiting_thread_returns_its_cached_blocks() {
 fn stats_count_fast_and_slow_paths_and_print_a_slabinfo_table() {
     std::thread::spawn(|| {
         let layout = Layout::from_size_align(3700, 8).unwrap(); // class 3840: nothing else here uses it
-        let class = hopless::size_class::class_for(3700, 8).unwrap();
+        let class = hopless::experiment::size_class::class_for(3700, 8).unwrap();
         let before = Hopless::stats().classes[class];
         let blocks: Vec<usize> = (0..1000)
             .map(|_| {

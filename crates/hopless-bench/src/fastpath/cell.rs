@@ -1,5 +1,5 @@
 //! One cell of `hopless bench fastpath`: one thread-cache strategy (array, intrusive, intrusive with
-//! prefetch, cached-next; see `hopless::strategy`; each strategy over a heap of its own) running one
+//! prefetch, cached-next; see `hopless::experiment::strategy`; each strategy over a heap of its own) running one
 //! scenario at one block size on one or more threads.
 //!
 //! Scenarios (an op is one allocation or one free, except in `cold`, where it is one allocation):
@@ -11,11 +11,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use hopless::platform::OsPages;
-use hopless::size_class::{class_for, class_size};
-use hopless::strategy::{CachedNext, FreeList, Intrusive, StrategyCache};
-use hopless::thread_cache::Magazine;
+use hopless::experiment::size_class::{class_for, class_size};
+use hopless::experiment::strategy::{CachedNext, FreeList, Intrusive, StrategyCache};
+use hopless::experiment::thread_cache::Magazine;
 use hopless::Heap;
+use hopless::OsPages;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 pub const STRATEGIES: [&str; 4] = ["array", "intrusive", "intrusive-prefetch", "cached-next"];

@@ -1,5 +1,5 @@
 //! Debug mode's checked paths: no thread caches; every allocation and free goes to the central heap
-//! under its class lock, where the slab bitmap is the truth (see [`crate::debug`]).
+//! under its class lock, where the slab bitmap is the truth (see `crate::debug`).
 
 use core::ptr;
 use core::sync::atomic::Ordering;
@@ -19,10 +19,10 @@ pub(super) unsafe fn poison_slot(s: *mut Slab, _class: usize, slot_size: usize) 
 }
 
 impl<P: PageSource> Heap<P> {
-    /// Debug mode: a checked allocation straight from the central heap (see [`crate::debug`]).
+    /// Debug mode: a checked allocation straight from the central heap (see `crate::debug`).
     #[cold]
     #[inline(never)]
-    pub fn debug_alloc(&self, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    pub(crate) fn debug_alloc(&self, size: usize, align: usize, zeroed: bool) -> *mut u8 {
         use crate::debug;
         match debug::class_for(size, align) {
             Some(class) => {
@@ -49,7 +49,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `p` is a live debug-mode block.
-    pub unsafe fn debug_size(&self, p: *mut u8) -> usize {
+    pub(crate) unsafe fn debug_size(&self, p: *mut u8) -> usize {
         if let Located::Large(seg) = locate(p) {
             // SAFETY: a mapped large-block header.
             return unsafe { self.checked_large_size(seg, p) }.unwrap_or(0);
@@ -58,14 +58,14 @@ impl<P: PageSource> Heap<P> {
         unsafe { p.add(self.usable_size(p) - 8).cast::<u64>().read_unaligned() as usize }
     }
 
-    /// Debug mode: a checked free (see [`crate::debug`]).
+    /// Debug mode: a checked free (see `crate::debug`).
     ///
     /// # Safety
     ///
     /// None beyond the program's claim that `p` is a live block: every other case is reported.
     #[cold]
     #[inline(never)]
-    pub unsafe fn debug_free(&self, p: *mut u8) {
+    pub(crate) unsafe fn debug_free(&self, p: *mut u8) {
         use crate::debug;
         // SAFETY: check_headers validates everything it reads through the segment map first.
         match unsafe { debug::check_headers(p) } {

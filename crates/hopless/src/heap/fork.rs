@@ -6,7 +6,7 @@ use crate::platform::PageSource;
 
 impl<P: PageSource> Heap<P> {
     /// Takes every lock (before `fork`), in a fixed order.
-    pub fn lock_all(&self) {
+    pub(crate) fn lock_all(&self) {
         self.caches.raw_lock();
         for c in &self.classes {
             c.inner.raw_lock();
@@ -22,7 +22,7 @@ impl<P: PageSource> Heap<P> {
     ///
     /// The calling thread took them with `lock_all` (or is the only thread of a child made by `fork`
     /// after `lock_all`).
-    pub unsafe fn unlock_all(&self) {
+    pub(crate) unsafe fn unlock_all(&self) {
         // SAFETY: per the caller.
         unsafe {
             self.large.unlock_raw();

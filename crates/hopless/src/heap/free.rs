@@ -20,7 +20,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
-    pub unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
+    pub(crate) unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
         for &p in blocks {
             // SAFETY: per the caller, a block of this heap being freed: its first word is ours.
             unsafe { write_key(p, slab_mark(p)) };
@@ -36,7 +36,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// As for [`Heap::flush`]; the blocks come from a magazine.
-    pub unsafe fn flush_from_magazine(&self, class: usize, blocks: &[*mut u8]) {
+    pub(crate) unsafe fn flush_from_magazine(&self, class: usize, blocks: &[*mut u8]) {
         for &p in blocks {
             // SAFETY: per the caller, free blocks of this heap: their first words are ours.
             unsafe {
@@ -59,7 +59,7 @@ impl<P: PageSource> Heap<P> {
     /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
     /// [`Heap::free_checked`].
     #[inline]
-    pub unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
+    pub(crate) unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
         match locate(p) {
             Located::Foreign => report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut()),
             // SAFETY: a large block's header (mapped: `locate` found it in the map).
@@ -85,7 +85,7 @@ impl<P: PageSource> Heap<P> {
     /// `p` is a block of `class` of this heap handed out at least once (a block freed already is
     /// reported); `tc` is null or a live cache of the calling thread.
     #[inline]
-    pub unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+    pub(crate) unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
         if tc.is_null() {
             // Straight to the slab: its bitmap catches a block that is free there; a key says where
             // else it may be.
@@ -136,7 +136,7 @@ impl<P: PageSource> Heap<P> {
     /// As for [`Heap::free_checked`].
     #[cold]
     #[inline(never)]
-    pub unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+    pub(crate) unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
         // SAFETY: per the caller, `p` is a block of this heap.
         let says = unsafe { read_key(p) };
         let free = match says {

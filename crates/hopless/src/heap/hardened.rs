@@ -220,7 +220,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is null or the calling thread's live cache.
-    pub unsafe fn hardened_alloc(
+    pub(crate) unsafe fn hardened_alloc(
         &self,
         tc: *mut ThreadCache,
         size: usize,
@@ -256,7 +256,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is null or the calling thread's live cache; `p` is the program's claim of a live block.
-    pub unsafe fn hardened_free(&self, tc: *mut ThreadCache, p: *mut u8) {
+    pub(crate) unsafe fn hardened_free(&self, tc: *mut ThreadCache, p: *mut u8) {
         match locate(p) {
             Located::Foreign => fault("free of a pointer hopless did not allocate", p, usize::MAX, None),
             // SAFETY: `locate` found the header mapped.
@@ -287,7 +287,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// None beyond `p` being a pointer the program may claim is a block.
-    pub unsafe fn hardened_size(&self, p: *mut u8) -> usize {
+    pub(crate) unsafe fn hardened_size(&self, p: *mut u8) -> usize {
         match locate(p) {
             Located::Foreign => 0,
             // SAFETY: a mapped header.
@@ -317,7 +317,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// As for [`Heap::hardened_free`]; `new_size > 0`, `align` a power of two.
-    pub unsafe fn hardened_realloc(
+    pub(crate) unsafe fn hardened_realloc(
         &self,
         tc: *mut ThreadCache,
         p: *mut u8,
