@@ -7,7 +7,6 @@ use core::ptr;
 
 use crate::fast::{current, empty, set_current, HARDENED_CACHE, RETIRED};
 use crate::global::{process_init, register_exit, HEAP};
-use crate::stats::stat;
 use crate::thread_cache::ThreadCache;
 
 /// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
@@ -104,21 +103,8 @@ pub(crate) unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut
     if let Some(p) = checked_alloc(size, align, false) {
         return p;
     }
-    let _ = (size, align);
-    let tc = cache_or_init();
-    if tc.is_null() {
-        return HEAP.alloc_uncached(class);
-    }
-    // SAFETY: `tc` is this thread's live cache.
-    unsafe {
-        let p = ThreadCache::pop(tc, class);
-        if p.is_null() {
-            HEAP.alloc_refill(tc, class)
-        } else {
-            stat!((*tc).counters[class].alloc_fast.bump());
-            p
-        }
-    }
+    // SAFETY: the cache is this thread's or null.
+    unsafe { HEAP.take_block(cache_or_init(), class) }
 }
 
 /// The magazine was full (or this thread has no cache yet, or debug mode is on). The block's free key

@@ -230,19 +230,8 @@ impl<P: PageSource> Heap<P> {
         let Some(class) = class_for(size, align) else {
             return self.checked_large_alloc(size, align, zeroed, 0);
         };
-        let p = if tc.is_null() {
-            self.alloc_uncached(class)
-        } else {
-            // SAFETY: per the caller.
-            unsafe {
-                let p = ThreadCache::pop(tc, class);
-                if p.is_null() {
-                    self.alloc_refill(tc, class)
-                } else {
-                    p
-                }
-            }
-        };
+        // SAFETY: per the caller.
+        let p = unsafe { self.take_block(tc, class) };
         if !p.is_null() {
             // SAFETY: a block of `class` just taken: its slab is live.
             unsafe { prepare(p, class, size, zeroed) };

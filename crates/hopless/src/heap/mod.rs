@@ -204,6 +204,29 @@ impl<P: PageSource> Heap<P> {
         one[0]
     }
 
+    /// One block of `class` through `tc` (null: uncached): from the magazine, else by a refill. Null
+    /// when out of memory.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is null or a live cache of the calling thread.
+    #[inline]
+    pub(crate) unsafe fn take_block(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
+        if tc.is_null() {
+            return self.alloc_uncached(class);
+        }
+        // SAFETY: per the caller.
+        unsafe {
+            let p = ThreadCache::pop(tc, class);
+            if p.is_null() {
+                self.alloc_refill(tc, class)
+            } else {
+                stat!((*tc).counters[class].alloc_fast.bump());
+                p
+            }
+        }
+    }
+
     // ---------------------------------------------------------------------------------------------------
     // General entry points.
 
@@ -216,20 +239,8 @@ impl<P: PageSource> Heap<P> {
         let Some(class) = size_class::class_for(size, align) else {
             return self.large.alloc(&self.source, size, align, zeroed, false);
         };
-        let p = if tc.is_null() {
-            self.alloc_uncached(class)
-        } else {
-            // SAFETY: per the caller.
-            unsafe {
-                let p = ThreadCache::pop(tc, class);
-                if p.is_null() {
-                    self.alloc_refill(tc, class)
-                } else {
-                    stat!((*tc).counters[class].alloc_fast.bump());
-                    p
-                }
-            }
-        };
+        // SAFETY: per the caller.
+        let p = unsafe { self.take_block(tc, class) };
         if zeroed && !p.is_null() {
             // SAFETY: a block of `class` has at least `size` writable bytes.
             unsafe { ptr::write_bytes(p, 0, size) };
