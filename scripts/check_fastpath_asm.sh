@@ -80,4 +80,28 @@ if hops(fast):
 if not hops(intr):
     sys.exit("FAIL: the check did not catch the intrusive list's load through the block")
 print("ok: the fast path reads only its metadata; the intrusive pop loads through the block: " + "; ".join(hops(intr)))
+
+# The exported malloc and free: the thread's cache pointer is one %fs-relative load (initial-exec TLS),
+# never a call to __tls_get_addr, and the code from the entry to the first `ret` (the magazine pop or
+# push, laid out first) calls nothing. Bounds keep the paths from growing unnoticed.
+LIMITS = {"malloc": 30, "free": 120}
+for name, limit in LIMITS.items():
+    code = [l for l in body(name) if not l.startswith("int3")]
+    if not code:
+        sys.exit(f"FAIL: {name} not found in libhopless.so")
+    if any("__tls_get_addr" in l for l in code):
+        sys.exit(f"FAIL: {name} calls __tls_get_addr (general-dynamic TLS)")
+    first_ret = next((i for i, l in enumerate(code) if l.startswith("ret")), None)
+    if first_ret is None:
+        sys.exit(f"FAIL: {name} has no ret")
+    straight = code[: first_ret + 1]
+    calls = [l for l in straight if l.startswith("call") or ("jmp" in l and "@plt" in l)]
+    if calls:
+        sys.exit(f"FAIL: {name} calls before its first ret: " + "; ".join(calls))
+    if not any("%fs:" in l for l in straight):
+        sys.exit(f"FAIL: {name} does not read its cache pointer through %fs before its first ret")
+    if len(straight) > limit:
+        sys.exit(f"FAIL: {name}: {len(straight)} instructions to its first ret (limit {limit})")
+    print(f"ok: {name}: {len(straight)} instructions from entry to its first ret (the magazine "
+          f"{'pop' if name == 'malloc' else 'push'}), one %fs load, no call, no __tls_get_addr")
 PY
