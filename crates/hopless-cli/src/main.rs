@@ -1,8 +1,8 @@
 //! `hopless`: the benchmarks of the allocator and the store, as one command.
 //!
 //! With no arguments it runs the quick comparison and prints the headline table. The benchmarks
-//! themselves (run loops, child processes, tables, charts, JSON) live in hopless-bench; this crate
-//! parses the command line and dispatches.
+//! themselves (run loops, child processes, tables, charts, JSON) live in hopless-bench, the server
+//! (`hopless serve`) in hopless-server; this crate parses the command line and dispatches.
 //!
 //! # Layout
 //!
@@ -39,6 +39,9 @@ enum Command {
     Bench(Bench),
     /// Print hopless's own statistics table (slabinfo style) after a short warm-up workload.
     Stats,
+    /// Serve the store over the Redis protocol (RESP2/RESP3) until SIGINT/SIGTERM. A cache: nothing is
+    /// written to disk.
+    Serve(hopless_server::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -71,6 +74,9 @@ fn main() {
             None => fastpath::run(&args.into()).map(drop),
         },
         Some(Command::Stats) => stats(),
+        Some(Command::Serve(args)) => {
+            hopless_server::run(hopless_server::ServeOptions::from(args)).map_err(|e| e.to_string())
+        }
         None => headline::run(),
     };
     if let Err(e) = result {

@@ -18,6 +18,12 @@ pub enum Error {
     Syntax,
     /// The allocator had no memory.
     AllocFailed,
+    /// INCRBYFLOAT: the stored value or the increment is not a number.
+    NotFloat,
+    /// INCRBYFLOAT: the result would be NaN or infinite.
+    NanOrInfinity,
+    /// RENAME: the source key does not exist.
+    NoSuchKey,
 }
 
 impl fmt::Display for Error {
@@ -30,6 +36,9 @@ impl fmt::Display for Error {
             Error::InvalidExpire => "ERR invalid expire time",
             Error::Syntax => "ERR syntax error",
             Error::AllocFailed => "ERR out of memory (allocation failed)",
+            Error::NotFloat => "ERR value is not a valid float",
+            Error::NanOrInfinity => "ERR increment would produce NaN or Infinity",
+            Error::NoSuchKey => "ERR no such key",
         })
     }
 }

@@ -20,11 +20,11 @@
 //! |---|---|
 //! | [`store`] | [`Store`]: shards, construction, the one removal path (delete, expiry, eviction) |
 //! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
-//! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN |
-//! | `store::write` | SET, MSET, DEL, GETDEL, APPEND, INCR and friends, FLUSH; the install path |
-//! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, GETEX, and setting a key's deadline |
+//! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
+//! | `store::write` | SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
+//! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
 //! | `store::expiry` | lazy expiry on access, active expiry and its background thread |
-//! | `store::evict` | `maxmemory`: making room, sampled LRU |
+//! | `store::evict` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `store::stats` | per-shard and per-operation counters, the [`Stats`] snapshot, [`Op`] |
 //! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
 //! | `value` | items (header + key + value in one block), the counted [`Value`] handle, [`KvAlloc`] |

@@ -45,7 +45,7 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
 /// needs to be retried on a mismatch (with one more byte), never the earlier ones: each retry starts
 /// one byte further into `s` and walks at most the pattern once. Redis's recursive matcher prunes most
 /// of its backtracking the same way, but stays exponential in the number of `*`s on some patterns.
-pub(crate) fn glob_match(p: &[u8], s: &[u8]) -> bool {
+pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
     let (mut pi, mut si) = (0, 0);
     // The last `*` seen: where the pattern resumes after it, and where in `s` its match now ends.
     let mut star: Option<(usize, usize)> = None;

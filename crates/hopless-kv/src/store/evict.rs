@@ -14,7 +14,31 @@ impl<A: KvAlloc> Store<A> {
     /// Access stamps are only kept when an LRU policy will read them (they cost an atomic per access).
     #[inline]
     pub(super) fn tracks_lru(&self) -> bool {
-        self.inner.cfg.policy == Policy::SampledLru && self.inner.cfg.maxmemory > 0
+        self.policy() == Policy::SampledLru && self.maxmemory() > 0
+    }
+
+    /// The current `maxmemory` (bytes; 0: unlimited).
+    pub fn maxmemory(&self) -> u64 {
+        self.inner.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// The current eviction policy.
+    pub fn policy(&self) -> Policy {
+        match self.inner.policy.load(Ordering::Relaxed) {
+            p if p == Policy::SampledLru as u8 => Policy::SampledLru,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    /// Changes `maxmemory` at run time (CONFIG SET maxmemory). Lowering it below what the store holds
+    /// evicts nothing at once: the next writes make room (or fail, under `noeviction`), as in Redis.
+    pub fn set_maxmemory(&self, bytes: u64) {
+        self.inner.maxmemory.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Changes the eviction policy at run time (CONFIG SET maxmemory-policy).
+    pub fn set_policy(&self, policy: Policy) {
+        self.inner.policy.store(policy as u8, Ordering::Relaxed);
     }
 
     /// Bytes of items and tables over all shards (what `maxmemory` is checked against).
@@ -28,13 +52,13 @@ impl<A: KvAlloc> Store<A> {
 
     /// Makes room for `need` more bytes under the shard's write lock (maxmemory and policy).
     pub(super) fn make_room(&self, g: &mut Shard<A>, l: Loc, need: u64) -> Result<()> {
-        let max = self.inner.cfg.maxmemory;
+        let max = self.maxmemory();
         if max == 0 {
             return Ok(());
         }
         let c = &self.slot(l).c;
         while self.total_used() + need > max {
-            if self.inner.cfg.policy == Policy::NoEviction || g.table.is_empty() {
+            if self.policy() == Policy::NoEviction || g.table.is_empty() {
                 return Err(Error::OutOfMemory);
             }
             let now = c.clock.load(Ordering::Relaxed);

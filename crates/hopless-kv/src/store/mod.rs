@@ -24,15 +24,15 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `options.rs` | [`Config`], [`Policy`]; options: [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
-//! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN |
-//! | `write.rs` | writes: SET, MSET, DEL, GETDEL, APPEND, INCR and friends, FLUSH; the install path |
-//! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, GETEX, and setting a key's deadline |
+//! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
+//! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
+//! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
 //! | `expiry.rs` | removing keys past their deadline: lazily on access, actively (the background thread) |
-//! | `evict.rs` | `maxmemory`: making room, sampled LRU |
+//! | `evict.rs` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `stats.rs` | counters and the [`Stats`] snapshot; [`Op`] and [`OP_NAMES`] |
 
 use core::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
@@ -55,7 +55,7 @@ pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
 pub use self::stats::{Op, Stats, OP_NAMES};
-pub use crate::redis_util::parse_i64;
+pub use crate::redis_util::{glob_match, parse_i64};
 
 use self::expiry::ExpiryThread;
 use self::stats::{Counters, OpCounters, STRIPES};
@@ -92,6 +92,10 @@ struct ShardSlot<A: KvAlloc> {
 
 struct Inner<A: KvAlloc> {
     shards: Box<[CachePadded<ShardSlot<A>>]>,
+    /// The current `maxmemory` and [`Policy`] (as `Policy as u8`): [`Config`]'s values at construction,
+    /// changed at run time by [`Store::set_maxmemory`] and [`Store::set_policy`] (CONFIG SET).
+    maxmemory: AtomicU64,
+    policy: AtomicU8,
     stripes: Box<[CachePadded<OpCounters>]>,
     /// The key hash (seeded per [`Config::hash_seed`]); every shard's table hashes with it too.
     hasher: KeyHasher,
@@ -160,6 +164,8 @@ impl<A: KvAlloc> Store<A> {
             .collect();
         let inner = Arc::new(Inner {
             shards,
+            maxmemory: AtomicU64::new(cfg.maxmemory),
+            policy: AtomicU8::new(cfg.policy as u8),
             stripes,
             hasher,
             cfg,
@@ -172,6 +178,8 @@ impl<A: KvAlloc> Store<A> {
         }
     }
 
+    /// The configuration the store was built with (`maxmemory` and `policy` as they were then: see
+    /// [`Store::maxmemory`] and [`Store::policy`] for the current ones).
     pub fn config(&self) -> &Config {
         &self.inner.cfg
     }

@@ -11,6 +11,7 @@ use crate::table::KeyHasher;
 
 /// What happens when `maxmemory` is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Policy {
     /// Writes that need memory fail with [`Error::OutOfMemory`](crate::Error::OutOfMemory).
     NoEviction,

@@ -155,4 +155,70 @@ impl<A: KvAlloc> Store<A> {
         let next = if shard >= nshards { 0 } else { (shard << 33) | pos };
         (next, out)
     }
+
+    /// KEYS: every live key matching `pattern` (a Redis glob), each shard read under its lock in one go.
+    pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+        let now = self.now();
+        let all = pattern == b"*";
+        let mut out = Vec::new();
+        for slot in self.inner.shards.iter() {
+            self.count(Op::Scan);
+            let g = slot.lock.read();
+            let mut pos = 0;
+            while pos < crate::table::SCAN_END {
+                pos = g.table.scan_step(pos, |item| {
+                    // SAFETY: the table holds a reference while we hold the read lock.
+                    let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
+                    if ttl && self.is_expired(&g, item, now) {
+                        return;
+                    }
+                    if all || glob_match(pattern, k) {
+                        out.push(k.to_vec());
+                    }
+                });
+            }
+        }
+        out
+    }
+
+    /// RANDOMKEY: a live key chosen at random (uniform over shards, then over slots), None when empty.
+    pub fn random_key(&self) -> Option<Vec<u8>> {
+        use std::hash::BuildHasher;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = self.inner.shards.len();
+        let now = self.now();
+        let r = std::collections::hash_map::RandomState::new().hash_one(NEXT.fetch_add(1, Ordering::Relaxed));
+        for k in 0..n {
+            let slot = &self.inner.shards[(r as usize).wrapping_add(k) % n];
+            self.count(Op::Get);
+            let g = slot.lock.read();
+            // A few tries past keys that are due but not yet removed.
+            for t in 0..8u64 {
+                let Some(i) = g
+                    .table
+                    .occupied_from((r >> 16).wrapping_add(t.wrapping_mul(0x9e37_79b9)) as usize)
+                else {
+                    break;
+                };
+                let item = g.table.item(i);
+                // SAFETY: the table holds a reference while we hold the read lock.
+                let (key, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
+                if !(ttl && self.is_expired(&g, item, now)) {
+                    return Some(key.to_vec());
+                }
+            }
+        }
+        None
+    }
+
+    /// MEMORY USAGE: the bytes a live key costs the store (its item block as allocated, its table slot,
+    /// its expiry entry if it has a TTL); None if missing.
+    pub fn memory_usage(&self, key: &[u8]) -> Option<usize> {
+        let l = self.loc(key);
+        let item = self.lookup(key, l, false)?;
+        // SAFETY: we hold a reference.
+        let (size, ttl) = unsafe { (value::item_size(item), value::has_ttl(item)) };
+        self.release(item);
+        Some(size + 8 + if ttl { 17 + 16 } else { 0 })
+    }
 }

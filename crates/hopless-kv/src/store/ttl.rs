@@ -126,6 +126,30 @@ impl<A: KvAlloc> Store<A> {
         r
     }
 
+    /// PEXPIRETIME: -2 if the key does not exist, -1 if it has no TTL, else its deadline (ms since the
+    /// Unix epoch).
+    pub fn pexpiretime(&self, key: &[u8]) -> i64 {
+        let l = self.loc(key);
+        self.count(Op::Ttl);
+        let Some(item) = self.lookup(key, l, false) else {
+            return -2;
+        };
+        let r = {
+            let g = self.slot(l).lock.read();
+            g.expires.get(&(item.as_ptr() as usize)).map_or(-1, |&d| d as i64)
+        };
+        self.release(item);
+        r
+    }
+
+    /// EXPIRETIME: like PEXPIRETIME, in seconds (rounded down, as Redis does).
+    pub fn expiretime(&self, key: &[u8]) -> i64 {
+        match self.pexpiretime(key) {
+            ms if ms < 0 => ms,
+            ms => ms / 1000,
+        }
+    }
+
     /// TTL: like PTTL, in seconds (rounded as Redis rounds).
     pub fn ttl(&self, key: &[u8]) -> i64 {
         match self.pttl(key) {

@@ -150,6 +150,15 @@ impl<A: KvAlloc> Store<A> {
     /// MSET: all pairs written atomically (every involved shard locked, in order). Items of equal size
     /// are allocated with the allocator's batch call.
     pub fn mset(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        self.mset_cond(pairs, false).map(|_| ())
+    }
+
+    /// MSETNX: all pairs written atomically if none of the keys exists; whether it wrote.
+    pub fn msetnx(&self, pairs: &[(&[u8], &[u8])]) -> Result<bool> {
+        self.mset_cond(pairs, true)
+    }
+
+    fn mset_cond(&self, pairs: &[(&[u8], &[u8])], nx: bool) -> Result<bool> {
         for (k, v) in pairs {
             self.check_key(k)?;
             self.check_value(v.len())?;
@@ -187,8 +196,24 @@ impl<A: KvAlloc> Store<A> {
             .iter()
             .map(|&s| (s, self.inner.shards[s].lock.write()))
             .collect();
+        if nx {
+            let mut any = false;
+            for (i, (k, _)) in pairs.iter().enumerate() {
+                let l = locs[i];
+                let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
+                self.expire_if_due(g, l, k);
+                any |= g.table.find(l.hash, k).is_some();
+            }
+            if any {
+                drop(guards);
+                for it in items.into_iter().flatten() {
+                    self.release(it);
+                }
+                return Ok(false);
+            }
+        }
         let need: u64 = (0..pairs.len()).map(|i| size(i) as u64).sum();
-        if self.inner.cfg.maxmemory > 0 && self.total_used() + need > self.inner.cfg.maxmemory {
+        if self.maxmemory() > 0 && self.total_used() + need > self.maxmemory() {
             let l = locs[0];
             let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
             if let Err(e) = self.make_room(g, l, need) {
@@ -211,7 +236,7 @@ impl<A: KvAlloc> Store<A> {
         for o in olds {
             self.release(o);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// DEL: how many of the keys were removed.
@@ -309,6 +334,106 @@ impl<A: KvAlloc> Store<A> {
         self.incr_by(key, delta.checked_neg().ok_or(Error::Overflow)?)
     }
 
+    /// SETRANGE: overwrites the value from byte `offset` with `patch`, zero-padding a shorter value (or a
+    /// missing key) up to `offset`; returns the new length. An empty `patch` changes nothing (and creates
+    /// no key): the reply is the current length, as Redis gives.
+    pub fn setrange(&self, key: &[u8], offset: usize, patch: &[u8]) -> Result<usize> {
+        let max = self.inner.cfg.max_value_len;
+        if patch.is_empty() {
+            return Ok(self.strlen(key));
+        }
+        if offset.checked_add(patch.len()).is_none_or(|end| end > max) {
+            return Err(Error::TooLarge);
+        }
+        self.rewrite(key, Op::Set, |old| {
+            let old = old.unwrap_or(&[]);
+            let mut v = Vec::with_capacity(old.len().max(offset + patch.len()));
+            v.extend_from_slice(old);
+            if v.len() < offset + patch.len() {
+                v.resize(offset + patch.len(), 0);
+            }
+            v[offset..offset + patch.len()].copy_from_slice(patch);
+            let n = v.len();
+            Ok((v, n))
+        })
+    }
+
+    /// INCRBYFLOAT: adds `delta` to the value read as a float and stores the result as text; returns it.
+    ///
+    /// Redis computes in `long double` and prints with 17 significant digits; this computes in `f64` and
+    /// prints the result rounded to 15 significant digits, in plain notation (so `0.1 + 0.2` gives `0.3`
+    /// as in Redis, and `1e20` gives `100000000000000000000`). Values beyond `f64`'s 15-16 significant
+    /// digits round differently from Redis.
+    pub fn incr_by_float(&self, key: &[u8], delta: f64) -> Result<Vec<u8>> {
+        if !delta.is_finite() {
+            return Err(if delta.is_nan() {
+                Error::NotFloat
+            } else {
+                Error::NanOrInfinity
+            });
+        }
+        self.rewrite(key, Op::Incr, |old| {
+            let cur = match old {
+                Some(b) => parse_f64(b).ok_or(Error::NotFloat)?,
+                None => 0.0,
+            };
+            let n = cur + delta;
+            if !n.is_finite() {
+                return Err(Error::NanOrInfinity);
+            }
+            let text = format_f64(n).into_bytes();
+            Ok((text.clone(), text))
+        })
+    }
+
+    /// RENAME (`nx`: RENAMENX): moves `src`'s value and TTL to `dst`, replacing `dst` (unless `nx` and it
+    /// exists). Returns whether it moved; [`Error::NoSuchKey`] if `src` does not exist. Both shards are
+    /// locked (lower index first) for the whole move, so no reader sees both keys or neither.
+    pub fn rename(&self, src: &[u8], dst: &[u8], nx: bool) -> Result<bool> {
+        self.check_key(dst)?;
+        let (ls, ld) = (self.loc(src), self.loc(dst));
+        self.count(Op::Set);
+        let (a, b) = (ls.shard.min(ld.shard), ls.shard.max(ld.shard));
+        let mut ga = self.inner.shards[a].lock.write();
+        let mut gb = (b != a).then(|| self.inner.shards[b].lock.write());
+        macro_rules! shard {
+            ($l:expr) => {
+                if $l.shard == a {
+                    &mut ga
+                } else {
+                    gb.as_mut().expect("second shard locked")
+                }
+            };
+        }
+        self.expire_if_due(shard!(ls), ls, src);
+        self.expire_if_due(shard!(ld), ld, dst);
+        let Some(si) = shard!(ls).table.find(ls.hash, src) else {
+            return Err(Error::NoSuchKey);
+        };
+        if src == dst {
+            return Ok(!nx);
+        }
+        if nx && shard!(ld).table.find(ld.hash, dst).is_some() {
+            return Ok(false);
+        }
+        let item = shard!(ls).table.item(si);
+        let deadline = shard!(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        // SAFETY: the table's item, read under its shard's write lock.
+        let val = unsafe { value::value(item) };
+        let moved = self.new_item(dst, val.len(), |b| b.copy_from_slice(val))?;
+        let old_src = shard!(ls).remove_slot(si, &self.slot(ls).c.used);
+        // Removing from the same table may have moved dst's slot: look it up again.
+        let di = shard!(ld).table.find(ld.hash, dst);
+        let old_dst = self.install(shard!(ld), ld, di, moved, deadline);
+        drop(gb);
+        drop(ga);
+        self.release(old_src);
+        if let Some(o) = old_dst {
+            self.release(o);
+        }
+        Ok(true)
+    }
+
     /// FLUSHALL: removes every key.
     pub fn flush(&self) {
         for s in self.inner.shards.iter() {
@@ -325,5 +450,25 @@ impl<A: KvAlloc> Store<A> {
                 self.release(it);
             }
         }
+    }
+}
+
+/// Redis's `string2ld` for INCRBYFLOAT: a decimal or exponent float, no spaces, not NaN.
+fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = core::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.len() > 5 * 1024 || s.starts_with(|c: char| c.is_whitespace()) {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|v| !v.is_nan())
+}
+
+/// A float as INCRBYFLOAT prints it: rounded to 15 significant digits, plain notation, no trailing zeros.
+fn format_f64(v: f64) -> String {
+    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
+    let s = format!("{rounded}");
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s
     }
 }

@@ -1,0 +1,83 @@
+//! The command line of `hopless serve` (and of the `hopless-server` binary), as a clap [`Args`] struct
+//! another CLI can `#[command(flatten)]`.
+//!
+//! [`Args`]: clap::Args
+
+use hopless_kv::Policy;
+
+use crate::util::parse_memory;
+use crate::ServeOptions;
+
+/// `hopless serve [--port 6379] [--bind 127.0.0.1] [--threads N] [--maxmemory B]
+/// [--maxmemory-policy noeviction|allkeys-lru] [--requirepass P] [--protected-mode yes|no] ...`
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// TCP port (0: any free port).
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+    /// Addresses to listen on (several allowed: `--bind 127.0.0.1 ::1`).
+    #[arg(long, num_args = 1.., default_value = "127.0.0.1")]
+    pub bind: Vec<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Memory limit of the store, in bytes or with a unit (`100mb`, `1gb`); 0: none.
+    #[arg(long, default_value = "0", value_parser = memory)]
+    pub maxmemory: u64,
+    /// What a write does at the limit: `noeviction` (refuse it) or `allkeys-lru` (evict).
+    #[arg(long, default_value = "noeviction", value_parser = policy)]
+    pub maxmemory_policy: Policy,
+    /// Password clients must give with AUTH (or HELLO ... AUTH).
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// `yes`: refuse to listen on a non-loopback address without `--requirepass`.
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub protected_mode: bool,
+    /// Most clients connected at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub maxclients: usize,
+    /// Close clients idle this many seconds (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub timeout: u64,
+    /// Longest bulk string a client may send.
+    #[arg(long, default_value = "512mb", value_parser = memory)]
+    pub proto_max_bulk_len: u64,
+    /// A client whose unprocessed input grows past this is closed.
+    #[arg(long, default_value = "1gb", value_parser = memory)]
+    pub client_query_buffer_limit: u64,
+}
+
+fn memory(s: &str) -> Result<u64, String> {
+    parse_memory(s).ok_or_else(|| format!("not a byte count: {s:?} (e.g. 1048576, 100mb, 1gb)"))
+}
+
+fn policy(s: &str) -> Result<Policy, String> {
+    crate::cmd::parse_policy(s).ok_or_else(|| format!("{s:?}: expected noeviction or allkeys-lru"))
+}
+
+fn yes_no(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("{s:?}: expected yes or no")),
+    }
+}
+
+impl From<ServeArgs> for ServeOptions {
+    fn from(a: ServeArgs) -> Self {
+        ServeOptions {
+            bind: a.bind,
+            port: a.port,
+            threads: a.threads.unwrap_or_else(|| ServeOptions::default().threads),
+            maxmemory: a.maxmemory,
+            maxmemory_policy: a.maxmemory_policy,
+            requirepass: a.requirepass,
+            protected_mode: a.protected_mode,
+            maxclients: a.maxclients,
+            timeout: a.timeout,
+            proto_max_bulk_len: a.proto_max_bulk_len.min(usize::MAX as u64) as usize,
+            client_query_buffer_limit: a.client_query_buffer_limit.min(usize::MAX as u64) as usize,
+            ..ServeOptions::default()
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SETRANGE INCR
+//! DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX.
+
+use bytes::Bytes;
+use hopless_kv::{SetCond, SetOptions, Ttl};
+
+use super::{int_arg, wrong_args, CmdError, CmdResult, Ctx, SYNTAX};
+use crate::util::eq;
+
+pub fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    match c.shared.store.get(&a[1]) {
+        Some(v) => c.out.bulk(&v),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// The TTL options SET and GETEX share (Redis's `parseExtendedStringArgumentsOrReply`): which one was
+/// given and its argument, checked after all options parsed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TtlOpt {
+    None,
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+    Keep,
+    Persist,
+}
+
+/// Turns a TTL option and its argument into a store [`Ttl`], with Redis's errors: not an integer, or not
+/// positive (`invalid expire time in '<cmd>' command`, also for overflow: the store checks that).
+fn ttl_of(c: &Ctx<'_>, opt: TtlOpt, arg: Option<&Bytes>) -> Result<Ttl, CmdError> {
+    let n = match arg {
+        Some(b) => int_arg(b)?,
+        None => 0,
+    };
+    if !matches!(opt, TtlOpt::None | TtlOpt::Keep | TtlOpt::Persist) && n <= 0 {
+        return Err(CmdError::Msg(format!(
+            "ERR invalid expire time in '{}' command",
+            c.name
+        )));
+    }
+    let n = n as u64;
+    Ok(match opt {
+        TtlOpt::None => Ttl::None,
+        TtlOpt::Ex => Ttl::Ex(n),
+        TtlOpt::Px => Ttl::Px(n),
+        TtlOpt::ExAt => Ttl::ExAt(n),
+        TtlOpt::PxAt => Ttl::PxAt(n),
+        TtlOpt::Keep => Ttl::Keep,
+        TtlOpt::Persist => Ttl::Persist,
+    })
+}
+
+fn timed(o: &[u8]) -> Option<TtlOpt> {
+    [
+        ("ex", TtlOpt::Ex),
+        ("px", TtlOpt::Px),
+        ("exat", TtlOpt::ExAt),
+        ("pxat", TtlOpt::PxAt),
+    ]
+    .into_iter()
+    .find(|(w, _)| eq(o, w))
+    .map(|(_, t)| t)
+}
+
+pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let mut opts = SetOptions::default();
+    let (mut ttl, mut ttl_arg) = (TtlOpt::None, None);
+    let mut i = 3;
+    while i < a.len() {
+        let o = &a[i][..];
+        let next = a.get(i + 1);
+        if eq(o, "nx") && opts.cond != SetCond::IfPresent {
+            opts.cond = SetCond::IfAbsent;
+        } else if eq(o, "xx") && opts.cond != SetCond::IfAbsent {
+            opts.cond = SetCond::IfPresent;
+        } else if eq(o, "get") {
+            opts.get = true;
+        } else if eq(o, "keepttl") && matches!(ttl, TtlOpt::None | TtlOpt::Keep) {
+            ttl = TtlOpt::Keep;
+        } else if let (Some(t), Some(n)) = (timed(o), next) {
+            if !(ttl == TtlOpt::None || ttl == t) {
+                return Err(SYNTAX);
+            }
+            ttl = t;
+            ttl_arg = Some(n);
+            i += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        i += 1;
+    }
+    opts.ttl = ttl_of(c, ttl, ttl_arg)?;
+    let (wrote, old) = c.shared.store.set(&a[1], &a[2], opts)?;
+    if opts.get {
+        match old {
+            Some(v) => c.out.bulk(&v),
+            None => c.out.null(),
+        }
+    } else if wrote {
+        c.out.ok();
+    } else {
+        c.out.null();
+    }
+    Ok(())
+}
+
+pub fn setnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let opts = SetOptions {
+        cond: SetCond::IfAbsent,
+        ..Default::default()
+    };
+    let (wrote, _) = c.shared.store.set(&a[1], &a[2], opts)?;
+    c.out.int(wrote as i64);
+    Ok(())
+}
+
+fn set_with_ttl(c: &mut Ctx<'_>, a: &[Bytes], opt: TtlOpt) -> CmdResult {
+    let ttl = ttl_of(c, opt, Some(&a[2]))?;
+    c.shared.store.set(
+        &a[1],
+        &a[3],
+        SetOptions {
+            ttl,
+            ..Default::default()
+        },
+    )?;
+    c.out.ok();
+    Ok(())
+}
+
+pub fn setex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    set_with_ttl(c, a, TtlOpt::Ex)
+}
+
+pub fn psetex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    set_with_ttl(c, a, TtlOpt::Px)
+}
+
+pub fn getset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let opts = SetOptions {
+        get: true,
+        ..Default::default()
+    };
+    match c.shared.store.set(&a[1], &a[2], opts)?.1 {
+        Some(v) => c.out.bulk(&v),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+pub fn getdel(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    match c.shared.store.getdel(&a[1]) {
+        Some(v) => c.out.bulk(&v),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+pub fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (mut ttl, mut ttl_arg) = (TtlOpt::None, None);
+    let mut i = 2;
+    while i < a.len() {
+        let o = &a[i][..];
+        if eq(o, "persist") && matches!(ttl, TtlOpt::None | TtlOpt::Persist) {
+            ttl = TtlOpt::Persist;
+        } else if let (Some(t), Some(n)) = (timed(o), a.get(i + 1)) {
+            if !(ttl == TtlOpt::None || ttl == t) {
+                return Err(SYNTAX);
+            }
+            ttl = t;
+            ttl_arg = Some(n);
+            i += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        i += 1;
+    }
+    let ttl = ttl_of(c, ttl, ttl_arg)?;
+    match c.shared.store.getex(&a[1], ttl)? {
+        Some(v) => c.out.bulk(&v),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+pub fn append(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let n = c.shared.store.append(&a[1], &a[2])?;
+    c.out.int(n as i64);
+    Ok(())
+}
+
+pub fn strlen(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let n = c.shared.store.strlen(&a[1]);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+pub fn getrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (s, e) = (int_arg(&a[2])?, int_arg(&a[3])?);
+    let v = c.shared.store.getrange(&a[1], s, e);
+    c.out.bulk(&v);
+    Ok(())
+}
+
+pub fn setrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let off = int_arg(&a[2])?;
+    if off < 0 {
+        return Err(CmdError::Static("ERR offset is out of range"));
+    }
+    let n = c.shared.store.setrange(&a[1], off as usize, &a[3])?;
+    c.out.int(n as i64);
+    Ok(())
+}
+
+fn incr_by(c: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
+    let n = c.shared.store.incr_by(key, delta)?;
+    c.out.int(n);
+    Ok(())
+}
+
+pub fn incr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    incr_by(c, &a[1], 1)
+}
+
+pub fn decr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    incr_by(c, &a[1], -1)
+}
+
+pub fn incrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let d = int_arg(&a[2])?;
+    incr_by(c, &a[1], d)
+}
+
+pub fn decrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let d = int_arg(&a[2])?;
+    let d = d
+        .checked_neg()
+        .ok_or(CmdError::Static("ERR decrement would overflow"))?;
+    incr_by(c, &a[1], d)
+}
+
+pub fn incrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let bad = CmdError::Static("ERR value is not a valid float");
+    let s = core::str::from_utf8(&a[2]).map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
+    if s.is_empty() || s.starts_with(|ch: char| ch.is_whitespace()) {
+        return Err(bad);
+    }
+    let d: f64 = s
+        .parse()
+        .map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
+    if d.is_nan() {
+        return Err(bad);
+    }
+    let v = c.shared.store.incr_by_float(&a[1], d)?;
+    c.out.bulk(&v);
+    Ok(())
+}
+
+pub fn mget(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let keys: Vec<&[u8]> = a[1..].iter().map(|k| &k[..]).collect();
+    let vals = c.shared.store.mget(&keys);
+    c.out.array(vals.len());
+    for v in vals {
+        match v {
+            Some(v) => c.out.bulk(&v),
+            None => c.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// Key-value pairs of MSET and MSETNX.
+type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+fn pairs<'a>(c: &Ctx<'_>, a: &'a [Bytes]) -> Result<Pairs<'a>, CmdError> {
+    if a.len() % 2 == 0 {
+        return Err(wrong_args(c.name));
+    }
+    Ok(a[1..].chunks_exact(2).map(|p| (&p[0][..], &p[1][..])).collect())
+}
+
+pub fn mset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let p = pairs(c, a)?;
+    c.shared.store.mset(&p)?;
+    c.out.ok();
+    Ok(())
+}
+
+pub fn msetnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let p = pairs(c, a)?;
+    let wrote = c.shared.store.msetnx(&p)?;
+    c.out.int(wrote as i64);
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! Listeners and the server's life: [`Server::start`] (in-process, for tests and benchmarks),
+//! [`Server::shutdown`], and [`run`] (`hopless serve`: banner, logs, signals).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hopless_kv::{Config, Policy, Store};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::runtime::Runtime;
+use tracing::{info, warn};
+
+use crate::codec::DEFAULT_MAX_BULK_LEN;
+use crate::state::Shared;
+
+/// What `hopless serve` is told.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// Addresses to listen on (default `127.0.0.1`).
+    pub bind: Vec<String>,
+    /// Port; 0 picks a free one ([`Server::addr`] says which).
+    pub port: u16,
+    /// Worker threads.
+    pub threads: usize,
+    /// The store's memory limit in bytes (0: none) and what happens at it.
+    pub maxmemory: u64,
+    pub maxmemory_policy: Policy,
+    pub requirepass: Option<String>,
+    /// Refuse a non-loopback `bind` without `requirepass`.
+    pub protected_mode: bool,
+    pub maxclients: usize,
+    /// Idle seconds before a client is closed (0: never).
+    pub timeout: u64,
+    pub proto_max_bulk_len: usize,
+    /// A client whose unprocessed input grows past this is closed (Redis's `client-query-buffer-limit`).
+    pub client_query_buffer_limit: usize,
+    /// The store's configuration (shards, clock...); `maxmemory` and the policy above override its own.
+    pub store: Config,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            maxmemory: 0,
+            maxmemory_policy: Policy::NoEviction,
+            requirepass: None,
+            protected_mode: true,
+            maxclients: 10_000,
+            timeout: 0,
+            proto_max_bulk_len: DEFAULT_MAX_BULK_LEN,
+            client_query_buffer_limit: 1 << 30,
+            store: Config::default(),
+        }
+    }
+}
+
+/// A running server: its listeners and worker threads live until [`Server::shutdown`] (or SHUTDOWN from a
+/// client, after which [`Server::wait`] returns).
+pub struct Server {
+    addrs: Vec<SocketAddr>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+impl Server {
+    /// Binds every address (errors, such as a port in use or protected mode, come back here) and starts
+    /// serving on a runtime of `opts.threads` workers.
+    pub fn start(opts: ServeOptions) -> io::Result<Server> {
+        if opts.protected_mode && opts.requirepass.is_none() {
+            if let Some(h) = opts.bind.iter().find(|h| !is_loopback(h)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "protected mode: refusing to listen on {h} without a password; set --requirepass, \
+                         or --protected-mode no if this network is trusted"
+                    ),
+                ));
+            }
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.threads.max(1))
+            .thread_name("hopless-server")
+            .enable_all()
+            .build()?;
+        let listeners = rt.block_on(async {
+            let mut ls = Vec::new();
+            for host in &opts.bind {
+                let ip: IpAddr = if host == "localhost" {
+                    IpAddr::from([127, 0, 0, 1])
+                } else {
+                    host.parse().map_err(|_| {
+                        io::Error::new(io::ErrorKind::InvalidInput, format!("bad bind address {host:?}"))
+                    })?
+                };
+                ls.push(listen(SocketAddr::new(ip, opts.port))?);
+            }
+            io::Result::Ok(ls)
+        })?;
+        let addrs: Vec<SocketAddr> = listeners
+            .iter()
+            .map(|l| l.local_addr())
+            .collect::<io::Result<_>>()?;
+        let mut cfg = opts.store.clone();
+        cfg.maxmemory = opts.maxmemory;
+        cfg.policy = opts.maxmemory_policy;
+        let port = addrs.first().map_or(opts.port, |a| a.port());
+        let shared = Arc::new(Shared::new(&opts, Store::new(cfg), port));
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("hopless-server-main".into())
+            .spawn(move || serve(rt, listeners, sh))?;
+        Ok(Server {
+            addrs,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The first listener's address (with the port chosen, when asked for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The store the server serves (to preload it, or read its stats).
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// Closes the listeners and every connection, and waits for the workers.
+    pub fn shutdown(mut self) -> io::Result<()> {
+        self.shared.request_shutdown();
+        self.join()
+    }
+
+    /// Waits until the server stops (SHUTDOWN from a client, or a [`Server::shutdown`] elsewhere).
+    pub fn wait(mut self) -> io::Result<()> {
+        self.join()
+    }
+
+    /// A handle that can stop the server from another thread.
+    pub fn stopper(&self) -> impl Fn() + Send + Sync + 'static {
+        let s = self.shared.clone();
+        move || s.request_shutdown()
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        if let Some(t) = self.thread.take() {
+            t.join().map_err(|_| io::Error::other("server thread panicked"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.request_shutdown();
+        let _ = self.join();
+    }
+}
+
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    s.set_reuseaddr(true)?;
+    s.bind(addr)?;
+    // Redis's tcp-backlog.
+    s.listen(511)
+}
+
+fn serve(rt: Runtime, listeners: Vec<TcpListener>, shared: Arc<Shared>) {
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for l in listeners {
+            tasks.push(tokio::spawn(accept_loop(l, shared.clone())));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    // Connections saw the shutdown too; give them a moment to close, then drop what is left.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    info!("server stopped");
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((sock, peer)) => {
+                    tokio::spawn(crate::conn::serve(shared.clone(), sock, peer));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off rather than spin.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            _ = crate::state::stopped(&mut stop) => break,
+        }
+    }
+}
+
+/// `hopless serve`: starts the server, prints the banner, logs through `tracing` (RUST_LOG, default
+/// `info`), and runs until SIGINT, SIGTERM or SHUTDOWN.
+pub fn run(opts: ServeOptions) -> io::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    let threads = opts.threads;
+    let (maxmemory, policy) = (opts.maxmemory, opts.maxmemory_policy);
+    let protected = opts.protected_mode;
+    let server = Server::start(opts)?;
+    let addrs: Vec<String> = server.addrs().iter().map(|a| a.to_string()).collect();
+    println!(
+        "hopless-server {} (Redis {} protocol, RESP2/RESP3), allocator: hopless{}",
+        crate::VERSION,
+        crate::REDIS_VERSION,
+        if cfg!(feature = "stats") {
+            " (with stats)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "listening on {} (port {}), {} threads, maxmemory {} ({}), protected mode {}, pid {}",
+        addrs.join(" "),
+        server.addr().port(),
+        threads,
+        if maxmemory == 0 {
+            "none".to_string()
+        } else {
+            crate::util::human(maxmemory)
+        },
+        crate::cmd::policy_name(policy),
+        if protected { "yes" } else { "no" },
+        std::process::id()
+    );
+    println!(
+        "a cache: nothing is persisted (use Redis with AOF or RDB for data that must survive a restart)"
+    );
+    info!(addr = %addrs.join(" "), threads, "ready to accept connections");
+    let stop = server.stopper();
+    let mut done = server.shared.shutdown.subscribe();
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    signals.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),
+            _ = term.recv() => info!("SIGTERM: shutting down"),
+            _ = crate::state::stopped(&mut done) => info!("SHUTDOWN: shutting down"),
+        }
+        io::Result::Ok(())
+    })?;
+    stop();
+    server.wait()
+}

@@ -1,0 +1,157 @@
+//! What the integration tests share: a server started in-process on a free port, clients for it, and a
+//! raw socket for bytes no client library would send.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use hopless_server::codec::{Frame, FrameError};
+use hopless_server::{ServeOptions, Server};
+
+pub fn options() -> ServeOptions {
+    let mut o = ServeOptions {
+        port: 0,
+        threads: 2,
+        ..ServeOptions::default()
+    };
+    o.store.shards = 16;
+    o
+}
+
+pub fn start() -> Server {
+    Server::start(options()).expect("server starts")
+}
+
+pub fn start_with(f: impl FnOnce(&mut ServeOptions)) -> Server {
+    let mut o = options();
+    f(&mut o);
+    Server::start(o).expect("server starts")
+}
+
+pub fn client(addr: SocketAddr) -> redis::Connection {
+    let c = redis::Client::open(format!("redis://{addr}/")).expect("client");
+    c.get_connection().expect("connection")
+}
+
+/// A raw connection: write bytes, read replies as frames.
+pub struct Raw {
+    pub sock: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    pub fn connect(addr: SocketAddr) -> Raw {
+        let sock = TcpStream::connect(addr).expect("connect");
+        sock.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        Raw {
+            sock,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, b: &[u8]) -> &mut Self {
+        self.sock.write_all(b).expect("write");
+        self
+    }
+
+    /// Sends a command as a multibulk request.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> &mut Self {
+        let mut b = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            b.extend_from_slice(a);
+            b.extend_from_slice(b"\r\n");
+        }
+        self.send(&b)
+    }
+
+    /// The next reply; None when the server closed the connection first.
+    pub fn try_read(&mut self) -> Option<Frame> {
+        loop {
+            match Frame::check(&self.buf) {
+                Ok(n) => {
+                    let (f, m) = Frame::parse(&self.buf).expect("parse after check");
+                    assert_eq!(n, m);
+                    self.buf.drain(..n);
+                    return Some(f);
+                }
+                Err(FrameError::Incomplete) => {}
+                Err(e) => panic!("bad reply: {e}"),
+            }
+            let mut tmp = [0u8; 65536];
+            match self.sock.read(&mut tmp) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+            }
+        }
+    }
+
+    pub fn read(&mut self) -> Frame {
+        self.try_read().expect("a reply before the connection closed")
+    }
+
+    /// Whether the server closed the connection (reading until EOF, skipping any replies).
+    pub fn closed(&mut self) -> bool {
+        while self.try_read().is_some() {}
+        true
+    }
+
+    pub fn encoded(&mut self) -> Vec<u8> {
+        let f = self.read();
+        let mut out = Vec::new();
+        f.encode(&mut out);
+        out
+    }
+}
+
+pub fn bulk(s: &str) -> Frame {
+    Frame::Bulk(bytes::Bytes::copy_from_slice(s.as_bytes()))
+}
+
+pub fn err(s: &str) -> Frame {
+    Frame::Error(s.to_string())
+}
+
+pub fn simple(s: &str) -> Frame {
+    Frame::Simple(s.to_string())
+}
+
+/// Whether a program is on the PATH.
+pub fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program} >/dev/null"))
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A free loopback port (bound and released: another process could take it, but rarely does).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Checks another client still works and the data is intact: `k{i}` = `v{i}` for i < n.
+pub fn check_intact(addr: SocketAddr, n: usize) {
+    let mut c = client(addr);
+    let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+    let vals: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query(&mut c).unwrap();
+    for (i, v) in vals.into_iter().enumerate() {
+        assert_eq!(v.as_deref(), Some(format!("v{i}").as_str()), "k{i} lost");
+    }
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+pub fn fill(addr: SocketAddr, n: usize) {
+    let mut c = client(addr);
+    let mut p = redis::pipe();
+    for i in 0..n {
+        p.cmd("SET").arg(format!("k{i}")).arg(format!("v{i}")).ignore();
+    }
+    p.query::<()>(&mut c).unwrap();
+}

@@ -1,0 +1,82 @@
+//! Load: a pipeline of 10 000 commands, 200 concurrent clients, and redis-benchmark (when installed).
+
+mod common;
+
+use std::process::Command;
+
+use redis::Commands;
+
+#[test]
+fn a_pipeline_of_ten_thousand_commands() {
+    let server = common::start();
+    let mut c = common::client(server.addr());
+    let mut p = redis::pipe();
+    for i in 0..5_000 {
+        p.set(format!("p{i}"), i).get(format!("p{i}"));
+    }
+    let replies: Vec<redis::Value> = p.query(&mut c).unwrap();
+    assert_eq!(replies.len(), 10_000);
+    for (i, pair) in replies.chunks(2).enumerate() {
+        assert_eq!(pair[0], redis::Value::Okay);
+        assert_eq!(pair[1], redis::Value::BulkString(i.to_string().into_bytes()));
+    }
+}
+
+#[test]
+fn two_hundred_concurrent_clients() {
+    let server = common::start();
+    let addr = server.addr();
+    let threads: Vec<_> = (0..200)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = common::client(addr);
+                for i in 0..50 {
+                    let _: i64 = c.incr("shared", 1).unwrap();
+                    let _: () = c.set(format!("c{t}:{i}"), i).unwrap();
+                }
+                for i in 0..50 {
+                    assert_eq!(c.get::<_, i64>(format!("c{t}:{i}")).unwrap(), i);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = common::client(addr);
+    assert_eq!(c.get::<_, i64>("shared").unwrap(), 200 * 50);
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 200 * 50 + 1);
+}
+
+#[test]
+fn redis_benchmark_completes_without_errors() {
+    if !common::have("redis-benchmark") {
+        eprintln!("redis-benchmark not installed: skipping");
+        return;
+    }
+    let server = common::start();
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &server.addr().port().to_string()])
+        .args(["-t", "set,get,incr,mset", "-P", "16", "-q", "-n", "20000"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    for t in ["SET", "GET", "INCR", "MSET"] {
+        // Progress lines end in '\r'; the final one per test is "<TEST>: <n> requests per second, ...".
+        let done = text
+            .split(['\r', '\n'])
+            .any(|l| l.trim().starts_with(t) && l.contains("requests per second"));
+        assert!(done, "{t}: {text}");
+    }
+    assert!(
+        !text.contains("ERR") && !text.to_lowercase().contains("error"),
+        "{text}"
+    );
+    let mut c = common::client(server.addr());
+    assert!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap() > 0);
+}
