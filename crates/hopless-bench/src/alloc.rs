@@ -1,11 +1,14 @@
 //! `hopless bench alloc`: the allocator micro-workloads (`workloads`) on every peer, side by side: picks
 //! the workloads and peers, measures them in alternating rounds under a progress bar, prints the table and
-//! writes the JSON.
+//! writes the JSON. With `--c-abi`, the same kind of workloads through the C ABI of each allocator's shared
+//! library, one preloaded child process per run (`cabi`).
 
+mod cabi;
 mod workloads;
 
 use std::time::Instant;
 
+pub use cabi::{CAbiResult, C_WORKLOADS};
 pub use workloads::{measure, Config, WORKLOADS};
 
 use crate::common::{progress, Common};
@@ -22,11 +25,28 @@ pub struct Options {
     pub with_call: bool,
     /// Only these allocators (all four if `None`).
     pub peers: Option<Vec<String>>,
+    /// The C-ABI view instead: `malloc`/`free` of each shared library, one `LD_PRELOAD` child per run.
+    pub c_abi: bool,
+    /// C-ABI view: runs per workload and allocator (default 3 quick, 5 full; else `--rounds` if given).
+    pub runs: Option<usize>,
+    /// Internal: the C-ABI child side, `LIB:WORKLOAD:SCALE`.
+    pub child: Option<String>,
 }
 
 /// Runs the bench, prints its table (and writes `--json`, without the hopless-call rows); returns every
-/// result.
+/// result. With `c_abi`, runs the C-ABI view instead (its table and JSON; returns no Rust-view result);
+/// with `child`, is that view's child process.
 pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
+    if let Some(spec) = &o.child {
+        cabi::child(spec)?;
+        return Ok(Vec::new());
+    }
+    if o.c_abi {
+        let default = if o.common.quick { 3 } else { 5 };
+        let runs = o.runs.or(o.common.rounds).unwrap_or(default).max(1);
+        cabi::run(o.common.quick, runs, o.common.json.as_deref())?;
+        return Ok(Vec::new());
+    }
     let mut cfg = if o.common.quick {
         Config::quick()
     } else {

@@ -1,12 +1,13 @@
 //! `hopless bench kv`: the seed's workload on the store (`workload`), one configuration at a time, each
-//! in a fresh child process (so RSS and its growth belong to that configuration alone), in alternating
-//! rounds; then the median of each configuration's rounds as a table, a chart, the eviction comparison
-//! (`eviction`) and the JSON.
+//! in a fresh child process (so RSS and its growth belong to that configuration alone), `--runs` times,
+//! the configurations alternating; then each configuration's median with its [min–max] as a table, a
+//! chart, the eviction comparison (`eviction`) and the JSON (the medians and every run).
 //!
 //! The child is this same executable, run as `hopless bench kv --child STORE:ALLOCATOR --threads T --keys K
-//! --ops N`: it runs [`child`] and prints its [`RunResult`] as one line of JSON.
+//! --ops N --hash-seed S`: it runs [`child`] and prints its [`RunResult`] as one line of JSON.
 
 mod eviction;
+mod purge;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -15,12 +16,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 pub use eviction::eviction_hit_ratios;
-pub use workload::{run_target, Params, RunResult, Target, TARGETS};
+pub use workload::{run_target, Params, RunResult, Target, DEFAULT_HASH_SEED, TARGETS};
 
 use crate::common::{progress, Common};
 use crate::report;
 
-/// What `hopless bench kv` was asked for.
+/// What `hopless bench kv` was asked for. `common.rounds` is the number of runs (`--runs`).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub common: Common,
@@ -32,6 +33,44 @@ pub struct Options {
     pub ops: Option<usize>,
     /// Skip the eviction hit-ratio comparison.
     pub no_eviction: bool,
+    /// The store's hash seed (default: fixed, [`DEFAULT_HASH_SEED`]).
+    pub hash_seed: HashSeed,
+}
+
+/// The store's hash seed for a benchmark: fixed (the default, so that the hot Zipf keys land on the same
+/// shards in every run) or random per store. Parses from a number (decimal or 0x hex) or "random".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashSeed(pub Option<u64>);
+
+impl Default for HashSeed {
+    fn default() -> Self {
+        HashSeed(Some(DEFAULT_HASH_SEED))
+    }
+}
+
+impl std::str::FromStr for HashSeed {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "random" {
+            return Ok(HashSeed(None));
+        }
+        let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => s.parse(),
+        };
+        n.map(|n| HashSeed(Some(n)))
+            .map_err(|_| format!("hash seed {s:?}: a number (decimal or 0x hex) or \"random\""))
+    }
+}
+
+impl std::fmt::Display for HashSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n:#x}"),
+            None => f.write_str("random"),
+        }
+    }
 }
 
 impl Options {
@@ -52,19 +91,38 @@ impl Options {
             p.ops = o.max(threads);
             p.warmup_ops = (p.ops / 5).max(threads);
         }
+        p.hash_seed = self.hash_seed.0;
         p
     }
 }
 
-/// One row of `hopless bench kv --json`: a configuration and the medians of its rounds.
+/// One row of `hopless bench kv --json`: a configuration, each figure's median over its runs, and every
+/// run.
 #[derive(Clone, Debug, Serialize)]
 pub struct KvResult {
     /// Always "kv".
     pub workload: &'static str,
     #[serde(flatten)]
     pub target: Target,
+    /// The store's hash seed (`null`: random per store).
+    pub hash_seed: Option<u64>,
+    /// Each figure's median over `runs`.
     #[serde(flatten)]
     pub run: RunResult,
+    /// Every run, in the order they ran.
+    pub runs: Vec<RunResult>,
+}
+
+impl KvResult {
+    /// The smallest and largest value of a figure over the runs.
+    pub fn range(&self, f: fn(&RunResult) -> f64) -> (f64, f64) {
+        self.runs
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            })
+    }
 }
 
 /// The child side: runs the configuration `spec` (`store:allocator`) in this process and prints its result
@@ -76,19 +134,20 @@ pub fn child(spec: &str, o: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the bench: every configuration once per round in a child process, the order rotating each round;
-/// prints the table, draws the chart, runs the eviction comparison (unless `no_eviction`), writes
-/// `--json`. Returns one result per configuration, in table order.
+/// Runs the bench: every configuration `--runs` times, each run in a child process, the configurations
+/// alternating (the order rotating each pass); prints the table, draws the chart, runs the eviction
+/// comparison (unless `no_eviction`), writes `--json`. Returns one result per configuration, in table
+/// order.
 pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
     let p = o.params();
-    let rounds = o.common.rounds_or(if o.common.quick { 3 } else { 5 });
+    let runs = o.common.rounds_or(if o.common.quick { 3 } else { 5 });
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let bar = progress(rounds * TARGETS.len(), "bench kv");
+    let bar = progress(runs * TARGETS.len(), "bench kv");
     let t0 = Instant::now();
     let mut samples: Vec<Vec<RunResult>> = vec![Vec::new(); TARGETS.len()];
-    for round in 0..rounds {
+    for pass in 0..runs {
         for k in 0..TARGETS.len() {
-            let i = (k + round) % TARGETS.len();
+            let i = (k + pass) % TARGETS.len();
             bar.set_message(TARGETS[i].spec());
             samples[i].push(run_child(&exe, TARGETS[i], &p)?);
             bar.inc(1);
@@ -101,15 +160,19 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
         .map(|(&target, rs)| KvResult {
             workload: "kv",
             target,
+            hash_seed: p.hash_seed,
             run: median(rs),
+            runs: rs.clone(),
         })
         .collect();
     println!(
-        "hopless bench kv: {} threads, {} keys, Zipf s=0.99, 60% SET / 40% GET, values 32..=512 B, {} measured ops; \
-         median of {rounds} rounds (one fresh process per run, configurations alternating), {:.0} s\n",
+        "hopless bench kv: {} threads, {} keys, Zipf s=0.99, 60% SET / 40% GET, values 32..=512 B, {} measured ops, \
+         hash seed {}; median [min–max] of {runs} runs per configuration (one fresh process per run, \
+         configurations alternating), {:.0} s\n",
         p.threads,
         p.keys,
         p.ops,
+        HashSeed(p.hash_seed),
         t0.elapsed().as_secs_f64()
     );
     print!("{}", report::kv_table(&results));
@@ -138,6 +201,7 @@ fn run_child(exe: &Path, t: Target, p: &Params) -> Result<RunResult, String> {
         .args(["bench", "kv", "--child", &t.spec()])
         .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
         .args(["--ops", &p.ops.to_string()])
+        .args(["--hash-seed", &HashSeed(p.hash_seed).to_string()])
         .output()
         .map_err(|e| format!("running {}: {e}", t.spec()))?;
     if !out.status.success() {
@@ -151,7 +215,7 @@ fn run_child(exe: &Path, t: Target, p: &Params) -> Result<RunResult, String> {
     serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))
 }
 
-/// Each figure's median over the rounds.
+/// Each figure's median over the runs.
 fn median(rs: &[RunResult]) -> RunResult {
     let by = |f: fn(&RunResult) -> f64| report::median(&rs.iter().map(f).collect::<Vec<_>>());
     RunResult {
@@ -162,6 +226,7 @@ fn median(rs: &[RunResult]) -> RunResult {
         p999_ns: by(|r| r.p999_ns),
         peak_rss_bytes: by(|r| r.peak_rss_bytes as f64) as u64,
         bytes_per_key: by(|r| r.bytes_per_key),
+        bytes_per_key_purged: by(|r| r.bytes_per_key_purged),
     }
 }
 
@@ -179,14 +244,24 @@ fn chart(results: &[KvResult]) {
             };
             (
                 label.to_string(),
-                vec![r.run.ops_per_sec, r.run.p99_ns, r.run.bytes_per_key.max(0.0)],
+                vec![
+                    r.run.ops_per_sec,
+                    r.run.p99_ns,
+                    r.run.bytes_per_key.max(0.0),
+                    r.run.bytes_per_key_purged.max(0.0),
+                ],
             )
         })
         .collect();
     match crate::chart::bars(
         &png,
         "hopless bench kv: hopless-kv on each allocator, and dashmap on hopless",
-        &["ops/s", "p99 latency (ns)", "bytes per key"],
+        &[
+            "ops/s",
+            "p99 latency (ns)",
+            "bytes per key",
+            "bytes per key after purge",
+        ],
         &bars,
     ) {
         Ok(()) => println!("chart: {}", png.display()),
@@ -198,25 +273,58 @@ fn chart(results: &[KvResult]) {
 mod tests {
     use super::*;
 
+    fn one(x: f64) -> RunResult {
+        RunResult {
+            ops_per_sec: x,
+            mean_ns: 2.0,
+            p50_ns: 3.0,
+            p99_ns: 4.0,
+            p999_ns: 5.0,
+            peak_rss_bytes: 6,
+            bytes_per_key: 7.0,
+            bytes_per_key_purged: 8.0,
+        }
+    }
+
     #[test]
-    fn json_row_keeps_its_flat_shape() {
+    fn json_row_keeps_its_flat_shape_and_every_run() {
         let r = KvResult {
             workload: "kv",
             target: TARGETS[0],
-            run: RunResult {
-                ops_per_sec: 1.0,
-                mean_ns: 2.0,
-                p50_ns: 3.0,
-                p99_ns: 4.0,
-                p999_ns: 5.0,
-                peak_rss_bytes: 6,
-                bytes_per_key: 7.0,
-            },
+            hash_seed: Some(DEFAULT_HASH_SEED),
+            run: one(1.0),
+            runs: vec![one(1.0)],
         };
+        let fig = r#""mean_ns":2.0,"p50_ns":3.0,"p99_ns":4.0,"p999_ns":5.0,"peak_rss_bytes":6,"bytes_per_key":7.0,"bytes_per_key_purged":8.0"#;
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            r#"{"workload":"kv","store":"hopless-kv","allocator":"system","ops_per_sec":1.0,"mean_ns":2.0,"p50_ns":3.0,"p99_ns":4.0,"p999_ns":5.0,"peak_rss_bytes":6,"bytes_per_key":7.0}"#
+            format!(
+                r#"{{"workload":"kv","store":"hopless-kv","allocator":"system","hash_seed":24301,"ops_per_sec":1.0,{fig},"runs":[{{"ops_per_sec":1.0,{fig}}}]}}"#
+            )
         );
+    }
+
+    #[test]
+    fn range_spans_the_runs() {
+        let r = KvResult {
+            workload: "kv",
+            target: TARGETS[0],
+            hash_seed: None,
+            run: one(2.0),
+            runs: vec![one(2.0), one(1.0), one(3.0)],
+        };
+        assert_eq!(r.range(|x| x.ops_per_sec), (1.0, 3.0));
+    }
+
+    #[test]
+    fn hash_seed_parses_and_prints_back() {
+        for s in ["0x5eed", "24301", "random"] {
+            let h: HashSeed = s.parse().unwrap();
+            assert_eq!(h.to_string().parse::<HashSeed>().unwrap(), h);
+        }
+        assert_eq!("24301".parse::<HashSeed>().unwrap(), HashSeed::default());
+        assert_eq!("random".parse::<HashSeed>().unwrap(), HashSeed(None));
+        assert!("x".parse::<HashSeed>().is_err());
     }
 
     #[test]
@@ -229,6 +337,7 @@ mod tests {
             p999_ns: x,
             peak_rss_bytes: x as u64,
             bytes_per_key: x,
+            bytes_per_key_purged: x,
         };
         let m = median(&[r(1.0), r(3.0), r(2.0)]);
         assert_eq!((m.ops_per_sec, m.mean_ns, m.peak_rss_bytes), (2.0, 8.0, 2));

@@ -17,12 +17,14 @@
 //! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
 //! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them, table and JSON |
 //! | `alloc/workloads.rs` | the allocator micro-workloads and their alternating rounds |
+//! | `alloc/cabi.rs` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run |
 //! | [`kv`] | `hopless bench kv`: one child process per configuration and round, medians, table, chart |
 //! | `kv/workload.rs` | the seed's store workload in one process (the child side) |
 //! | `kv/eviction.rs` | sampled LRU against exact LRU, on one trace |
 //! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds, report, chart and JSON |
 //! | `fastpath/cell.rs` | one cell: a thread-cache strategy on one scenario, size and thread count |
 //! | `fastpath/cachegrind.rs` | the single-thread cells under cachegrind, misses per op |
+//! | [`server`] | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes |
 //! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline table |
 //! | [`report`] | medians, tables and JSON |
 //! | [`chart`] | PNG bar charts |
@@ -35,6 +37,7 @@ pub mod headline;
 pub mod kv;
 pub mod peers;
 pub mod report;
+pub mod server;
 pub mod via;
 
 #[cfg(test)]

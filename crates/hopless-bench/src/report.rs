@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::kv::KvResult;
+use crate::kv::{KvResult, RunResult};
 use crate::peers::Peer;
 
 /// The median of a set of samples (the mean of the middle two for an even count).
@@ -91,7 +91,19 @@ pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
     out
 }
 
-/// The kv table: every configuration's figures, with OPS and p99 ratios to glibc and to mimalloc.
+/// `median [min–max]` of one figure over a configuration's runs, scaled by `scale`, `prec` decimals.
+fn spread(r: &KvResult, f: fn(&RunResult) -> f64, scale: f64, prec: usize) -> String {
+    let (lo, hi) = r.range(f);
+    format!(
+        "{:.prec$} [{:.prec$}–{:.prec$}]",
+        f(&r.run) / scale,
+        lo / scale,
+        hi / scale
+    )
+}
+
+/// The kv table: every configuration's median with its [min–max] over the runs (OPS, p99, bytes per key
+/// at once and after the purge), with the medians' OPS and p99 ratios to glibc and to mimalloc.
 pub fn kv_table(results: &[KvResult]) -> String {
     let base = |alloc: &str| {
         results
@@ -102,18 +114,17 @@ pub fn kv_table(results: &[KvResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>10} {:>9} {:>12} {:>10}",
+        "{:<22} {:>23} {:>19} {:>8} {:>8} {:>20} {:>20} {:>9} {:>8} {:>9}",
         "store / allocator",
-        "ops/s",
-        "mean ns",
-        "p50 ns",
-        "p99 ns",
+        "Mops/s [min–max]",
+        "p99 ns [min–max]",
         "p99.9 ns",
         "peak MiB",
-        "B/key",
+        "B/key [min–max]",
+        "purged [min–max]",
         "ops/glibc",
-        "ops/mimalloc",
-        "p99/mimal."
+        "ops/mi",
+        "p99/mi"
     );
     for r in results {
         let ratio = |b: Option<&KvResult>, f: fn(&KvResult) -> f64| {
@@ -121,54 +132,75 @@ pub fn kv_table(results: &[KvResult]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<22} {:>11.0} {:>8.0} {:>8.0} {:>8.0} {:>9.0} {:>9.1} {:>10.1} {:>9} {:>12} {:>10}",
+            "{:<22} {:>23} {:>19} {:>8.0} {:>8.1} {:>20} {:>20} {:>9} {:>8} {:>9}",
             format!("{} / {}", r.target.store, r.target.allocator),
-            r.run.ops_per_sec,
-            r.run.mean_ns,
-            r.run.p50_ns,
-            r.run.p99_ns,
+            spread(r, |x| x.ops_per_sec, 1e6, 3),
+            spread(r, |x| x.p99_ns, 1.0, 0),
             r.run.p999_ns,
             r.run.peak_rss_bytes as f64 / (1 << 20) as f64,
-            r.run.bytes_per_key,
+            spread(r, |x| x.bytes_per_key, 1.0, 1),
+            spread(r, |x| x.bytes_per_key_purged, 1.0, 1),
             ratio(glibc, |x| x.run.ops_per_sec),
             ratio(mi, |x| x.run.ops_per_sec),
             ratio(mi, |x| x.run.p99_ns),
         );
     }
     out.push_str(
-        "(B/key: RSS growth while filling every key once, minus the raw key and value bytes, per key)\n",
+        "(median [min–max] over the runs; ratios are of the medians. B/key: RSS growth while filling every key \
+         once, minus the raw key and value bytes, per key, read at once; purged: read again after asking the \
+         allocator to give back what it can: glibc malloc_trim(0), jemalloc arena.<all>.purge, mimalloc \
+         mi_collect(true), hopless Hopless::trim(). p99.9 and peak: medians; every run's figures are in the JSON)\n",
     );
     out
 }
 
-/// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios.
-pub fn headline(kv: &[KvResult], alloc: &[AllocResult]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "== headline: hopless-kv under the seed's workload, by allocator =="
-    );
+/// How the store and the alloc bench reach hopless: inlined, as the store's calls are.
+pub const HOPLESS_INLINED_NOTE: &str =
+    "the store's calls into hopless are inlined (hopless's Allocator impl \
+     is #[inline], built with fat LTO), while its calls into glibc, jemalloc and mimalloc are calls into C; \
+     `bench alloc`'s hopless-call peer is hopless behind never-inlined calls, for comparison";
+
+/// One allocator's row of the headline (and of `target/hopless-report/headline.json`).
+#[derive(Serialize, Clone, Debug)]
+pub struct HeadlineRow {
+    pub allocator: &'static str,
+    /// "inlined" (hopless) or "call" (the C allocators, and hopless-call).
+    pub calls: &'static str,
+    /// The store's medians on this allocator (`None` for hopless-call: the store runs on hopless inlined).
+    pub kv_ops_per_sec: Option<f64>,
+    pub kv_p99_ns: Option<f64>,
+    pub kv_peak_rss_bytes: Option<u64>,
+    pub kv_bytes_per_key: Option<f64>,
+    pub kv_bytes_per_key_purged: Option<f64>,
+    pub kv_ops_vs_glibc: Option<f64>,
+    pub kv_ops_vs_mimalloc: Option<f64>,
+    /// Geometric mean over the `bench alloc` workloads of ns/op relative to mimalloc.
+    pub alloc_geomean_vs_mimalloc: Option<f64>,
+    /// `bench alloc` ns/op per workload.
+    pub alloc_ns_per_op: BTreeMap<String, f64>,
+}
+
+/// The headline rows: every allocator, then hopless-call, with the store's medians and the alloc bench.
+pub fn headline_rows(kv: &[KvResult], alloc: &[AllocResult]) -> Vec<HeadlineRow> {
     let find = |a: &str| {
         kv.iter()
             .find(|r| r.target.store == "hopless-kv" && r.target.allocator == a)
             .map(|r| &r.run)
     };
     let (glibc, mi) = (find("system"), find("mimalloc"));
-    let _ = writeln!(
-        out,
-        "{:<10} {:>12} {:>10} {:>10} {:>10} {:>12} {:>14} {:>16}",
-        "allocator",
-        "ops/s",
-        "p99 ns",
-        "peak MiB",
-        "B/key",
-        "ops vs glibc",
-        "ops vs mimalloc",
-        "alloc geo vs mi"
-    );
-    for p in Peer::ALL {
-        let Some(r) = find(p.name()) else { continue };
-        let geo = {
+    Peer::ALL
+        .into_iter()
+        .chain([Peer::HoplessCall])
+        .filter_map(|p| {
+            let r = find(p.name());
+            let alloc_ns_per_op: BTreeMap<String, f64> = alloc
+                .iter()
+                .filter(|a| a.allocator == p.name())
+                .map(|a| (a.workload.clone(), a.ns_per_op))
+                .collect();
+            if r.is_none() && alloc_ns_per_op.is_empty() {
+                return None;
+            }
             let ratios: Vec<f64> = alloc
                 .iter()
                 .filter(|a| a.allocator == p.name())
@@ -179,27 +211,70 @@ pub fn headline(kv: &[KvResult], alloc: &[AllocResult]) -> String {
                         .map(|m| a.ns_per_op / m.ns_per_op)
                 })
                 .collect();
-            if ratios.is_empty() {
-                f64::NAN
-            } else {
-                (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp()
-            }
-        };
+            let geo = (!ratios.is_empty())
+                .then(|| (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp());
+            Some(HeadlineRow {
+                allocator: p.name(),
+                calls: if p == Peer::Hopless { "inlined" } else { "call" },
+                kv_ops_per_sec: r.map(|r| r.ops_per_sec),
+                kv_p99_ns: r.map(|r| r.p99_ns),
+                kv_peak_rss_bytes: r.map(|r| r.peak_rss_bytes),
+                kv_bytes_per_key: r.map(|r| r.bytes_per_key),
+                kv_bytes_per_key_purged: r.map(|r| r.bytes_per_key_purged),
+                kv_ops_vs_glibc: r.zip(glibc).map(|(r, g)| r.ops_per_sec / g.ops_per_sec),
+                kv_ops_vs_mimalloc: r.zip(mi).map(|(r, m)| r.ops_per_sec / m.ops_per_sec),
+                alloc_geomean_vs_mimalloc: geo,
+                alloc_ns_per_op,
+            })
+        })
+        .collect()
+}
+
+/// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios; hopless
+/// inlined and hopless-call side by side.
+pub fn headline(rows: &[HeadlineRow], kv_runs: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "== headline: hopless-kv under the seed's workload, by allocator (medians of {kv_runs} runs) =="
+    );
+    let _ = writeln!(
+        out,
+        "{:<13} {:>8} {:>11} {:>8} {:>9} {:>7} {:>8} {:>9} {:>8} {:>16}",
+        "allocator",
+        "calls",
+        "ops/s",
+        "p99 ns",
+        "peak MiB",
+        "B/key",
+        "purged",
+        "ops/glibc",
+        "ops/mi",
+        "alloc geo vs mi"
+    );
+    let f = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
+    let x = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
+    for r in rows {
         let _ = writeln!(
             out,
-            "{:<10} {:>12.0} {:>10.0} {:>10.1} {:>10.1} {:>12} {:>14} {:>15.2}x",
-            p.name(),
-            r.ops_per_sec,
-            r.p99_ns,
-            r.peak_rss_bytes as f64 / (1 << 20) as f64,
-            r.bytes_per_key,
-            glibc.map_or("-".into(), |g| format!("{:.2}x", r.ops_per_sec / g.ops_per_sec)),
-            mi.map_or("-".into(), |m| format!("{:.2}x", r.ops_per_sec / m.ops_per_sec)),
-            geo
+            "{:<13} {:>8} {:>11} {:>8} {:>9} {:>7} {:>8} {:>9} {:>8} {:>16}",
+            r.allocator,
+            r.calls,
+            f(r.kv_ops_per_sec, 0),
+            f(r.kv_p99_ns, 0),
+            f(r.kv_peak_rss_bytes.map(|b| b as f64 / (1 << 20) as f64), 1),
+            f(r.kv_bytes_per_key, 1),
+            f(r.kv_bytes_per_key_purged, 1),
+            x(r.kv_ops_vs_glibc),
+            x(r.kv_ops_vs_mimalloc),
+            x(r.alloc_geomean_vs_mimalloc),
         );
     }
-    out.push_str(
-        "(alloc geo vs mi: geometric mean of `bench alloc` times relative to mimalloc; lower is better)\n",
+    let _ = writeln!(
+        out,
+        "(alloc geo vs mi: geometric mean of `bench alloc` times relative to mimalloc; lower is better. \
+         B/key at once after the fill, purged after asking the allocator to give memory back. calls: \
+         {HOPLESS_INLINED_NOTE}; the store was not run behind calls, so hopless-call has no kv figures)"
     );
     out
 }

@@ -50,6 +50,16 @@ pub struct AllocArgs {
     /// Only these allocators (comma-separated: system, jemalloc, mimalloc, hopless).
     #[arg(long, value_delimiter = ',')]
     peers: Option<Vec<String>>,
+    /// The C-ABI view: malloc/free of libhopless.so, jemalloc, tcmalloc, mimalloc and glibc, each in its
+    /// own LD_PRELOAD child process per run, with cross-thread workloads.
+    #[arg(long, conflicts_with_all = ["workloads", "with_call", "peers"])]
+    c_abi: bool,
+    /// With --c-abi: runs per workload and allocator (default 3 with --quick, 5 without).
+    #[arg(long, requires = "c_abi")]
+    runs: Option<usize>,
+    /// Internal: run one C-ABI workload (LIB:WORKLOAD:SCALE) in this process and print its result as JSON.
+    #[arg(long, hide = true)]
+    child: Option<String>,
 }
 
 impl From<AllocArgs> for alloc::Options {
@@ -59,6 +69,9 @@ impl From<AllocArgs> for alloc::Options {
             workloads: a.workloads,
             with_call: a.with_call,
             peers: a.peers,
+            c_abi: a.c_abi,
+            runs: a.runs,
+            child: a.child,
         }
     }
 }
@@ -67,8 +80,9 @@ impl From<AllocArgs> for alloc::Options {
 #[derive(Args)]
 #[command(
     mut_arg("quick", |a| a.help("Fewer ops and rounds: finishes in under 2 minutes on a 2-core machine")),
-    mut_arg("rounds", |a| a.help(
-        "Rounds (each configuration runs once per round, in a fresh process; default 3 quick, 5 full)"
+    mut_arg("rounds", |a| a.long("runs").alias("rounds").value_name("N").help(
+        "Runs of each configuration, each in a fresh process, configurations alternating; the table shows \
+         the median [min–max] (default 3 quick, 5 full; --rounds is an alias)"
     )),
 )]
 pub struct KvArgs {
@@ -86,6 +100,9 @@ pub struct KvArgs {
     /// Skip the eviction hit-ratio comparison.
     #[arg(long)]
     no_eviction: bool,
+    /// The store's hash seed: a number (decimal or 0x hex) or "random" (a new one per store).
+    #[arg(long, default_value_t)]
+    hash_seed: kv::HashSeed,
     /// Internal: run one configuration in this process and print its result as JSON.
     #[arg(long, hide = true)]
     pub child: Option<String>,
@@ -99,6 +116,7 @@ impl From<KvArgs> for kv::Options {
             keys: a.keys,
             ops: a.ops,
             no_eviction: a.no_eviction,
+            hash_seed: a.hash_seed,
         }
     }
 }

@@ -10,13 +10,16 @@
 //! |---|---|
 //! | `main.rs` | the command tree and the dispatch |
 //! | [`args`] | the `bench` subcommands' arguments (`--quick`, `--rounds`, `--json` shared by all) |
+//! | [`server_args`] | `bench server`'s arguments |
 
 mod args;
+mod server_args;
 
 use clap::{Parser, Subcommand};
-use hopless_bench::{alloc, fastpath, headline, kv};
+use hopless_bench::{alloc, fastpath, headline, kv, server};
 
 use crate::args::{AllocArgs, FastpathArgs, KvArgs};
+use crate::server_args::ServerArgs;
 
 #[global_allocator]
 static GLOBAL: hopless::Hopless = hopless::Hopless;
@@ -52,6 +55,9 @@ enum Bench {
     Kv(KvArgs),
     /// The SLUB fast-path experiment: array vs intrusive vs cached-next thread caches.
     Fastpath(FastpathArgs),
+    /// `hopless serve` against redis-server (when installed), each a child process, under a pipelined
+    /// load: ops/s, p50/p99/p99.9 latency, RSS, bytes per key.
+    Server(ServerArgs),
 }
 
 /// `hopless stats`: a short warm-up workload, then the allocator's statistics table.
@@ -73,6 +79,7 @@ fn main() {
             Some(spec) => fastpath::child(spec),
             None => fastpath::run(&args.into()).map(drop),
         },
+        Some(Command::Bench(Bench::Server(args))) => server::run(&args.into()).map(drop),
         Some(Command::Stats) => stats(),
         Some(Command::Serve(args)) => {
             hopless_server::run(hopless_server::ServeOptions::from(args)).map_err(|e| e.to_string())
@@ -131,6 +138,7 @@ mod tests {
             "bench alloc --workloads pair-16,lifo-100",
             "bench kv --quick --threads 2 --keys 1000 --ops 5000 --no-eviction",
             "bench fastpath --quick --no-cachegrind",
+            "bench server --quick --runs 1 --connections 4 --pipeline 1,16 --keys 1000 --ops 5000",
             // The children kv and fastpath run.
             "bench kv --child hopless-kv:hopless --threads 2 --keys 1000 --ops 5000",
             "bench fastpath --child array:cold:64:0.5",

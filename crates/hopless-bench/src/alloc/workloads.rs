@@ -84,7 +84,7 @@ struct Run<'a> {
 
 /// The fixed random sequence of `random-churn`: (slot, size) pairs.
 pub struct ChurnPlan {
-    steps: Vec<(u32, u32)>,
+    pub(super) steps: Vec<(u32, u32)>,
 }
 
 pub const CHURN_LIVE: usize = 10_000;

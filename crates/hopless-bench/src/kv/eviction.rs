@@ -21,6 +21,7 @@ pub fn eviction_hit_ratios(keys: usize, ops: usize, maxmemory: u64) -> (f64, f64
         policy: Policy::SampledLru,
         active_expiry: false,
         shards: 16,
+        hash_seed: Some(super::workload::DEFAULT_HASH_SEED),
         ..Config::default()
     });
     let val = [b'v'; 100];

@@ -3,7 +3,9 @@
 //! Workload: T threads over a keyspace of K keys ("key:" and 11 digits, 16 bytes), keys drawn from a Zipf
 //! distribution with s = 0.99 (ranks scattered over the keyspace by a fixed permutation), 60% SET / 40% GET,
 //! value lengths uniform in 32..=512. The store is first filled with every key once (then RSS growth minus
-//! the raw key and value bytes, per key, is the store's overhead per key), then warmed up, then measured.
+//! the raw key and value bytes, per key, is the store's overhead per key: read at once, and again after
+//! asking the allocator to give back what it can, `purge`), then warmed up, then measured. The store's
+//! hash seed is fixed (`Params::hash_seed`), so the hot keys land on the same shards in every run.
 //! All random choices are drawn before the clock starts. Each op's latency is the difference of two
 //! `Instant::now()` reads (clock_gettime(CLOCK_MONOTONIC) through the vDSO, ~20 ns, included in every
 //! configuration alike) recorded into an HDR histogram (3 significant digits) per thread.
@@ -18,6 +20,7 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use super::purge;
 use crate::via::Via;
 
 /// One configuration: a store design on an allocator.
@@ -68,7 +71,12 @@ pub struct Params {
     /// Measured ops, all threads together.
     pub ops: usize,
     pub warmup_ops: usize,
+    /// The store's hash seed (`None`: random per store).
+    pub hash_seed: Option<u64>,
 }
+
+/// The hash seed the benchmarks use unless told otherwise.
+pub const DEFAULT_HASH_SEED: u64 = 0x5eed;
 
 impl Params {
     pub fn quick(threads: usize) -> Self {
@@ -77,6 +85,7 @@ impl Params {
             keys: 1_000_000,
             ops: 2_000_000,
             warmup_ops: 400_000,
+            hash_seed: Some(DEFAULT_HASH_SEED),
         }
     }
     pub fn full(threads: usize) -> Self {
@@ -85,6 +94,7 @@ impl Params {
             keys: 1_000_000,
             ops: 8_000_000,
             warmup_ops: 1_000_000,
+            hash_seed: Some(DEFAULT_HASH_SEED),
         }
     }
 }
@@ -98,7 +108,10 @@ pub struct RunResult {
     pub p99_ns: f64,
     pub p999_ns: f64,
     pub peak_rss_bytes: u64,
+    /// RSS growth over the fill minus the raw bytes, per key, read right after the fill.
     pub bytes_per_key: f64,
+    /// The same, read after the allocator was asked to give back what it can (`purge`).
+    pub bytes_per_key_purged: f64,
 }
 
 /// What a store must do for the workload.
@@ -183,8 +196,9 @@ fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
         .collect()
 }
 
-/// Runs the workload on one store in this process (the child side).
-pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
+/// Runs the workload on one store in this process (the child side); `purge` asks the store's allocator to
+/// give back what it can.
+pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, purge: fn(), p: &Params) -> RunResult {
     let warm = plans(p, p.warmup_ops, 1);
     let measured = plans(p, p.ops, 1000);
     let vbuf: Vec<u8> = (0..512u32).map(|i| b'a' + (i % 26) as u8).collect();
@@ -212,7 +226,10 @@ pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
     if std::env::var_os("HOPLESS_KV_DEBUG").is_some() {
         eprintln!("base {base} filled {filled} raw {raw}\n{}", hopless::stats());
     }
-    let bytes_per_key = (filled as f64 - base as f64 - raw as f64) / p.keys as f64;
+    purge();
+    let (purged, _) = rss();
+    let per_key = |rss: u64| (rss as f64 - base as f64 - raw as f64) / p.keys as f64;
+    let (bytes_per_key, bytes_per_key_purged) = (per_key(filled), per_key(purged));
 
     let run = |plans: &[Plan], record: bool| -> (f64, Histogram<u64>) {
         let barrier = Barrier::new(p.threads + 1);
@@ -265,6 +282,7 @@ pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
         p999_ns: hist.value_at_quantile(0.999) as f64,
         peak_rss_bytes: peak,
         bytes_per_key,
+        bytes_per_key_purged,
     }
 }
 
@@ -272,16 +290,30 @@ pub fn run_on<S: KvTarget>(make: impl FnOnce() -> S, p: &Params) -> RunResult {
 pub fn run_target(t: Target, p: &Params) -> RunResult {
     let cfg = Config {
         active_expiry: true,
+        hash_seed: p.hash_seed,
         ..Config::default()
     };
     match (t.store, t.allocator) {
-        ("hopless-kv", "system") => run_on(|| Store::with_allocator(cfg, Via(std::alloc::System)), p),
-        ("hopless-kv", "jemalloc") => {
-            run_on(|| Store::with_allocator(cfg, Via(tikv_jemallocator::Jemalloc)), p)
+        ("hopless-kv", "system") => run_on(
+            || Store::with_allocator(cfg, Via(std::alloc::System)),
+            purge::system,
+            p,
+        ),
+        ("hopless-kv", "jemalloc") => run_on(
+            || Store::with_allocator(cfg, Via(tikv_jemallocator::Jemalloc)),
+            purge::jemalloc,
+            p,
+        ),
+        ("hopless-kv", "mimalloc") => run_on(
+            || Store::with_allocator(cfg, Via(crate::via::Mimalloc)),
+            purge::mimalloc,
+            p,
+        ),
+        ("hopless-kv", "hopless") => {
+            run_on(|| Store::with_allocator(cfg, hopless::Hopless), purge::hopless, p)
         }
-        ("hopless-kv", "mimalloc") => run_on(|| Store::with_allocator(cfg, Via(crate::via::Mimalloc)), p),
-        ("hopless-kv", "hopless") => run_on(|| Store::with_allocator(cfg, hopless::Hopless), p),
-        ("dashmap", "hopless") => run_on(dashmap::DashMap::<Box<[u8]>, Vec<u8>>::new, p),
+        // dashmap allocates through the global allocator: hopless in the `hopless` binary and in tests.
+        ("dashmap", "hopless") => run_on(dashmap::DashMap::<Box<[u8]>, Vec<u8>>::new, purge::hopless, p),
         _ => panic!("unknown target {t:?}"),
     }
 }
@@ -297,6 +329,7 @@ mod tests {
             keys: 2000,
             ops: 4000,
             warmup_ops: 400,
+            hash_seed: Some(DEFAULT_HASH_SEED),
         };
         for t in TARGETS {
             assert_eq!(Target::parse(&t.spec()), Some(t));

@@ -1,0 +1,366 @@
+//! `hopless bench server`: `hopless serve` against `redis-server` over the Redis protocol, with a built-in
+//! pipelined load generator (`load`): the seed's mix (Zipf 0.99 keys, 60% SET / 40% GET, values
+//! 32..=512 B) over C connections at pipeline depths 1 and 16.
+//!
+//! Each run starts a fresh server child process on a free loopback port (`target`): this executable as
+//! `hopless serve --port P --threads <cores>`, or `redis-server --port P --save "" --appendonly no`
+//! (Redis's default threading) when it is installed. The run reads the child's VmRSS, preloads every key
+//! once (untimed), reads VmRSS again, runs the measured load, reads VmRSS and VmHWM, and stops the server
+//! (SHUTDOWN NOSAVE, kill after 5 s). Runs alternate between the servers (the order rotating each pass);
+//! the table gives each figure's median [min–max] over `--runs`, the JSON every run.
+//!
+//! Bytes per key = (VmRSS after the preload − VmRSS before it) / keys: everything the server holds per key,
+//! the 16-byte key and its value (272 B on average) included.
+
+mod load;
+mod target;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use load::{preload, run as run_load, Load, Measured};
+pub use target::{proc_rss, redis_version, Kind, Running};
+
+use crate::common::progress;
+use crate::report;
+
+/// What `hopless bench server` was asked for; `None`: the quick or full default.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Fewer keys, ops and runs: well under a minute on 2 cores.
+    pub quick: bool,
+    /// Runs per server and pipeline depth (default 3 quick, 5 full).
+    pub runs: Option<usize>,
+    /// Write every run as JSON here.
+    pub json: Option<PathBuf>,
+    /// Client connections (default 8).
+    pub connections: Option<usize>,
+    /// Pipeline depths (default 1 and 16).
+    pub pipelines: Option<Vec<usize>>,
+    /// Keyspace size (default 50k quick, 1M full).
+    pub keys: Option<usize>,
+    /// Measured requests per run, all connections together (default 50k quick, 1M full).
+    pub ops: Option<usize>,
+    /// hopless's worker threads (default: all cores).
+    pub threads: Option<usize>,
+    /// Leave Redis out even when it is installed.
+    pub no_redis: bool,
+}
+
+/// The resolved parameters.
+#[derive(Clone, Debug, Serialize)]
+pub struct Params {
+    pub connections: usize,
+    pub pipelines: Vec<usize>,
+    pub keys: usize,
+    pub ops: usize,
+    pub runs: usize,
+    pub threads: usize,
+}
+
+impl Options {
+    pub fn params(&self) -> Params {
+        let q = self.quick;
+        let mut pipelines = self.pipelines.clone().unwrap_or_else(|| vec![1, 16]);
+        pipelines.iter_mut().for_each(|p| *p = (*p).max(1));
+        pipelines.dedup();
+        Params {
+            connections: self.connections.unwrap_or(8).max(1),
+            pipelines,
+            keys: self.keys.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
+            ops: self.ops.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
+            runs: self.runs.unwrap_or(if q { 3 } else { 5 }).max(1),
+            threads: self
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+                .max(1),
+        }
+    }
+}
+
+/// One run: a fresh server, preloaded, then the measured load.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub ops_per_sec: f64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub p999_ns: f64,
+    /// The server's VmRSS when it first answered PING.
+    pub rss_start_bytes: u64,
+    /// VmRSS after the preload.
+    pub rss_preloaded_bytes: u64,
+    /// VmRSS after the measured load.
+    pub rss_after_bytes: u64,
+    /// VmHWM (peak VmRSS) after the measured load.
+    pub hwm_after_bytes: u64,
+    /// (rss_preloaded − rss_start) / keys.
+    pub bytes_per_key: f64,
+}
+
+/// One row of the table and the JSON: a server at one pipeline depth, each figure's median, every run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerResult {
+    pub workload: &'static str,
+    pub server: Kind,
+    pub pipeline: usize,
+    pub connections: usize,
+    pub keys: usize,
+    /// Each figure's median over `runs` (byte counts rounded).
+    pub median: RunResult,
+    pub runs: Vec<RunResult>,
+}
+
+impl ServerResult {
+    fn range(&self, f: fn(&RunResult) -> f64) -> (f64, f64) {
+        self.runs
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            })
+    }
+}
+
+/// One run of `kind` at `pipeline`.
+pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
+    let server = Running::start(kind, p.threads)?;
+    let (rss_start, _) = server.rss();
+    preload(server.addr, p.keys, p.connections)?;
+    let (rss_preloaded, _) = server.rss();
+    let m = run_load(
+        server.addr,
+        &Load {
+            connections: p.connections,
+            pipeline,
+            keys: p.keys,
+            ops: p.ops,
+            seed,
+        },
+    )?;
+    let (rss_after, hwm_after) = server.rss();
+    server.stop()?;
+    Ok(RunResult {
+        ops: m.ops,
+        elapsed_s: m.elapsed.as_secs_f64(),
+        ops_per_sec: m.ops_per_sec(),
+        p50_ns: m.latency.value_at_quantile(0.50) as f64,
+        p99_ns: m.latency.value_at_quantile(0.99) as f64,
+        p999_ns: m.latency.value_at_quantile(0.999) as f64,
+        rss_start_bytes: rss_start,
+        rss_preloaded_bytes: rss_preloaded,
+        rss_after_bytes: rss_after,
+        hwm_after_bytes: hwm_after,
+        bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / p.keys as f64,
+    })
+}
+
+fn median(rs: &[RunResult]) -> RunResult {
+    let by = |f: fn(&RunResult) -> f64| report::median(&rs.iter().map(f).collect::<Vec<_>>());
+    RunResult {
+        ops: by(|r| r.ops as f64) as u64,
+        elapsed_s: by(|r| r.elapsed_s),
+        ops_per_sec: by(|r| r.ops_per_sec),
+        p50_ns: by(|r| r.p50_ns),
+        p99_ns: by(|r| r.p99_ns),
+        p999_ns: by(|r| r.p999_ns),
+        rss_start_bytes: by(|r| r.rss_start_bytes as f64) as u64,
+        rss_preloaded_bytes: by(|r| r.rss_preloaded_bytes as f64) as u64,
+        rss_after_bytes: by(|r| r.rss_after_bytes as f64) as u64,
+        hwm_after_bytes: by(|r| r.hwm_after_bytes as f64) as u64,
+        bytes_per_key: by(|r| r.bytes_per_key),
+    }
+}
+
+/// Runs the bench: for each pass, each pipeline depth, each server (order rotating per pass), one fresh
+/// server process; then the table, the ratios, the equivalent `redis-benchmark` commands and `--json`.
+pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
+    let p = o.params();
+    let redis = if o.no_redis { None } else { redis_version() };
+    let mut kinds = vec![Kind::Hopless];
+    if redis.is_some() {
+        kinds.push(Kind::Redis);
+    }
+    let configs: Vec<(Kind, usize)> = p
+        .pipelines
+        .iter()
+        .flat_map(|&pl| kinds.iter().map(move |&k| (k, pl)))
+        .collect();
+    let bar = progress(p.runs * configs.len(), "bench server");
+    let t0 = Instant::now();
+    let mut samples: Vec<Vec<RunResult>> = vec![Vec::new(); configs.len()];
+    for pass in 0..p.runs {
+        for (j, _) in p.pipelines.iter().enumerate() {
+            for k in 0..kinds.len() {
+                let i = j * kinds.len() + (k + pass) % kinds.len();
+                let (kind, pipeline) = configs[i];
+                bar.set_message(format!("{} -P {pipeline}", kind.name()));
+                let r = run_one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
+                    bar.abandon();
+                    format!("{} pipeline {pipeline}: {e}", kind.name())
+                })?;
+                samples[i].push(r);
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let results: Vec<ServerResult> = configs
+        .iter()
+        .zip(samples)
+        .map(|(&(server, pipeline), runs)| ServerResult {
+            workload: "server",
+            server,
+            pipeline,
+            connections: p.connections,
+            keys: p.keys,
+            median: median(&runs),
+            runs,
+        })
+        .collect();
+    println!(
+        "hopless bench server: {} connections, {} keys (preloaded, untimed), Zipf s=0.99, 60% SET / 40% GET, \
+         values 32..=512 B, {} requests per run; hopless serve --threads {}, {}; median [min–max] of {} runs \
+         (a fresh server process each, servers alternating), {:.0} s",
+        p.connections,
+        p.keys,
+        p.ops,
+        p.threads,
+        match &redis {
+            Some(v) => format!("{v} (--save \"\" --appendonly no, default threads)"),
+            None if o.no_redis => "Redis left out (--no-redis)".to_string(),
+            None => "redis-server not found: hopless only".to_string(),
+        },
+        p.runs,
+        t0.elapsed().as_secs_f64()
+    );
+    println!(
+        "latency: per request, from writing its batch to reading its reply; bytes/key: (VmRSS after preload - \
+         VmRSS at start) / keys, key and value (~288 B raw) included\n"
+    );
+    print!("{}", table(&results));
+    for &pl in &p.pipelines {
+        let find = |k: Kind| results.iter().find(|r| r.server == k && r.pipeline == pl);
+        if let (Some(h), Some(r)) = (find(Kind::Hopless), find(Kind::Redis)) {
+            println!(
+                "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, p99 {:.2}x, bytes/key {:.2}x",
+                h.median.ops_per_sec / r.median.ops_per_sec,
+                h.median.p99_ns / r.median.p99_ns,
+                h.median.bytes_per_key / r.median.bytes_per_key
+            );
+        }
+    }
+    println!(
+        "\nroughly equivalent redis-benchmark runs (uniform keys, fixed 272 B values, SET and GET separately):"
+    );
+    for &pl in &p.pipelines {
+        println!(
+            "  redis-benchmark -h 127.0.0.1 -p PORT -t set,get -P {pl} -c {} -n {} -r {} -d 272 -q",
+            p.connections, p.ops, p.keys
+        );
+    }
+    if let Some(path) = &o.json {
+        report::write_json(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(results)
+}
+
+fn table(results: &[ServerResult]) -> String {
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    let cell = |r: &ServerResult, f: fn(&RunResult) -> f64, fmt: &dyn Fn(f64) -> String| {
+        let (lo, hi) = r.range(f);
+        format!("{} [{}–{}]", fmt(f(&r.median)), fmt(lo), fmt(hi))
+    };
+    let ops = |x: f64| {
+        if x >= 1e6 {
+            format!("{:.2}M", x / 1e6)
+        } else {
+            format!("{:.0}k", x / 1e3)
+        }
+    };
+    let us = |ns: f64| {
+        if ns >= 100_000.0 {
+            format!("{:.0}", ns / 1e3)
+        } else {
+            format!("{:.1}", ns / 1e3)
+        }
+    };
+    let int = |x: f64| format!("{x:.0}");
+    let mut s = format!(
+        "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:>8} {:>8}  {}\n",
+        "server", "-P", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "RSS MiB", "HWM MiB", "bytes/key"
+    );
+    for r in results {
+        s += &format!(
+            "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:>8.1} {:>8.1}  {}\n",
+            r.server.name(),
+            r.pipeline,
+            cell(r, |x| x.ops_per_sec, &ops),
+            cell(r, |x| x.p50_ns, &us),
+            cell(r, |x| x.p99_ns, &us),
+            cell(r, |x| x.p999_ns, &us),
+            mib(r.median.rss_after_bytes as f64),
+            mib(r.median.hwm_after_bytes as f64),
+            cell(r, |x| x.bytes_per_key, &int),
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The load generator against an in-process server: every request answered, latencies recorded, the
+    /// preload visible. No timing asserts.
+    #[test]
+    fn the_load_runs_against_an_in_process_server() {
+        let server = hopless_server::Server::start(hopless_server::ServeOptions {
+            port: 0,
+            threads: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        preload(server.addr(), 500, 3).unwrap();
+        assert_eq!(server.store().dbsize(), 500);
+        for pipeline in [1, 16] {
+            let m = run_load(
+                server.addr(),
+                &Load {
+                    connections: 3,
+                    pipeline,
+                    keys: 500,
+                    ops: 3_000,
+                    seed: 1,
+                },
+            )
+            .unwrap();
+            let per = 3_000 / 3 / pipeline * pipeline;
+            assert_eq!(m.ops, 3 * per as u64);
+            assert_eq!(m.latency.len(), m.ops);
+            assert!(m.ops_per_sec() > 0.0);
+        }
+        server.shutdown().unwrap();
+    }
+
+    #[test]
+    fn params_default_to_the_quick_or_full_sizes() {
+        let q = Options {
+            quick: true,
+            ..Default::default()
+        }
+        .params();
+        assert_eq!((q.keys, q.ops, q.runs, q.connections), (50_000, 50_000, 3, 8));
+        assert_eq!(q.pipelines, vec![1, 16]);
+        let f = Options {
+            pipelines: Some(vec![0, 4]),
+            ..Default::default()
+        }
+        .params();
+        assert_eq!((f.keys, f.runs, f.pipelines), (1_000_000, 5, vec![1, 4]));
+    }
+}

@@ -1,0 +1,301 @@
+//! The load generator: blocking TCP clients, one thread per connection, each sending batches of
+//! `pipeline` commands and reading the batch's replies before sending the next (a closed loop, as
+//! `redis-benchmark -P`).
+//!
+//! Workload (the seed's mix): keys "key:" and 11 digits (16 bytes), drawn from a Zipf distribution with
+//! s = 0.99 over `keys` (ranks scattered over the keyspace by a fixed permutation, as `bench kv`), 60% SET
+//! with a value of 32..=512 bytes (uniform), 40% GET. Every random choice is drawn before the clock starts.
+//!
+//! Latency, per request: from just before the `write` of its batch to the return of the `read` that
+//! completed its reply (one `Instant::now()` per read, shared by every reply that read completed). With
+//! pipeline 1 that is the round trip; with pipeline P a request's latency includes the replies queued
+//! before it in its batch, as `redis-benchmark -P` counts it. Recorded in ns into an HDR histogram
+//! (3 significant digits) per connection, merged.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use hopless_server::codec::{Frame, FrameError};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+
+/// What one measured load run does.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    pub connections: usize,
+    pub pipeline: usize,
+    pub keys: usize,
+    /// Requests, all connections together.
+    pub ops: usize,
+    pub seed: u64,
+}
+
+/// What a load run measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Requests answered (`ops` rounded down to whole batches per connection).
+    pub ops: u64,
+    pub elapsed: Duration,
+    /// Per-request latency, ns.
+    pub latency: Histogram<u64>,
+}
+
+impl Measured {
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// A value buffer: the first `len` bytes are a SET's value.
+fn value_bytes() -> Vec<u8> {
+    (0..512u32).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// Key `i`: "key:" and 11 digits.
+pub fn key_of(i: u32) -> [u8; 16] {
+    let mut out = *b"key:000000000000";
+    let mut n = i as u64;
+    for d in (4..16).rev() {
+        out[d] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out
+}
+
+/// Appends `SET key value` (len > 0) or `GET key` (len 0) as a RESP array.
+fn encode(out: &mut Vec<u8>, key: u32, len: u16, value: &[u8]) {
+    let k = key_of(key);
+    if len == 0 {
+        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$16\r\n");
+        out.extend_from_slice(&k);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$16\r\n");
+        out.extend_from_slice(&k);
+        out.extend_from_slice(b"\r\n$");
+        out.extend_from_slice(len.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&value[..len as usize]);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The value length of every key at preload: uniform 32..=512, from a fixed seed.
+pub fn preload_lens(keys: usize) -> Vec<u16> {
+    let mut rng = SmallRng::seed_from_u64(7);
+    (0..keys).map(|_| rng.gen_range(32..=512u16)).collect()
+}
+
+/// One connection's replies, read as they come.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+    chunk: Box<[u8]>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Result<Conn, String> {
+        let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        Ok(Conn {
+            stream,
+            buf: Vec::with_capacity(1 << 16),
+            pos: 0,
+            chunk: vec![0u8; 1 << 16].into_boxed_slice(),
+        })
+    }
+
+    /// Sends `out` and reads `n` replies; `each(at)` is called for every reply with the time of the read
+    /// that completed it. An error reply is an error.
+    fn round(&mut self, out: &[u8], n: usize, mut each: impl FnMut(Instant)) -> Result<(), String> {
+        self.stream.write_all(out).map_err(|e| format!("write: {e}"))?;
+        let mut got = 0;
+        let mut at = Instant::now();
+        while got < n {
+            match Frame::check(&self.buf[self.pos..]) {
+                Ok(len) => {
+                    if self.buf[self.pos] == b'-' {
+                        let line = String::from_utf8_lossy(&self.buf[self.pos..self.pos + len]);
+                        return Err(format!("server replied {}", line.trim_end()));
+                    }
+                    self.pos += len;
+                    got += 1;
+                    each(at);
+                }
+                Err(FrameError::Incomplete) => {
+                    self.buf.drain(..self.pos);
+                    self.pos = 0;
+                    let r = self
+                        .stream
+                        .read(&mut self.chunk)
+                        .map_err(|e| format!("read: {e}"))?;
+                    at = Instant::now();
+                    if r == 0 {
+                        return Err("the server closed the connection".into());
+                    }
+                    self.buf.extend_from_slice(&self.chunk[..r]);
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sets every key once (value lengths from [`preload_lens`]), split over `connections`, 256 commands per
+/// batch. Untimed.
+pub fn preload(addr: SocketAddr, keys: usize, connections: usize) -> Result<(), String> {
+    let lens = preload_lens(keys);
+    let value = value_bytes();
+    let per = keys.div_ceil(connections.max(1));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..connections.max(1))
+            .map(|c| {
+                let (lens, value) = (&lens, &value);
+                s.spawn(move || -> Result<(), String> {
+                    let mut conn = Conn::open(addr)?;
+                    let range = (c * per).min(keys)..((c + 1) * per).min(keys);
+                    let mut out = Vec::new();
+                    for batch in range.collect::<Vec<_>>().chunks(256) {
+                        out.clear();
+                        for &i in batch {
+                            encode(&mut out, i as u32, lens[i], value);
+                        }
+                        conn.round(&out, batch.len(), |_| {})?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("preload thread panicked".into())))
+    })
+}
+
+/// One connection's pre-drawn requests: key index, value length (0 = GET).
+fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
+    let zipf = Zipf::new(l.keys as u64, 0.99).expect("valid zipf");
+    let mut rng = SmallRng::seed_from_u64(l.seed.wrapping_mul(1000) + conn as u64);
+    let n = l.ops / l.connections / l.pipeline * l.pipeline;
+    (0..n)
+        .map(|_| {
+            let rank = zipf.sample(&mut rng) as u64 - 1;
+            // Scatter ranks over the keyspace so hot keys do not share a shard.
+            let k = (rank.wrapping_mul(0x9E37_79B9) % l.keys as u64) as u32;
+            let len = if rng.gen_ratio(6, 10) {
+                rng.gen_range(32..=512u16)
+            } else {
+                0
+            };
+            (k, len)
+        })
+        .collect()
+}
+
+/// Runs the measured load: every connection opens and draws its requests, then all start together; the
+/// elapsed time runs from the start to the last connection's last reply.
+pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
+    let l = Load {
+        connections: l.connections.max(1),
+        pipeline: l.pipeline.max(1),
+        keys: l.keys.max(1),
+        ..*l
+    };
+    let value = value_bytes();
+    let start = Barrier::new(l.connections + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..l.connections)
+            .map(|c| {
+                let (value, start, l) = (&value, &start, &l);
+                s.spawn(move || -> Result<(Histogram<u64>, u64, Instant), String> {
+                    let conn = Conn::open(addr);
+                    let plan = plan(l, c);
+                    let mut hist =
+                        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+                    let mut out = Vec::with_capacity(l.pipeline * 600);
+                    start.wait();
+                    let mut conn = conn?;
+                    for batch in plan.chunks(l.pipeline) {
+                        out.clear();
+                        for &(k, len) in batch {
+                            encode(&mut out, k, len, value);
+                        }
+                        let sent = Instant::now();
+                        conn.round(&out, batch.len(), |at| {
+                            hist.saturating_record((at - sent).as_nanos().max(1) as u64);
+                        })?;
+                    }
+                    Ok((hist, plan.len() as u64, Instant::now()))
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
+        let mut ops = 0;
+        let mut end = t0;
+        for h in handles {
+            let (hist, n, done) = h.join().unwrap_or_else(|_| Err("load thread panicked".into()))?;
+            latency.add(&hist).map_err(|e| e.to_string())?;
+            ops += n;
+            end = end.max(done);
+        }
+        Ok(Measured {
+            ops,
+            elapsed: end - t0,
+            latency,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_sixteen_bytes_and_distinct() {
+        assert_eq!(&key_of(0), b"key:000000000000");
+        assert_eq!(&key_of(123), b"key:000000000123");
+        assert_ne!(key_of(1), key_of(10));
+    }
+
+    #[test]
+    fn commands_encode_as_resp_arrays() {
+        let v = value_bytes();
+        let mut out = Vec::new();
+        encode(&mut out, 5, 0, &v);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000005\r\n");
+        out.clear();
+        encode(&mut out, 5, 3, &v);
+        assert_eq!(
+            out,
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000005\r\n$3\r\nabc\r\n"
+        );
+    }
+
+    #[test]
+    fn the_plan_is_the_seed_mix() {
+        let l = Load {
+            connections: 2,
+            pipeline: 16,
+            keys: 1000,
+            ops: 20_000,
+            seed: 1,
+        };
+        let p = plan(&l, 0);
+        assert_eq!(p.len(), 10_000 / 16 * 16);
+        let sets = p.iter().filter(|&&(_, len)| len > 0).count();
+        assert!((5_500..6_500).contains(&(sets * 10_000 / p.len())), "{sets}");
+        assert!(p
+            .iter()
+            .all(|&(k, len)| (k as usize) < 1000 && (len == 0 || (32..=512).contains(&len))));
+    }
+}

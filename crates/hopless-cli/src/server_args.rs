@@ -1,0 +1,85 @@
+//! `hopless bench server`'s arguments, and the hopless-bench options they become.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hopless_bench::server;
+
+/// `hopless bench server [--quick] [--runs N] [--json PATH] [--connections C] [--pipeline P,...] [--keys K]
+/// [--ops N]`.
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Fewer keys, requests and runs: finishes in well under a minute on 2 cores.
+    #[arg(long)]
+    quick: bool,
+    /// Runs per server and pipeline depth, each on a fresh server process (default: 3 with --quick, 5
+    /// without).
+    #[arg(long, alias = "rounds")]
+    runs: Option<usize>,
+    /// Write every run as JSON to this path.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Client connections, one thread each (default 8).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// Pipeline depths, comma-separated (default: 1,16).
+    #[arg(long, value_delimiter = ',')]
+    pipeline: Option<Vec<usize>>,
+    /// Keys, preloaded before the measured requests (default: 50k with --quick, 1M without).
+    #[arg(long)]
+    keys: Option<usize>,
+    /// Measured requests per run, all connections together (default: 50k with --quick, 1M without).
+    #[arg(long)]
+    ops: Option<usize>,
+    /// `hopless serve --threads` (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Benchmark hopless alone even when redis-server is installed.
+    #[arg(long)]
+    no_redis: bool,
+}
+
+impl From<ServerArgs> for server::Options {
+    fn from(a: ServerArgs) -> Self {
+        server::Options {
+            quick: a.quick,
+            runs: a.runs,
+            json: a.json,
+            connections: a.connections,
+            pipelines: a.pipeline,
+            keys: a.keys,
+            ops: a.ops,
+            threads: a.threads,
+            no_redis: a.no_redis,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ServerArgs,
+    }
+
+    #[test]
+    fn the_documented_flags_parse() {
+        let a = Cli::try_parse_from(
+            "x --quick --runs 2 --json o.json --connections 4 --pipeline 1,16 --keys 1000 --ops 5000"
+                .split_whitespace(),
+        )
+        .unwrap()
+        .args;
+        let o = server::Options::from(a);
+        assert!(o.quick);
+        assert_eq!(o.runs, Some(2));
+        assert_eq!(o.pipelines, Some(vec![1, 16]));
+        assert_eq!((o.connections, o.keys, o.ops), (Some(4), Some(1000), Some(5000)));
+        assert_eq!(o.json.as_deref(), Some(std::path::Path::new("o.json")));
+    }
+}
