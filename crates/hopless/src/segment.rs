@@ -398,7 +398,8 @@ impl Slab {
             }
             (*s).carved.store(carved as u32, Ordering::Relaxed);
             (*s).free -= got as u32;
-            debug_assert!(Slab::check(s));
+            // Not under Miri: the same tests check it natively, and Miri runs them ten times over.
+            debug_assert!(cfg!(miri) || Slab::check(s));
             got
         }
     }
@@ -468,7 +469,8 @@ impl Slab {
             }
             (*s).hint = 0;
             (*s).free -= got as u32;
-            debug_assert!(Slab::check(s));
+            // Not under Miri: the same tests check it natively, and Miri runs them ten times over.
+            debug_assert!(cfg!(miri) || Slab::check(s));
             got
         }
     }
@@ -512,7 +514,8 @@ impl Slab {
                 (*s).hint = w as u32;
             }
             (*s).free += 1;
-            debug_assert!(Slab::check(s));
+            // Not under Miri: the same tests check it natively, and Miri runs them ten times over.
+            debug_assert!(cfg!(miri) || Slab::check(s));
             Ok(())
         }
     }
