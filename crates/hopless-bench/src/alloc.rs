@@ -52,7 +52,7 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
     } else {
         Config::full()
     };
-    cfg.rounds = o.common.rounds_or(cfg.rounds);
+    cfg.rounds = o.runs.or(o.common.rounds).unwrap_or(cfg.rounds).max(1);
     let names = selected_workloads(o.workloads.as_deref())?;
     let peers = selected_peers(o.peers.as_deref(), o.with_call)?;
     let bar = progress(cfg.rounds * names.len() * peers.len(), "bench alloc");

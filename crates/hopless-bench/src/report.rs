@@ -23,12 +23,16 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
-/// One row of `hopless bench alloc --json`.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+/// One row of `hopless bench alloc --json`: the median over the rounds, their min and max, and every
+/// round's figure in the order they ran.
+#[derive(Serialize, Clone, Debug, PartialEq, Default)]
 pub struct AllocResult {
     pub workload: String,
     pub allocator: String,
     pub ns_per_op: f64,
+    pub min_ns_per_op: f64,
+    pub max_ns_per_op: f64,
+    pub rounds: Vec<f64>,
 }
 
 #[derive(Serialize)]
@@ -59,35 +63,43 @@ pub fn alloc_table(results: &[AllocResult], workloads: &[&str]) -> String {
     .into_iter()
     .filter(|p| results.iter().any(|r| r.allocator == p.name()))
     .collect();
-    let mut by: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut by: BTreeMap<(&str, &str), &AllocResult> = BTreeMap::new();
     for r in results {
-        by.insert((r.workload.as_str(), r.allocator.as_str()), r.ns_per_op);
+        by.insert((r.workload.as_str(), r.allocator.as_str()), r);
     }
     let mut out = String::new();
     let _ = write!(out, "{:<18}", "workload (ns/op)");
     for &p in &peers {
-        let _ = write!(out, " {:>18}", p.name());
+        let _ = write!(out, " {:>27}", p.name());
     }
     out.push('\n');
     for w in workloads {
         let _ = write!(out, "{w:<18}");
-        let base = by.get(&(w, "mimalloc")).copied();
+        let base = by.get(&(w, "mimalloc")).map(|r| r.ns_per_op);
         for &p in &peers {
-            match (by.get(&(w, p.name())), base) {
-                (Some(v), Some(b)) => {
-                    let _ = write!(out, " {:>9.2} ({:>5.2}x)", v, v / b);
+            let Some(r) = by.get(&(w, p.name())) else {
+                let _ = write!(out, " {:>27}", "-");
+                continue;
+            };
+            let cell = format!(
+                "{:.2} [{:.1}-{:.1}]",
+                r.ns_per_op, r.min_ns_per_op, r.max_ns_per_op
+            );
+            match base {
+                Some(b) => {
+                    let _ = write!(out, " {cell:>20} {:>5.2}x", r.ns_per_op / b);
                 }
-                (Some(v), None) => {
-                    let _ = write!(out, " {v:>18.2}");
-                }
-                _ => {
-                    let _ = write!(out, " {:>18}", "-");
+                None => {
+                    let _ = write!(out, " {cell:>27}");
                 }
             }
         }
         out.push('\n');
     }
-    out.push_str("(ratio in parentheses: time relative to mimalloc in the same run; lower is better)\n");
+    out.push_str(
+        "(median [min-max] over the rounds; x: the median relative to mimalloc's in the same run; lower is \
+         better)\n",
+    );
     out
 }
 
@@ -354,6 +366,9 @@ mod tests {
             workload: w.into(),
             allocator: a.into(),
             ns_per_op: v,
+            min_ns_per_op: v * 0.9,
+            max_ns_per_op: v * 1.2,
+            rounds: vec![v * 0.9, v, v * 1.2],
         };
         let rs = vec![
             r("pair-16", "mimalloc", 10.0),
@@ -366,8 +381,8 @@ mod tests {
             t.contains("jemalloc") && !t.contains("hopless-call"),
             "only peers with results: {t}"
         );
-        assert!(t.contains("( 0.50x)"), "{t}");
-        assert!(t.contains("( 2.00x)"), "{t}");
+        assert!(t.contains("5.00 [4.5-6.0]  0.50x"), "{t}");
+        assert!(t.contains("20.00 [18.0-24.0]  2.00x"), "{t}");
         assert!(t.contains(" -"), "{t}");
     }
 
@@ -379,12 +394,17 @@ mod tests {
             workload: "pair-16".into(),
             allocator: "hopless".into(),
             ns_per_op: 1.5,
+            min_ns_per_op: 1.4,
+            max_ns_per_op: 1.7,
+            rounds: vec![1.4, 1.5, 1.7],
         }];
         write_json(&path, &rs).unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["results"][0]["workload"], "pair-16");
         assert_eq!(v["results"][0]["allocator"], "hopless");
         assert_eq!(v["results"][0]["ns_per_op"], 1.5);
+        assert_eq!(v["results"][0]["min_ns_per_op"], 1.4);
+        assert_eq!(v["results"][0]["rounds"][2], 1.7);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

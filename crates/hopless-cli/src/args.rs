@@ -54,8 +54,9 @@ pub struct AllocArgs {
     /// own LD_PRELOAD child process per run, with cross-thread workloads.
     #[arg(long, conflicts_with_all = ["workloads", "with_call", "peers"])]
     c_abi: bool,
-    /// With --c-abi: runs per workload and allocator (default 3 with --quick, 5 without).
-    #[arg(long, requires = "c_abi")]
+    /// Runs (rounds) per workload and allocator: median [min-max] of them (default 5 with --quick, 11
+    /// without; with --c-abi, 3 and 5).
+    #[arg(long)]
     runs: Option<usize>,
     /// Internal: run one C-ABI workload (LIB:WORKLOAD:SCALE) in this process and print its result as JSON.
     #[arg(long, hide = true)]

@@ -251,10 +251,14 @@ pub fn measure(cfg: Config, workloads: &[&str], peers: &[Peer], mut tick: impl F
     let mut out = Vec::new();
     for (wi, name) in workloads.iter().enumerate() {
         for (pi, p) in peers.iter().enumerate() {
+            let s = &samples[wi][pi];
             out.push(AllocResult {
                 workload: name.to_string(),
                 allocator: p.name().to_string(),
-                ns_per_op: median(&samples[wi][pi]),
+                ns_per_op: median(s),
+                min_ns_per_op: s.iter().copied().fold(f64::INFINITY, f64::min),
+                max_ns_per_op: s.iter().copied().fold(0.0, f64::max),
+                rounds: s.clone(),
             });
         }
     }
