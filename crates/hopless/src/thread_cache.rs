@@ -32,7 +32,8 @@ pub struct Magazine {
     /// with `cap`).
     pub tag: u64,
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
-    /// slab mark rather than a key; the double-free check looks through them.
+    /// slab mark rather than a key; the double-free check looks through them (pops do not lower it, so
+    /// the range may also hold blocks pushed since: looking at them too is only slower, never wrong).
     pub refilled: u32,
     /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
     /// block whose bit is clear was not among them, so the double-free check of a marked block skips
@@ -295,26 +296,8 @@ impl ThreadCache {
             return false;
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { Self::note_push(m, n) };
         count.store(n + 1, Ordering::Release);
         true
-    }
-
-    /// A push into slot `n` overwrote whatever a refill left there: slots below `refilled` keep only
-    /// blocks the last refill put there and nobody took.
-    ///
-    /// # Safety
-    ///
-    /// `m` is a magazine only the calling thread writes.
-    #[inline(always)]
-    unsafe fn note_push(m: *mut Magazine, n: u32) {
-        // SAFETY: per the caller.
-        unsafe {
-            if n < (*m).refilled {
-                (*m).refilled = n;
-            }
-        }
     }
 
     /// Pushes a block being freed, after its double-free check: writes its key for the slot it takes,
@@ -340,12 +323,11 @@ impl ThreadCache {
             let w = p.cast::<usize>().read();
             if w != key {
                 let d = w ^ key;
-                if d & KEY_LOW == 0 && !Self::freed_into_another_slot_and_taken(tc, m, n, p, d) {
+                if d & KEY_LOW == 0 && !Self::taken_from_another_slot(tc, class, n, p, d) {
                     return Push::Suspect;
                 }
                 write_key(p, key);
             }
-            Self::note_push(m, n);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
@@ -354,16 +336,17 @@ impl ThreadCache {
 
     /// The first word of `p` is a key (`d`: its difference from the key slot `n` would get). When it is
     /// this cache's key for another slot, and that slot does not hold `p`, the block was taken from
-    /// there since (keyed blocks stay at their key's slot): a correct free, decided with one look. Any
-    /// other key (another cache's, a slab mark, a cache without an id) is for the slow path.
+    /// there since (keyed blocks stay at their key's slot): a correct free, decided with one look
+    /// ([`ThreadCache::holds_at`], as the slow path would). Any other key (another cache's, a slab mark,
+    /// a cache without an id) is for the slow path.
     ///
     /// # Safety
     ///
-    /// `m` is the magazine of a class of `tc`, the calling thread's live cache, with `n` blocks.
+    /// `tc` is the calling thread's live cache; `class < NUM_CLASSES`; its magazine holds `n` blocks.
     #[inline]
-    unsafe fn freed_into_another_slot_and_taken(
+    unsafe fn taken_from_another_slot(
         tc: *mut ThreadCache,
-        m: *mut Magazine,
+        class: usize,
         n: u32,
         p: *mut u8,
         d: usize,
@@ -373,7 +356,8 @@ impl ThreadCache {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
-        !(slot < n as usize && Self::slot_of(m, slot).load(Ordering::Relaxed) == p)
+        // SAFETY: per the caller.
+        !unsafe { Self::holds_at(tc, class, slot, p) }
     }
 
     /// Pushes a block whose double-free check is done, writing its key; false when full.
