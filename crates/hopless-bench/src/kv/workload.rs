@@ -17,7 +17,6 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use hopless_kv::{Config, KvAlloc, Store};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
 use super::purge;
@@ -147,16 +146,7 @@ impl KvTarget for dashmap::DashMap<Box<[u8]>, Vec<u8>> {
 
 /// Resident and peak-resident bytes of this process (VmRSS, VmHWM).
 pub fn rss() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    crate::common::rss_of(None)
 }
 
 pub(super) fn key_of(i: usize, out: &mut [u8; 16]) {
@@ -174,24 +164,9 @@ struct Plan {
 }
 
 fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
-    let zipf = Zipf::new(p.keys as u64, 0.99).expect("valid zipf");
     (0..p.threads)
-        .map(|t| {
-            let mut rng = SmallRng::seed_from_u64(seed + t as u64);
-            let ops = (0..n_ops / p.threads)
-                .map(|_| {
-                    let rank = zipf.sample(&mut rng) as u64 - 1;
-                    // Scatter ranks over the keyspace so hot keys do not share a shard.
-                    let k = (rank.wrapping_mul(0x9E37_79B9) % p.keys as u64) as u32;
-                    let len = if rng.gen_ratio(6, 10) {
-                        rng.gen_range(32..=512u16)
-                    } else {
-                        0
-                    };
-                    (k, len)
-                })
-                .collect();
-            Plan { ops }
+        .map(|t| Plan {
+            ops: crate::common::seed_ops(p.keys, n_ops / p.threads, seed + t as u64),
         })
         .collect()
 }

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use hopless_server::codec::{Frame, FrameError};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use rand_distr::{Distribution, Zipf};
 
 /// What one measured load run does.
 #[derive(Clone, Copy, Debug)]
@@ -182,22 +181,8 @@ pub fn preload(addr: SocketAddr, keys: usize, connections: usize) -> Result<(), 
 
 /// One connection's pre-drawn requests: key index, value length (0 = GET).
 fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
-    let zipf = Zipf::new(l.keys as u64, 0.99).expect("valid zipf");
-    let mut rng = SmallRng::seed_from_u64(l.seed.wrapping_mul(1000) + conn as u64);
     let n = l.ops / l.connections / l.pipeline * l.pipeline;
-    (0..n)
-        .map(|_| {
-            let rank = zipf.sample(&mut rng) as u64 - 1;
-            // Scatter ranks over the keyspace so hot keys do not share a shard.
-            let k = (rank.wrapping_mul(0x9E37_79B9) % l.keys as u64) as u32;
-            let len = if rng.gen_ratio(6, 10) {
-                rng.gen_range(32..=512u16)
-            } else {
-                0
-            };
-            (k, len)
-        })
-        .collect()
+    crate::common::seed_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
 }
 
 /// Runs the measured load: every connection opens and draws its requests, then all start together; the

@@ -169,14 +169,5 @@ fn ping(addr: SocketAddr) -> bool {
 
 /// VmRSS and VmHWM of process `pid`, bytes (0 if unreadable).
 pub fn proc_rss(pid: u32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    crate::common::rss_of(Some(pid))
 }
