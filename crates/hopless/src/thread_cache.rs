@@ -448,6 +448,7 @@ impl ThreadCache {
     /// # Safety
     ///
     /// `tc` is a cache of the registry that stays mapped during the call; `class < NUM_CLASSES`.
+    #[inline]
     pub unsafe fn holds_at(tc: *mut ThreadCache, class: usize, slot: usize, p: *mut u8) -> bool {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
