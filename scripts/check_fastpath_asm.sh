@@ -2,7 +2,7 @@
 # The seed's "look at the assembly": the fast path must not load from the block it hands out.
 # Builds libhopless.so (release) and reads the machine code of two out-of-line probes:
 #   hopless_probe_fast_pop       the global allocator's pop (array strategy): must pass;
-#   hopless_probe_intrusive_pop  the intrusive strategy's pop: must be caught (it reads the next pointer
+#   hopless_probe_intrusive_pop  the SLUB model's pop (strategy::Slub<PLAIN>): must be caught (it reads the next pointer
 #                                out of the popped block), which shows the check can fail.
 # The check follows registers through the straight-line code: the arguments (%rdi, %rsi) and registers
 # copied or computed from them are metadata addresses; a register loaded from memory holds a value read

@@ -1,7 +1,8 @@
-//! `hopless bench fastpath`: the SLUB experiment. The same central heap under four thread-cache
-//! strategies (`cell`), every (scenario, size, 1 or 2 threads) cell in alternating rounds, then, with
-//! valgrind installed, the single-thread cells under cachegrind (`cachegrind`); prints the report as
-//! markdown and writes it, with a chart, to `target/hopless-report/`, and writes the JSON.
+//! `hopless bench fastpath`: the SLUB experiment. hopless's thread cache and three models of SLUB's
+//! (`cell`), every (scenario, size) cell in rounds with the strategies alternating, then, with valgrind
+//! installed, every cell once under callgrind's cache simulator for the timed region's misses
+//! (`cachegrind`); prints the report as markdown and writes it, with a chart, to `target/hopless-report/`,
+//! and writes the JSON.
 
 mod cachegrind;
 mod cell;
@@ -12,7 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 pub use cachegrind::child;
-pub use cell::{cell, l2_bytes, SCENARIOS, SIZES, STRATEGIES};
+pub use cell::{cell, llc_bytes, COLD_OBJECTS, SCENARIOS, SIZES, STRATEGIES, WORK_RING};
 
 use crate::common::{progress, Common};
 use crate::report;
@@ -21,7 +22,7 @@ use crate::report;
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub common: Common,
-    /// Skip the cachegrind runs.
+    /// Skip the callgrind runs.
     pub no_cachegrind: bool,
 }
 
@@ -31,44 +32,43 @@ pub struct FastpathResult {
     pub strategy: String,
     pub scenario: String,
     pub size: u32,
-    pub threads: u32,
+    /// Median over rounds, and the extremes.
     pub ns_per_op: f64,
-    /// D1 and LL read misses per op (cachegrind), and D1 write misses: where an intrusive list's links are
-    /// written into cold blocks, the miss shows up as a write.
-    pub d1_misses_per_op: Option<f64>,
-    pub ll_misses_per_op: Option<f64>,
+    pub min_ns_per_op: f64,
+    pub max_ns_per_op: f64,
+    /// Every round's ns/op.
+    pub rounds: Vec<f64>,
+    /// Minor page faults per op in the timed regions, the largest of any round.
+    pub faults_per_op: f64,
+    /// Per timed op, from callgrind's cache simulator (one run).
+    pub d1_read_misses_per_op: Option<f64>,
     pub d1_write_misses_per_op: Option<f64>,
+    pub ll_read_misses_per_op: Option<f64>,
+    pub ll_write_misses_per_op: Option<f64>,
     pub fastpath_hit_rate: f64,
 }
 
 /// Runs the bench, prints the markdown report, writes it and the chart to `target/hopless-report/`, writes
 /// `--json`. Returns every cell's result.
 pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
-    let rounds = o.common.rounds_or(if o.common.quick { 3 } else { 7 });
+    let rounds = o.common.rounds_or(if o.common.quick { 5 } else { 9 });
     let scale = if o.common.quick { 0.25 } else { 1.0 };
-    // (scenario, size, threads)
-    let mut cells: Vec<(&str, u32, u32)> = Vec::new();
-    for sc in SCENARIOS {
-        for sz in SIZES {
-            for t in [1u32, 2] {
-                cells.push((sc, sz, t));
-            }
-        }
-    }
+    // (scenario, size)
+    let cells: Vec<(&str, u32)> = SCENARIOS
+        .iter()
+        .flat_map(|&sc| SIZES.iter().map(move |&sz| (sc, sz)))
+        .collect();
     let valgrind = !o.no_cachegrind && cachegrind::available();
     let cg_runs = if valgrind { cachegrind::RUNS } else { 0 };
     let bar = progress(rounds * cells.len() * STRATEGIES.len() + cg_runs, "fastpath");
     let t0 = Instant::now();
-    // [strategy][cell]: ns/op of each round, and the last round's fast-path hit rate.
-    let mut ns = vec![vec![Vec::new(); cells.len()]; STRATEGIES.len()];
-    let mut hit = vec![vec![0.0; cells.len()]; STRATEGIES.len()];
+    // [strategy][cell]: each round's result.
+    let mut got = vec![vec![Vec::new(); cells.len()]; STRATEGIES.len()];
     for r in 0..rounds {
-        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
+        for (ci, &(sc, sz)) in cells.iter().enumerate() {
             for k in 0..STRATEGIES.len() {
                 let si = (k + r + ci) % STRATEGIES.len();
-                let (v, _, h) = cell(STRATEGIES[si], sc, sz, t, scale);
-                ns[si][ci].push(v);
-                hit[si][ci] = h;
+                got[si][ci].push(cell(STRATEGIES[si], sc, sz, scale));
                 bar.inc(1);
             }
         }
@@ -82,26 +82,28 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
     bar.finish_and_clear();
     let mut results = Vec::new();
     for (si, s) in STRATEGIES.iter().enumerate() {
-        for (ci, &(sc, sz, t)) in cells.iter().enumerate() {
-            let m = if t == 1 {
-                misses.get(&(*s, sc, sz)).copied()
-            } else {
-                None
-            };
+        for (ci, &(sc, sz)) in cells.iter().enumerate() {
+            let m = misses.get(&(*s, sc, sz)).copied();
+            let rs = &got[si][ci];
+            let ns: Vec<f64> = rs.iter().map(|r| r.ns_per_op).collect();
             results.push(FastpathResult {
                 strategy: s.to_string(),
                 scenario: sc.to_string(),
                 size: sz,
-                threads: t,
-                ns_per_op: report::median(&ns[si][ci]),
-                d1_misses_per_op: m.map(|m| m.d1_read),
-                ll_misses_per_op: m.map(|m| m.ll_read),
+                ns_per_op: report::median(&ns),
+                min_ns_per_op: ns.iter().copied().fold(f64::INFINITY, f64::min),
+                max_ns_per_op: ns.iter().copied().fold(0.0, f64::max),
+                rounds: ns,
+                faults_per_op: rs.iter().map(|r| r.faults_per_op).fold(0.0, f64::max),
+                d1_read_misses_per_op: m.map(|m| m.d1_read),
                 d1_write_misses_per_op: m.map(|m| m.d1_write),
-                fastpath_hit_rate: hit[si][ci],
+                ll_read_misses_per_op: m.map(|m| m.ll_read),
+                ll_write_misses_per_op: m.map(|m| m.ll_write),
+                fastpath_hit_rate: rs.last().map_or(0.0, |r| r.fast_rate),
             });
         }
     }
-    let md = report::fastpath_markdown(&results, rounds, l2_bytes(), valgrind);
+    let md = report::fastpath_markdown(&results, rounds, llc_bytes(), valgrind);
     println!(
         "hopless bench fastpath: median of {rounds} rounds, strategies alternating, {:.0} s\n",
         t0.elapsed().as_secs_f64()
@@ -125,7 +127,7 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
     Ok(results)
 }
 
-/// The cold scenario on one thread: ns per allocation of each strategy, one panel per size.
+/// The cold scenario: ns per allocation of each strategy, one panel per size.
 fn chart(png: &std::path::Path, results: &[FastpathResult]) -> Result<(), String> {
     let bars: Vec<(String, Vec<f64>)> = STRATEGIES
         .iter()
@@ -135,7 +137,7 @@ fn chart(png: &std::path::Path, results: &[FastpathResult]) -> Result<(), String
                 .map(|&sz| {
                     results
                         .iter()
-                        .find(|r| r.strategy == *s && r.scenario == "cold" && r.size == sz && r.threads == 1)
+                        .find(|r| r.strategy == *s && r.scenario == "cold" && r.size == sz)
                         .map_or(0.0, |r| r.ns_per_op)
                 })
                 .collect();
@@ -146,7 +148,7 @@ fn chart(png: &std::path::Path, results: &[FastpathResult]) -> Result<(), String
     let metric_refs: Vec<&str> = metrics.iter().map(|s| s.as_str()).collect();
     crate::chart::bars(
         png,
-        "hopless bench fastpath: freed, then allocated again",
+        "hopless bench fastpath: freed, caches evicted, allocated and written",
         &metric_refs,
         &bars,
     )

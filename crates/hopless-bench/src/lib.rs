@@ -22,8 +22,8 @@
 //! | `kv/workload.rs` | the seed's store workload in one process (the child side) |
 //! | `kv/eviction.rs` | sampled LRU against exact LRU, on one trace |
 //! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds, report, chart and JSON |
-//! | `fastpath/cell.rs` | one cell: a thread-cache strategy on one scenario, size and thread count |
-//! | `fastpath/cachegrind.rs` | the single-thread cells under cachegrind, misses per op |
+//! | `fastpath/cell.rs` | one cell: an allocator model (array or SLUB) on one scenario and size, timed loops apart, faults counted |
+//! | `fastpath/cachegrind.rs` | every cell under callgrind's cache simulator, timed loops only, misses per op |
 //! | [`server`] | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes |
 //! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline table |
 //! | [`report`] | medians, tables and JSON |

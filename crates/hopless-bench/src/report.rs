@@ -291,58 +291,58 @@ pub fn headline(rows: &[HeadlineRow], kv_runs: usize) -> String {
     out
 }
 
-/// The fast-path experiment as a markdown report: one table per scenario.
+/// The fastpath report: one table per scenario, a row per (size, strategy): median ns/op with min-max,
+/// the ratio to `array` at that size, faults per op, and callgrind's misses per timed op.
 pub fn fastpath_markdown(
     rs: &[crate::fastpath::FastpathResult],
     rounds: usize,
-    l2: usize,
+    llc: usize,
     valgrind: bool,
 ) -> String {
-    use crate::fastpath::{SCENARIOS, SIZES, STRATEGIES};
+    use crate::fastpath::{COLD_OBJECTS, SCENARIOS, SIZES, STRATEGIES, WORK_RING};
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# hopless bench fastpath\n\nMedian of {rounds} rounds, strategies alternating. L2: {} KiB (cold working set: 4x). \
-         ns per op; fast-path hit rate; D1 read and write misses and LL read misses per op from cachegrind \
-         (1 thread){}.\n",
-        l2 >> 10,
-        if valgrind { "" } else { " - valgrind not installed (apt-get install valgrind)" }
+        "# hopless bench fastpath\n\nMedian of {rounds} rounds [min-max], strategies alternating, one thread. \
+         Every timed loop allocates and writes the block (64 B, or all of it in `work`). faults/op: minor page \
+         faults in the timed regions (largest round). D1/LL misses: per timed op, callgrind's cache simulator, \
+         timed loops only{}. Last-level cache {} MiB.\n\n\
+         - hot: allocate, write, free the same block (op = the pair);\n\
+         - cold: {COLD_OBJECTS} blocks freed in random order, caches evicted (3x the LLC written), then \
+         allocated and written (op = one allocation);\n\
+         - work: free one of {WORK_RING} live blocks at random, allocate, fill it, two dependent random reads \
+         from a buffer of 3x the LLC mixed into it (op = all of that).\n",
+        if valgrind { "" } else { " (valgrind not installed: apt-get install valgrind)" },
+        llc >> 20
     );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     for sc in SCENARIOS {
         let _ = writeln!(out, "## {sc}\n");
-        let _ = write!(out, "| strategy |");
+        out.push_str("| size | strategy | ns/op | vs array | faults/op | D1 rd | D1 wr | LL rd | LL wr | fast path |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
         for sz in SIZES {
-            let _ = write!(out, " {sz} B, 1 thr | {sz} B, 2 thr |");
-        }
-        out.push('\n');
-        out.push_str("|---|");
-        for _ in SIZES {
-            out.push_str("---|---|");
-        }
-        out.push('\n');
-        for s in STRATEGIES {
-            let _ = write!(out, "| {s} |");
-            for sz in SIZES {
-                for t in [1u32, 2] {
-                    match rs
-                        .iter()
-                        .find(|r| r.strategy == s && r.scenario == sc && r.size == sz && r.threads == t)
-                    {
-                        Some(r) => {
-                            let _ =
-                                write!(out, " {:.2} ns, {:.0}%", r.ns_per_op, r.fastpath_hit_rate * 100.0);
-                            if let (Some(d1), Some(ll), Some(w)) =
-                                (r.d1_misses_per_op, r.ll_misses_per_op, r.d1_write_misses_per_op)
-                            {
-                                let _ = write!(out, ", D1 rd {d1:.3} wr {w:.3}, LL rd {ll:.3}");
-                            }
-                            out.push_str(" |");
-                        }
-                        None => out.push_str(" - |"),
-                    }
-                }
+            let find = |s: &str| {
+                rs.iter()
+                    .find(|r| r.strategy == s && r.scenario == sc && r.size == sz)
+            };
+            let base = find("array").map(|r| r.ns_per_op);
+            for s in STRATEGIES {
+                let Some(r) = find(s) else { continue };
+                let _ = writeln!(
+                    out,
+                    "| {sz} B | {s} | {:.2} [{:.2}-{:.2}] | {} | {:.4} | {} | {} | {} | {} | {:.1}% |",
+                    r.ns_per_op,
+                    r.min_ns_per_op,
+                    r.max_ns_per_op,
+                    base.map_or("-".to_string(), |b| format!("{:.2}x", r.ns_per_op / b)),
+                    r.faults_per_op,
+                    opt(r.d1_read_misses_per_op),
+                    opt(r.d1_write_misses_per_op),
+                    opt(r.ll_read_misses_per_op),
+                    opt(r.ll_write_misses_per_op),
+                    r.fastpath_hit_rate * 100.0
+                );
             }
-            out.push('\n');
         }
         out.push('\n');
     }

@@ -273,13 +273,13 @@ pub unsafe extern "C" fn hopless_probe_fast_pop(
 
 /// # Safety
 ///
-/// `l` points to a valid intrusive list that only the caller uses.
+/// `l` points to a valid SLUB-model thread cache that only the caller uses.
 #[no_mangle]
 #[inline(never)]
 pub unsafe extern "C" fn hopless_probe_intrusive_pop(
-    l: *mut hl::experiment::strategy::Intrusive<false>,
+    l: *mut hl::experiment::strategy::Slub<'static, hl::OsPages, { hl::experiment::strategy::PLAIN }>,
 ) -> *mut u8 {
-    use hl::experiment::strategy::FreeList;
+    use hl::experiment::strategy::Strategy;
     // SAFETY: per the caller.
-    unsafe { (*l).pop() }
+    unsafe { (*l).alloc() }
 }

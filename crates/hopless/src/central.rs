@@ -7,6 +7,7 @@
 //! purged (`madvise(MADV_DONTNEED)`) with no lock held, then kept as a clean (zero, not resident) slab.
 
 use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::lock::SpinLock;
 use crate::platform::PageSource;
@@ -229,6 +230,9 @@ impl Default for ClassHeap {
 /// Slabs of one segment kind that belong to no class.
 pub struct SlabPool {
     pub kind: SegmentKind,
+    /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
+    /// faulted in. Off unless a benchmark turns it on.
+    pub keep_dirty: AtomicBool,
     pub inner: SpinLock<PoolInner>,
 }
 
@@ -250,6 +254,7 @@ impl SlabPool {
     pub const fn new(kind: SegmentKind) -> Self {
         SlabPool {
             kind,
+            keep_dirty: AtomicBool::new(false),
             inner: SpinLock::new(PoolInner {
                 dirty: SlabList::new(),
                 clean: SlabList::new(),
@@ -360,7 +365,7 @@ impl SlabPool {
         // SAFETY: pool lock held; `s` is on no list.
         unsafe {
             g.dirty.push_front(s);
-            if g.dirty.len > self.max_dirty() {
+            if g.dirty.len > self.max_dirty() && !self.keep_dirty.load(Ordering::Relaxed) {
                 let v = g.dirty.pop_back();
                 (*v).state = SlabState::Purging;
                 return v;

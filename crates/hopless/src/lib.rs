@@ -43,7 +43,7 @@
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
-//! | `strategy` | the SLUB experiment: array, intrusive and cached-next thread caches, by type |
+//! | `strategy` | the SLUB experiment: hopless's magazine over the heap, and a SLUB model (per-slab intrusive lists) in three variants |
 //!
 //! What benchmarks, tests and `libhopless.so` need from the inside is re-exported, undocumented, from
 //! `experiment`; it is not a stable API.

@@ -1,8 +1,11 @@
-//! The cachegrind pass of `hopless bench fastpath`: each single-thread cell run twice under valgrind's
-//! cachegrind, at two op counts (the difference cancels start-up and set-up), for D1 and LL misses per op.
+//! The cache-simulation pass of `hopless bench fastpath`: each cell run once under valgrind's callgrind
+//! with its cache simulator, collecting inside the timed loops only (`--collect-atstart=no
+//! --toggle-collect` on the functions of `cell::timed`); the caches are simulated throughout, so the
+//! set-up and the eviction shape what the timed loop finds. Reported per timed op: D1 and LL read and
+//! write misses.
 //!
 //! Each run is this same executable as `hopless bench fastpath --child STRATEGY:SCENARIO:SIZE:SCALE`,
-//! which runs [`child`]: the cell on one thread, printing its op count.
+//! which runs [`child`]: the cell, printing its timed op count.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,15 +14,16 @@ use indicatif::ProgressBar;
 
 use super::cell::{cell, SCENARIOS, SIZES, STRATEGIES};
 
-/// Cachegrind runs in one pass (for the progress bar).
-pub const RUNS: usize = STRATEGIES.len() * SCENARIOS.len() * SIZES.len() * 2;
+/// Runs in one pass (for the progress bar).
+pub const RUNS: usize = STRATEGIES.len() * SCENARIOS.len() * SIZES.len();
 
-/// Misses per op of one cell.
+/// Misses per timed op of one cell.
 #[derive(Clone, Copy, Debug)]
 pub struct Misses {
     pub d1_read: f64,
-    pub ll_read: f64,
     pub d1_write: f64,
+    pub ll_read: f64,
+    pub ll_write: f64,
 }
 
 /// Whether valgrind runs on this machine.
@@ -30,7 +34,7 @@ pub fn available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The child side: runs one cell (`strategy:scenario:size:scale`) on one thread and prints its op count.
+/// The child side: runs one cell (`strategy:scenario:size:scale`) and prints its timed op count.
 pub fn child(spec: &str) -> Result<(), String> {
     let parts: Vec<&str> = spec.split(':').collect();
     let [strategy, scenario, size, scale] = parts[..] else {
@@ -38,52 +42,57 @@ pub fn child(spec: &str) -> Result<(), String> {
     };
     let size: u32 = size.parse().map_err(|e| format!("{e}"))?;
     let scale: f64 = scale.parse().map_err(|e| format!("{e}"))?;
-    let (_, ops, _) = cell(strategy, scenario, size, 1, scale);
-    println!("{ops}");
+    let r = cell(strategy, scenario, size, scale);
+    println!("{}", r.ops);
     Ok(())
 }
 
-/// Misses per op of every (strategy, scenario, size) on one thread, running `exe` under cachegrind; a cell
-/// whose runs failed is left out. Ticks `bar` after each run.
+/// Scale of a cell under callgrind (about 50x slower than native): `cold` runs one timed round.
+fn scale_of(scenario: &str) -> f64 {
+    match scenario {
+        "cold" => 0.06,
+        _ => 0.02,
+    }
+}
+
+/// Misses per timed op of every (strategy, scenario, size), running `exe` under callgrind; a cell whose
+/// run failed is left out. Ticks `bar` after each run.
 pub fn misses_per_op(exe: &Path, bar: &ProgressBar) -> HashMap<(&'static str, &'static str, u32), Misses> {
     let mut misses = HashMap::new();
     for s in STRATEGIES {
         for sc in SCENARIOS {
             for sz in SIZES {
-                bar.set_message(format!("cachegrind {s} {sc} {sz}"));
-                // `cold` runs whole rounds (scale 0.5: one, 1.0: two); the others scale their op count.
-                let (lo, hi) = if sc == "cold" { (0.5, 1.0) } else { (0.02, 0.04) };
-                let a = run_once(exe, s, sc, sz, lo);
-                bar.inc(1);
-                let b = run_once(exe, s, sc, sz, hi);
-                bar.inc(1);
-                if let (Some(a), Some(b)) = (a, b) {
-                    let dops = b.3.saturating_sub(a.3).max(1) as f64;
-                    let per = |x: f64, y: f64| ((y - x) / dops).max(0.0);
-                    misses.insert(
-                        (s, sc, sz),
-                        Misses {
-                            d1_read: per(a.0, b.0),
-                            ll_read: per(a.1, b.1),
-                            d1_write: per(a.2, b.2),
-                        },
-                    );
+                bar.set_message(format!("callgrind {s} {sc} {sz}"));
+                if let Some(m) = run_once(exe, s, sc, sz, scale_of(sc)) {
+                    misses.insert((s, sc, sz), m);
                 }
+                bar.inc(1);
             }
         }
     }
     misses
 }
 
-/// Misses of one cachegrind run of `exe bench fastpath --child ...`: (D1 read, LL read, D1 write, ops);
-/// None if valgrind did not run or its output did not parse.
-fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Option<(f64, f64, f64, u64)> {
+/// Misses per timed op of one callgrind run of `exe bench fastpath --child ...`; None if valgrind did not
+/// run or its output did not parse.
+fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Option<Misses> {
+    let out_file = std::env::temp_dir().join(format!(
+        "hopless-callgrind-{}-{strategy}-{name}-{size}.out",
+        std::process::id()
+    ));
     let out = std::process::Command::new("valgrind")
         .args([
-            "--tool=cachegrind",
+            "--tool=callgrind",
             "--cache-sim=yes",
-            "--cachegrind-out-file=/dev/null",
+            "--collect-atstart=no",
+            // This machine's caches (valgrind's own guess of the last level can be far off).
+            &cache_arg("--D1", 1),
+            &cache_arg("--LL", 3),
+            // Demangled (Rust legacy mangling) and mangled spellings of `cell::timed::*`.
+            "--toggle-collect=*cell::timed::*",
+            "--toggle-collect=*4cell5timed*",
         ])
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
         .arg(exe)
         .args([
             "bench",
@@ -93,25 +102,80 @@ fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Op
         ])
         .output()
         .ok()?;
+    let text = std::fs::read_to_string(&out_file).ok();
+    let _ = std::fs::remove_file(&out_file);
     if !out.status.success() {
         return None;
     }
-    let err = String::from_utf8_lossy(&out.stderr);
-    // "==N== D1  misses:   1,234  (  1,000 rd   +   234 wr)"
-    let field = |label: &str, k: usize| -> Option<f64> {
-        let line = err.lines().find(|l| l.contains(label))?;
-        let inner = line.split('(').nth(1)?;
-        let nums: Vec<&str> = inner
-            .split_whitespace()
-            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-            .collect();
-        nums.get(k)?.replace(',', "").parse().ok()
-    };
     let ops: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-    Some((
-        field("D1  misses:", 0)?,
-        field("LLd misses:", 0)?,
-        field("D1  misses:", 1)?,
-        ops,
-    ))
+    parse(&text?, ops)
+}
+
+/// `--D1=size,ways,line` (or `--LL=`) from sysfs cache `index` of cpu0; valgrind's default if unknown.
+fn cache_arg(flag: &str, index: u32) -> String {
+    let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default();
+    let size = read("size");
+    let size = size.trim();
+    let bytes = match (size.strip_suffix('K'), size.strip_suffix('M')) {
+        (Some(n), _) => n.parse::<u64>().ok().map(|n| n << 10),
+        (_, Some(n)) => n.parse::<u64>().ok().map(|n| n << 20),
+        _ => size.parse().ok(),
+    };
+    let ways: Option<u64> = read("ways_of_associativity").trim().parse().ok();
+    let line: Option<u64> = read("coherency_line_size").trim().parse().ok();
+    match (bytes, ways, line) {
+        (Some(b), Some(w), Some(l)) if b > 0 && w > 0 && l > 0 => format!("{flag}={b},{w},{l}"),
+        // A harmless repeat of a default, so the argument list keeps its shape.
+        _ => "--cache-sim=yes".to_string(),
+    }
+}
+
+/// Per-op misses from a callgrind output file's `events:` and `totals:`/`summary:` lines.
+fn parse(text: &str, ops: u64) -> Option<Misses> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))?
+        .split_whitespace()
+        .collect();
+    let totals: Vec<f64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("totals:").or_else(|| l.strip_prefix("summary:")))?
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    let get = |name: &str| {
+        events
+            .iter()
+            .position(|e| *e == name)
+            .and_then(|i| totals.get(i).copied())
+            .unwrap_or(0.0)
+            / ops.max(1) as f64
+    };
+    // Nothing collected means the toggle matched no function: report nothing rather than zeros.
+    if get("Ir") == 0.0 {
+        return None;
+    }
+    Some(Misses {
+        d1_read: get("D1mr"),
+        d1_write: get("D1mw"),
+        ll_read: get("DLmr"),
+        ll_write: get("DLmw"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_callgrind_totals() {
+        let text = "version: 1\nevents: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\nfn=x\n1 2\ntotals: 1000 200 100 0 40 20 0 8 4\n";
+        let m = parse(text, 10).unwrap();
+        assert_eq!(
+            (m.d1_read, m.d1_write, m.ll_read, m.ll_write),
+            (4.0, 2.0, 0.8, 0.4)
+        );
+        assert!(parse("events: Ir D1mr\ntotals: 0 0\n", 10).is_none());
+    }
 }

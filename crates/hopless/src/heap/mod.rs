@@ -455,6 +455,14 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
+    /// Whether slabs that fall free are purged past a few kept dirty (on, the default) or all kept
+    /// resident until [`Heap::trim`] (off: the SLUB experiment, whose timed loops must not page-fault).
+    pub fn set_purging(&self, on: bool) {
+        for pool in [&self.small, &self.medium] {
+            pool.keep_dirty.store(!on, core::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Gives back to the OS everything it can: fully free slabs every class keeps, every dirty slab in
     /// the pools, and the large-mapping cache. Blocks in thread caches stay there (flush your own first).
     pub fn trim(&self) {
