@@ -31,7 +31,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::heap::Heap;
 use crate::lock::SpinLock;
 use crate::platform::{PageSource, PAGE_SIZE};
-use crate::size_class::{class_size, MAG_MAX, NUM_CLASSES};
+use crate::size_class::{class_size, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
 use crate::thread_cache::Magazine;
 
 /// One thread's allocator for one size class, as the experiment drives it.
@@ -59,9 +59,6 @@ pub trait Strategy {
     fn counts(&self) -> (u64, u64);
 }
 
-/// Blocks moved per refill or flush of an [`Array`] (the global allocator's batch).
-const BATCH: usize = 32;
-
 /// hopless's thread cache for one class: a [`Magazine`] over a [`Heap`].
 pub struct Array<'h, P: PageSource> {
     heap: &'h Heap<P>,
@@ -78,7 +75,8 @@ impl<'h, P: PageSource> Array<'h, P> {
             class,
             mag: Magazine {
                 count: 0,
-                cap: MAG_MAX as u32,
+                // The global allocator's capacity for this class.
+                cap: MAG_CAPACITY[class],
                 tag: 0,
                 refilled: 0,
                 refill_filter: [0; 2],
@@ -93,8 +91,10 @@ impl<'h, P: PageSource> Array<'h, P> {
     #[inline(never)]
     fn alloc_slow(&mut self) -> *mut u8 {
         self.slow += 1;
-        let mut buf = [ptr::null_mut(); BATCH];
-        let n = self.heap.refill(self.class, &mut buf);
+        // Half a magazine per refill or flush, as the global allocator moves.
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let half = (self.mag.cap as usize / 2).max(1);
+        let n = self.heap.refill(self.class, &mut buf[..half]);
         if n == 0 {
             return ptr::null_mut();
         }
@@ -112,7 +112,7 @@ impl<'h, P: PageSource> Array<'h, P> {
     #[cold]
     #[inline(never)]
     unsafe fn free_slow(&mut self, p: *mut u8) {
-        let n = BATCH.min(self.mag.count as usize);
+        let n = (self.mag.cap as usize / 2).max(1).min(self.mag.count as usize);
         let from = self.mag.count as usize - n;
         // SAFETY: the magazine's blocks are free blocks of this class from `heap`.
         unsafe { self.heap.flush(self.class, &self.mag.slots[from..from + n]) };

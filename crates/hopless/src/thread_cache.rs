@@ -28,7 +28,7 @@ use crate::stats::ThreadCounters;
 pub struct Magazine {
     pub count: u32,
     pub cap: u32,
-    /// This magazine's part of the free key: the process's salt with its cache's id in bits 54..64 (set
+    /// This magazine's part of the free key: the process's salt with its cache's id in bits 55..64 (set
     /// with `cap`).
     pub tag: u64,
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
@@ -66,7 +66,7 @@ pub struct ThreadCache {
 //
 // A free writes a key into the first word of the block it takes back: the block's address, mixed with a
 // per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
-// 54..64) and the magazine slot (bits 48..54). Flushing a block back to its slab replaces its key with a
+// 55..64) and the magazine slot (bits 48..55). Flushing a block back to its slab replaces its key with a
 // mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
 // frees a block is the one that writes it.
 //
@@ -87,10 +87,10 @@ pub struct ThreadCache {
 /// Bits of a key that must match for it to be one (the address part).
 pub const KEY_LOW: usize = (1 << 48) - 1;
 /// Cache ids: 1..MAX_CACHE_ID name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
-pub const MAX_CACHE_ID: usize = 1023;
+pub const MAX_CACHE_ID: usize = 511;
 /// The cache id of a block's mark while it sits in its slab.
-pub const MARK_ID: usize = 1023;
-const ID_SHIFT: u32 = 54;
+pub const MARK_ID: usize = 511;
+const ID_SHIFT: u32 = 55;
 const SLOT_SHIFT: u32 = 48;
 
 /// Every thread cache with an id, by id (never unmapped once here).
