@@ -335,6 +335,17 @@ fn df_refilled() {
 }
 
 #[test]
+fn many_threads() {
+    // More threads alive at once than there are cache ids.
+    ok_preload_and_linked(&["many_threads"]);
+}
+
+#[test]
+fn df_no_id() {
+    expect_abort(How::Preload, &["df_no_id"], DOUBLE);
+}
+
+#[test]
 fn df_interleaved() {
     expect_abort(How::Preload, &["df_interleaved"], DOUBLE);
 }

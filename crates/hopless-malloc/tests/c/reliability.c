@@ -914,6 +914,90 @@ static int debug_foreign_free(void) { return invalid_stack(); }
 
 /* --------------------------------------------------------------------------------------------------- */
 
+/* More threads alive at once than there are thread-cache ids (511): every cache beyond works without
+ * one. Each thread fills and checks batches larger than a magazine, in both free orders, then frees a
+ * neighbour's block while all are alive. */
+#define MANY 600
+static pthread_barrier_t all_alive;
+static void *volatile many_blocks[MANY];
+
+static void *many_worker(void *arg) {
+    long id = (long)arg;
+    unsigned s = (unsigned)id * 7919u + 1u;
+    void *blk[160];
+    size_t sz[160];
+    for (int r = 0; r < 12; r++) {
+        int n = 100 + (r % 3) * 30;
+        for (int i = 0; i < n; i++) {
+            sz[i] = 8 + (lcg(&s) >> 16) % 256;
+            blk[i] = malloc(sz[i]);
+            CHECK(blk[i] != NULL);
+            memset(blk[i], (int)(i + id), sz[i]);
+        }
+        for (int i = 0; i < n; i++)
+            for (size_t k = 0; k < sz[i]; k++) CHECK(((unsigned char *)blk[i])[k] == (unsigned char)(i + id));
+        if (r & 1)
+            for (int i = 0; i < n; i++) free(blk[i]);
+        else
+            for (int i = n - 1; i >= 0; i--) free(blk[i]);
+    }
+    unsigned char *mine = malloc(64);
+    CHECK(mine != NULL);
+    memset(mine, (int)id, 64);
+    many_blocks[id] = mine;
+    pthread_barrier_wait(&all_alive);
+    unsigned char *theirs = many_blocks[(id + 1) % MANY];
+    for (int k = 0; k < 64; k++) CHECK(theirs[k] == (unsigned char)((id + 1) % MANY));
+    pthread_barrier_wait(&all_alive);
+    free(theirs);
+    return NULL;
+}
+
+static int many_threads(void) {
+    CHECK(pthread_barrier_init(&all_alive, NULL, MANY) == 0);
+    pthread_t t[MANY];
+    pthread_attr_t small;
+    CHECK(pthread_attr_init(&small) == 0);
+    CHECK(pthread_attr_setstacksize(&small, 256 << 10) == 0);
+    for (long i = 0; i < MANY; i++) CHECK(pthread_create(&t[i], &small, many_worker, (void *)i) == 0);
+    for (int i = 0; i < MANY; i++) CHECK(pthread_join(t[i], NULL) == 0);
+    return 0;
+}
+
+/* A double free by a thread whose cache got no id (every id taken by a live thread). */
+static pthread_barrier_t hold_ids;
+static void *hold_an_id(void *arg) {
+    (void)arg;
+    sink = malloc(32);
+    free(sink);
+    pthread_barrier_wait(&hold_ids);
+    return NULL;
+}
+
+static void *double_free_without_id(void *arg) {
+    (void)arg;
+    char *p = malloc(48);
+    CHECK(p != NULL);
+    memset(p, 1, 48);
+    announce(p);
+    free(p);
+    free(p);
+    return NULL;
+}
+
+static int df_no_id(void) {
+    CHECK(pthread_barrier_init(&hold_ids, NULL, MANY + 1) == 0);
+    pthread_t t[MANY];
+    pthread_attr_t small;
+    CHECK(pthread_attr_init(&small) == 0);
+    CHECK(pthread_attr_setstacksize(&small, 256 << 10) == 0);
+    for (long i = 0; i < MANY; i++) CHECK(pthread_create(&t[i], &small, hold_an_id, NULL) == 0);
+    pthread_t d;
+    CHECK(pthread_create(&d, &small, double_free_without_id, NULL) == 0);
+    CHECK(pthread_join(d, NULL) == 0);
+    return not_caught();
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s CASE [ARG]\n", argv[0]);
@@ -950,6 +1034,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "foreign_in_slot")) rc = foreign_in_slot();
     else if (!strcmp(c, "foreign_free_in_slot")) rc = foreign_free_in_slot();
     else if (!strcmp(c, "debug_foreign_free")) rc = debug_foreign_free();
+    else if (!strcmp(c, "many_threads")) rc = many_threads();
+    else if (!strcmp(c, "df_no_id")) rc = df_no_id();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
