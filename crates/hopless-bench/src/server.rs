@@ -3,8 +3,10 @@
 //! 32..=512 B) over C connections at pipeline depths 1 and 16.
 //!
 //! Each run starts a fresh server child process on a free loopback port (`target`): this executable as
-//! `hopless serve --port P --threads <cores>`, or `redis-server --port P --save "" --appendonly no`
-//! (Redis's default threading) when it is installed. The run reads the child's VmRSS, preloads every key
+//! `hopless serve --port P --threads T`, or `redis-server --port P --save "" --appendonly no`
+//! (Redis's default threading: one thread runs the commands) when it is installed. T defaults to 1, the
+//! same as Redis: on a machine whose cores the client threads share, each extra server thread takes CPU
+//! from them (`--threads` sets more). The run reads the child's VmRSS, preloads every key
 //! once (untimed), reads VmRSS again, runs the measured load, reads VmRSS and VmHWM, and stops the server
 //! (SHUTDOWN NOSAVE, kill after 5 s). Runs alternate between the servers (the order rotating each pass);
 //! the table gives each figure's median [min–max] over `--runs`, the JSON every run.
@@ -43,7 +45,7 @@ pub struct Options {
     pub keys: Option<usize>,
     /// Measured requests per run, all connections together (default 50k quick, 1M full).
     pub ops: Option<usize>,
-    /// hopless's worker threads (default: all cores).
+    /// hopless's worker threads (default 1, as Redis runs its commands on one).
     pub threads: Option<usize>,
     /// Leave Redis out even when it is installed.
     pub no_redis: bool,
@@ -72,10 +74,7 @@ impl Options {
             keys: self.keys.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
             ops: self.ops.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
             runs: self.runs.unwrap_or(if q { 3 } else { 5 }).max(1),
-            threads: self
-                .threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-                .max(1),
+            threads: self.threads.unwrap_or(1).max(1),
         }
     }
 }

@@ -31,7 +31,7 @@ pub struct ServerArgs {
     /// Measured requests per run, all connections together (default: 50k with --quick, 1M without).
     #[arg(long)]
     ops: Option<usize>,
-    /// `hopless serve --threads` (default: all cores).
+    /// `hopless serve --threads` (default 1: one event loop, as Redis runs its commands).
     #[arg(long)]
     threads: Option<usize>,
     /// Benchmark hopless alone even when redis-server is installed.

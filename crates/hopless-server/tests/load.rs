@@ -80,3 +80,40 @@ fn redis_benchmark_completes_without_errors() {
     let mut c = common::client(server.addr());
     assert!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap() > 0);
 }
+
+#[test]
+fn connections_on_different_event_loops_see_each_other_and_one_shutdown_stops_every_loop() {
+    let server = common::start_with(|o| o.threads = 3);
+    let addr = server.addr();
+    // Six connections: two on each loop (handed out round-robin).
+    let mut cs: Vec<redis::Connection> = (0..6).map(|_| common::client(addr)).collect();
+    for (i, c) in cs.iter_mut().enumerate() {
+        let _: () = c.set(format!("loop{i}"), i).unwrap();
+    }
+    for c in cs.iter_mut() {
+        for i in 0..6 {
+            assert_eq!(c.get::<_, usize>(format!("loop{i}")).unwrap(), i);
+        }
+    }
+    // A client on one loop kills a client on another.
+    let victim: i64 = redis::cmd("CLIENT").arg("ID").query(&mut cs[4]).unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(victim)
+        .query(&mut cs[0])
+        .unwrap();
+    assert_eq!(killed, 1);
+    assert!(
+        cs[4].get::<_, usize>("loop0").is_err(),
+        "the killed client is closed"
+    );
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut cs[1]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(server.wait().is_ok()));
+    assert_eq!(
+        rx.recv_timeout(std::time::Duration::from_secs(10)),
+        Ok(true),
+        "every event loop stopped"
+    );
+}
