@@ -4,7 +4,7 @@
 #
 # Builds libhopless.so (release), disassembles it, builds a call graph and walks it breadth-first from
 # the exported roots (malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
-# memalign, valloc, pvalloc, malloc_usable_size). Fails (exit 1) listing, for every reachable call site
+# memalign, valloc, pvalloc, malloc_usable_size, malloc_trim). Fails (exit 1) listing, for every reachable call site
 # into a panic function (names in PANIC_MARKS below), the path root -> ... -> panic function and the
 # source line of the call site (addr2line; the release profile keeps line tables).
 #
@@ -62,7 +62,7 @@ PANIC_MARKS = [
     "panic_already_borrowed", "panic_already_mutably_borrowed", "capacity_overflow",
     "handle_alloc_error", "__rust_alloc_error_handler", "slice_error_fail", "panic_const",
 ]
-ROOTS = "malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size"
+ROOTS = "malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size malloc_trim"
 SELFTEST = "alloc::raw_vec::handle_error alloc::alloc::handle_alloc_error core::fmt::write"
 
 so, tmp = sys.argv[1], sys.argv[2]

@@ -186,6 +186,18 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     unsafe { Hopless::usable_size(p.cast()) }
 }
 
+/// glibc's `malloc_trim`: the calling thread's cached blocks go back to their slabs, then every fully
+/// free slab and cached large mapping goes back to the OS. Returns 1 if slabs were given back, else 0
+/// (`pad` is ignored: hopless keeps no top-of-heap to leave padding in).
+#[no_mangle]
+pub extern "C" fn malloc_trim(_pad: usize) -> i32 {
+    let before = Hopless::stats();
+    Hopless::trim();
+    let after = Hopless::stats();
+    let resident = |s: &hl::Stats| s.classes.iter().map(|c| c.slabs).sum::<u64>();
+    i32::from(after.purged_slabs > before.purged_slabs || resident(&after) < resident(&before))
+}
+
 // glibc's internal names, which some programs and libraries call directly.
 
 #[no_mangle]

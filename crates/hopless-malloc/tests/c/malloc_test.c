@@ -211,6 +211,35 @@ static void fork_from_threads(void) {
     for (int t = 0; t < 3; t++) pthread_join(th[t], NULL);
 }
 
+/* VmRSS in kB. */
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+/* malloc_trim gives freed memory back: 32 MiB of small blocks, freed, then trimmed. */
+static void trim(void) {
+    enum { N = 8192 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(4000);
+        CHECK(blocks[i] != NULL);
+        memset(blocks[i], 1, 4000);
+    }
+    long full = rss_kb();
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    CHECK(malloc_trim(0) == 1);
+    CHECK(malloc_trim(0) == 0); /* nothing left to give */
+    long trimmed = rss_kb();
+    CHECK(full - trimmed > 16 * 1024); /* at least half of the 32 MiB went back */
+}
+
 int main(void) {
     cfree_fn = (void (*)(void *))dlsym(RTLD_DEFAULT, "cfree");
     posix_memalign_fn = (int (*)(void **, size_t, size_t))dlsym(RTLD_DEFAULT, "__posix_memalign");
@@ -219,6 +248,7 @@ int main(void) {
     alignments();
     threads();
     fork_from_threads();
+    trim();
     if (failures) {
         fprintf(stderr, "%d failures\n", failures);
         return 1;
