@@ -188,7 +188,8 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
 
 /// glibc's `malloc_trim`: the calling thread's cached blocks go back to their slabs, then every fully
 /// free slab and cached large mapping goes back to the OS. Returns 1 if slabs were given back, else 0
-/// (`pad` is ignored: hopless keeps no top-of-heap to leave padding in).
+/// (also when only cached large mappings went back: they are not counted). `pad` is ignored: hopless
+/// keeps no top-of-heap to leave padding in.
 #[no_mangle]
 pub extern "C" fn malloc_trim(_pad: usize) -> i32 {
     let before = Hopless::stats();

@@ -29,9 +29,10 @@
 //! | [`args`] | [`ServeArgs`], the command line (`#[command(flatten)]` it into another CLI) |
 //! | `util` | memory sizes (`100mb`), case-insensitive compares |
 //!
-//! The connection loop runs on tokio (a multi-threaded runtime with `--threads` workers): the store is
-//! synchronous and its operations take a shard lock for microseconds, so each command runs inline on
-//! the worker that read it, and a pipeline's replies go out in one write.
+//! The connection loop runs on tokio: `--threads` single-threaded event loops, each on its own thread,
+//! with every connection pinned to one (`server`). The store is synchronous and its operations take a
+//! shard lock for microseconds, so each command runs inline on the loop that read it, and a pipeline's
+//! replies go out in one write.
 
 pub mod args;
 mod cmd;

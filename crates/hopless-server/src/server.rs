@@ -1,9 +1,9 @@
 //! Listeners and the server's life: [`Server::start`] (in-process, for tests and benchmarks),
 //! [`Server::shutdown`], and [`run`] (`hopless serve`: banner, logs, signals).
 //!
-//! Threads: one single-threaded tokio runtime per worker thread, each on its own OS thread. The accept
-//! loops run on the first; every accepted connection is handed, round-robin, to one worker and stays
-//! there for its life. A connection's requests are never moved between threads or stolen by an idle
+//! Threads: one single-threaded tokio runtime per worker thread, each on its own OS thread, plus one
+//! more that only accepts (so a long command on a worker never holds up new connections). Every
+//! accepted connection is handed, round-robin, to one worker and stays there for its life. A connection's requests are never moved between threads or stolen by an idle
 //! worker, so a reply is never waiting on a wake-up of another thread: at `--threads 1` this is Redis's
 //! one event loop, and with more, one event loop per thread over the shared, sharded store. (A
 //! work-stealing runtime doubled the p99 latency against Redis on two cores.)
@@ -81,7 +81,7 @@ fn is_loopback(host: &str) -> bool {
 
 impl Server {
     /// Binds every address (errors, such as a port in use or protected mode, come back here) and starts
-    /// serving on a runtime of `opts.threads` workers.
+    /// serving on `opts.threads` single-threaded event loops and an accept thread.
     pub fn start(opts: ServeOptions) -> io::Result<Server> {
         if opts.protected_mode && opts.requirepass.is_none() {
             if let Some(h) = opts.bind.iter().find(|h| !is_loopback(h)) {
@@ -94,11 +94,12 @@ impl Server {
                 ));
             }
         }
-        let runtimes: Vec<Runtime> = (0..opts.threads.max(1))
-            .map(|_| tokio::runtime::Builder::new_current_thread().enable_all().build())
+        let new_loop = || tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let workers: Vec<Runtime> = (0..opts.threads.max(1))
+            .map(|_| new_loop())
             .collect::<io::Result<_>>()?;
-        let rt = &runtimes[0];
-        let mut listeners = rt.block_on(async {
+        let acceptor = new_loop()?;
+        let listeners = acceptor.block_on(async {
             let mut ls = Vec::new();
             for host in &opts.bind {
                 let ip: IpAddr = if host == "localhost" {
@@ -121,27 +122,28 @@ impl Server {
         cfg.policy = opts.maxmemory_policy;
         let port = addrs.first().map_or(opts.port, |a| a.port());
         let shared = Arc::new(Shared::new(&opts, Store::new(cfg), port));
-        let handles: Arc<[Handle]> = runtimes.iter().map(|r| r.handle().clone()).collect();
-        let mut threads = Vec::new();
-        for (i, rt) in runtimes.into_iter().enumerate() {
+        let handles: Arc<[Handle]> = workers.iter().map(|r| r.handle().clone()).collect();
+        // Built first, so that a failed spawn below drops it: its `Drop` stops and joins the threads
+        // already started.
+        let mut server = Server {
+            addrs,
+            shared: shared.clone(),
+            threads: Vec::new(),
+        };
+        for (i, rt) in workers.into_iter().enumerate() {
             let sh = shared.clone();
-            let ls = if i == 0 {
-                std::mem::take(&mut listeners)
-            } else {
-                Vec::new()
-            };
-            let hs = handles.clone();
-            threads.push(
+            server.threads.push(
                 std::thread::Builder::new()
                     .name(format!("hopless-server-{i}"))
-                    .spawn(move || serve(rt, ls, hs, sh))?,
+                    .spawn(move || work(rt, sh))?,
             );
         }
-        Ok(Server {
-            addrs,
-            shared,
-            threads,
-        })
+        server.threads.push(
+            std::thread::Builder::new()
+                .name("hopless-server-accept".into())
+                .spawn(move || accept(acceptor, listeners, handles, shared))?,
+        );
+        Ok(server)
     }
 
     /// The first listener's address (with the port chosen, when asked for port 0).
@@ -205,8 +207,19 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     s.listen(511)
 }
 
-/// One worker thread: runs its runtime (the first also the accept loops) until shutdown.
-fn serve(rt: Runtime, listeners: Vec<TcpListener>, workers: Arc<[Handle]>, shared: Arc<Shared>) {
+/// One worker thread: drives the connections handed to its loop until shutdown.
+fn work(rt: Runtime, shared: Arc<Shared>) {
+    rt.block_on(async {
+        let mut stop = shared.shutdown.subscribe();
+        crate::state::stopped(&mut stop).await;
+    });
+    // Each connection saw the shutdown too; dropping the runtime drops whatever is still open.
+    drop(rt);
+    info!("server thread stopped");
+}
+
+/// The accept thread: accepts on every listener until shutdown.
+fn accept(rt: Runtime, listeners: Vec<TcpListener>, workers: Arc<[Handle]>, shared: Arc<Shared>) {
     rt.block_on(async {
         let mut tasks = Vec::new();
         for l in listeners {
@@ -215,12 +228,7 @@ fn serve(rt: Runtime, listeners: Vec<TcpListener>, workers: Arc<[Handle]>, share
         for t in tasks {
             let _ = t.await;
         }
-        let mut stop = shared.shutdown.subscribe();
-        crate::state::stopped(&mut stop).await;
     });
-    // Connections saw the shutdown too; give them a moment to close, then drop what is left.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    info!("server thread stopped");
 }
 
 async fn accept_loop(listener: TcpListener, workers: Arc<[Handle]>, shared: Arc<Shared>) {

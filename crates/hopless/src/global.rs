@@ -324,6 +324,10 @@ impl Hopless {
         use crate::segment::{MEDIUM_SLAB_SHIFT, SMALL_SLAB_SHIFT};
         use crate::size_class::{MAG_CAPACITY, MEDIUM_MAX, NUM_CLASSES, NUM_SMALL, SMALL_MAX};
         let mag = MAG_CAPACITY.first().copied().unwrap_or(0) as u64;
+        let mag_small_rest = MAG_CAPACITY
+            .get(NUM_SMALL.saturating_sub(1))
+            .copied()
+            .unwrap_or(0) as u64;
         let mut m = crate::report::Msg::new();
         m.str("hopless: libhopless loaded: ")
             .dec(NUM_SMALL as u64)
@@ -341,10 +345,11 @@ impl Hopless {
             .dec(crate::large::CACHE_ENTRIES as u64)
             .str(", ")
             .dec((crate::large::CACHE_MAX_BYTES >> 20) as u64)
-            .str(" MiB); magazine ")
+            .str(" MiB); magazines ")
             .dec(mag)
-            .str(", refill ")
-            .dec(mag / 2)
+            .str(" blocks up to 256 B, ")
+            .dec(mag_small_rest)
+            .str(" above, fewer for medium classes; refill half")
             .str("; mode ")
             .str(
                 match crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) {

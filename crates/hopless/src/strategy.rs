@@ -2,7 +2,8 @@
 //! variants of it, each a whole allocator (thread cache and central layer) for one size class.
 //!
 //! - [`Array`] (`array`, hopless): "what is free next" is an array in metadata ([`Magazine`]), refilled
-//!   and flushed 32 blocks at a time through [`Heap::refill`] and [`Heap::flush`] (free bitmaps). Pop and
+//!   and flushed half a magazine at a time (the global allocator's capacities) through [`Heap::refill`]
+//!   and [`Heap::flush`] (free bitmaps). Pop and
 //!   push never touch block memory. (The real allocator's free also writes an 8-byte double-free key into
 //!   the block it frees; this model leaves it out, as SLUB's model leaves out its debug checks.)
 //! - [`Slub`] models SLUB as Linux builds it ([`SlubHeap`]): every slab keeps a list of its free objects
@@ -275,6 +276,10 @@ impl<P: PageSource> SlubHeap<P> {
         }
         let size = class_size(class);
         let n = SLUB_SLAB / size;
+        if n == 0 {
+            // A class too large for one slab: the model serves classes up to `SLUB_SLAB` only.
+            return (NONE, ptr::null_mut());
+        }
         let start = self.base.load(Ordering::Acquire).wrapping_add(i * SLUB_SLAB);
         for k in 0..n {
             let next = if k + 1 < n {

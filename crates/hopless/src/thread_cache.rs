@@ -86,7 +86,7 @@ pub struct ThreadCache {
 
 /// Bits of a key that must match for it to be one (the address part).
 pub const KEY_LOW: usize = (1 << 48) - 1;
-/// Cache ids: 1..MAX_CACHE_ID name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
+/// Cache ids: 1..MAX_CACHE_ID (510 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
 pub const MAX_CACHE_ID: usize = 511;
 /// The cache id of a block's mark while it sits in its slab.
 pub const MARK_ID: usize = 511;
@@ -496,7 +496,7 @@ mod tests {
     fn magazine_is_lifo_and_bounded() {
         let mut tc = Box::new(ThreadCache::EMPTY);
         let tcp: *mut ThreadCache = &mut *tc;
-        let mut blocks = [0u64; 70];
+        let mut blocks = [0u64; MAG_MAX + 1];
         // SAFETY: a test-owned cache; block pointers are never dereferenced.
         unsafe {
             assert!(ThreadCache::pop(tcp, 3).is_null());

@@ -86,8 +86,8 @@ fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Op
             "--cache-sim=yes",
             "--collect-atstart=no",
             // This machine's caches (valgrind's own guess of the last level can be far off).
-            &cache_arg("--D1", 1),
-            &cache_arg("--LL", 3),
+            &cache_arg("--D1", false),
+            &cache_arg("--LL", true),
             // Demangled (Rust legacy mangling) and mangled spellings of `cell::timed::*`.
             "--toggle-collect=*cell::timed::*",
             "--toggle-collect=*4cell5timed*",
@@ -111,22 +111,44 @@ fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Op
     parse(&text?, ops)
 }
 
-/// `--D1=size,ways,line` (or `--LL=`) from sysfs cache `index` of cpu0; valgrind's default if unknown.
-fn cache_arg(flag: &str, index: u32) -> String {
-    let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
-    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default();
-    let size = read("size");
-    let size = size.trim();
-    let bytes = match (size.strip_suffix('K'), size.strip_suffix('M')) {
-        (Some(n), _) => n.parse::<u64>().ok().map(|n| n << 10),
-        (_, Some(n)) => n.parse::<u64>().ok().map(|n| n << 20),
-        _ => size.parse().ok(),
-    };
-    let ways: Option<u64> = read("ways_of_associativity").trim().parse().ok();
-    let line: Option<u64> = read("coherency_line_size").trim().parse().ok();
-    match (bytes, ways, line) {
-        (Some(b), Some(w), Some(l)) if b > 0 && w > 0 && l > 0 => format!("{flag}={b},{w},{l}"),
-        // A harmless repeat of a default, so the argument list keeps its shape.
+/// `--D1=size,ways,line` for the level-1 data cache, or `--LL=` for the last level, from cpu0's caches
+/// in sysfs (picked by their `level` and `type`). valgrind wants a power-of-two set count; when the
+/// cache is unknown or its sets are not a power of two, a harmless repeated default is passed instead
+/// and valgrind keeps its own guess.
+fn cache_arg(flag: &str, last_level: bool) -> String {
+    let mut best: Option<(u32, u64, u64, u64)> = None;
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap_or_default();
+        let level: u32 = match read("level").trim().parse() {
+            Ok(l) => l,
+            Err(_) => continue,
+        };
+        let kind = read("type");
+        let wanted = if last_level {
+            kind.trim() == "Unified" || kind.trim() == "Data"
+        } else {
+            level == 1 && kind.trim() == "Data"
+        };
+        let size = read("size");
+        let size = size.trim();
+        let bytes = match (size.strip_suffix('K'), size.strip_suffix('M')) {
+            (Some(n), _) => n.parse::<u64>().ok().map(|n| n << 10),
+            (_, Some(n)) => n.parse::<u64>().ok().map(|n| n << 20),
+            _ => size.parse().ok(),
+        };
+        let ways: Option<u64> = read("ways_of_associativity").trim().parse().ok();
+        let line: Option<u64> = read("coherency_line_size").trim().parse().ok();
+        if let (true, Some(b), Some(w), Some(l)) = (wanted, bytes, ways, line) {
+            if best.is_none_or(|(lv, ..)| level > lv) {
+                best = Some((level, b, w, l));
+            }
+        }
+    }
+    match best {
+        Some((_, b, w, l)) if w > 0 && l > 0 && b % (w * l) == 0 && (b / (w * l)).is_power_of_two() => {
+            format!("{flag}={b},{w},{l}")
+        }
         _ => "--cache-sim=yes".to_string(),
     }
 }

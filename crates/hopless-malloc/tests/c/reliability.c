@@ -914,7 +914,7 @@ static int debug_foreign_free(void) { return invalid_stack(); }
 
 /* --------------------------------------------------------------------------------------------------- */
 
-/* More threads alive at once than there are thread-cache ids (511): every cache beyond works without
+/* More threads alive at once than there are thread-cache ids (510): every cache beyond works without
  * one. Each thread fills and checks batches larger than a magazine, in both free orders, then frees a
  * neighbour's block while all are alive. */
 #define MANY 600
@@ -965,12 +965,13 @@ static int many_threads(void) {
 }
 
 /* A double free by a thread whose cache got no id (every id taken by a live thread). */
-static pthread_barrier_t hold_ids;
+static pthread_barrier_t hold_ids, have_ids;
 static void *hold_an_id(void *arg) {
     (void)arg;
     sink = malloc(32);
     free(sink);
-    pthread_barrier_wait(&hold_ids);
+    pthread_barrier_wait(&have_ids); /* every holder has its cache (and id) before the double free */
+    pthread_barrier_wait(&hold_ids); /* never released: held until the process ends */
     return NULL;
 }
 
@@ -987,11 +988,13 @@ static void *double_free_without_id(void *arg) {
 
 static int df_no_id(void) {
     CHECK(pthread_barrier_init(&hold_ids, NULL, MANY + 1) == 0);
+    CHECK(pthread_barrier_init(&have_ids, NULL, MANY + 1) == 0);
     pthread_t t[MANY];
     pthread_attr_t small;
     CHECK(pthread_attr_init(&small) == 0);
     CHECK(pthread_attr_setstacksize(&small, 256 << 10) == 0);
     for (long i = 0; i < MANY; i++) CHECK(pthread_create(&t[i], &small, hold_an_id, NULL) == 0);
+    pthread_barrier_wait(&have_ids);
     pthread_t d;
     CHECK(pthread_create(&d, &small, double_free_without_id, NULL) == 0);
     CHECK(pthread_join(d, NULL) == 0);
