@@ -66,8 +66,13 @@ def hops(code):
             (derived.add if b and reg(b[0]) in derived else derived.discard)(d)
         elif "(" in src:
             derived.discard(d)  # loaded from memory
+        elif op.startswith("imul") and len(parts) == 3 and parts[1].startswith("%"):
+            # imul $k, %src, %dst: dst is computed from src alone.
+            (derived.add if reg(parts[1][1:]) in derived else derived.discard)(d)
+        elif op.startswith(("add", "sub")) and src.startswith("%") and reg(src[1:]) not in derived:
+            derived.discard(d)  # mixed with a value read from memory
         elif op.startswith(("add", "sub", "inc", "dec", "and", "or", "xor", "shl", "shr", "imul")):
-            pass  # arithmetic keeps what the register was
+            pass  # arithmetic keeps what the register was (an address from an address stays one)
     return bad
 
 fast, intr = body("hopless_probe_fast_pop"), body("hopless_probe_intrusive_pop")
