@@ -126,6 +126,10 @@ impl Frame {
             Frame::Simple(s) => {
                 let _ = write!(out, "+{s}\r\n");
             }
+            // A message that holds CR or LF cannot be a simple error: it goes out as a blob error.
+            Frame::Error(s) if s.contains(['\r', '\n']) => {
+                let _ = write!(out, "!{}\r\n{s}\r\n", s.len());
+            }
             Frame::Error(s) => {
                 let _ = write!(out, "-{s}\r\n");
             }
@@ -210,7 +214,7 @@ fn walk(c: &mut Cursor<'_>, depth: usize) -> Result<(), FrameError> {
         b'$' | b'=' | b'!' => {
             if let Some(n) = c.len()? {
                 let b = c.take(n)?;
-                if t == b'=' && (b.len() < 4 || b[3] != b':') {
+                if t == b'=' && (b.len() < 4 || b[3] != b':' || !b[..3].is_ascii()) {
                     return proto("invalid verbatim string");
                 }
             }
@@ -276,7 +280,8 @@ fn parse(c: &mut Cursor<'_>, depth: usize) -> Result<Frame, FrameError> {
                     b'$' => Frame::Bulk(Bytes::copy_from_slice(b)),
                     b'!' => Frame::Error(text(b)),
                     _ => {
-                        if b.len() < 4 || b[3] != b':' {
+                        // The format is three ASCII characters (`txt`, `mkd`), then a colon.
+                        if b.len() < 4 || b[3] != b':' || !b[..3].is_ascii() {
                             return proto("invalid verbatim string");
                         }
                         Frame::Verbatim(text(&b[..3]), Bytes::copy_from_slice(&b[4..]))
@@ -345,6 +350,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn blob_errors_with_line_breaks_and_odd_verbatim_formats_round_trip_or_are_refused() {
+        // Found by the fuzz target: a blob error holding CRLF was re-encoded as a simple error.
+        let blob = b"!7\r\nERR a\r\n\r\n";
+        let (f, n) = Frame::parse(blob).unwrap();
+        assert_eq!((f.clone(), n), (Frame::Error("ERR a\r\n".into()), blob.len()));
+        let mut enc = Vec::new();
+        f.encode(&mut enc);
+        assert_eq!(Frame::parse(&enc), Ok((f, enc.len())));
+        // A verbatim format must be three ASCII bytes (a lossy text would change its length).
+        let odd = b"=6\r\n\xffab:xy\r\n";
+        assert!(matches!(Frame::check(odd), Err(FrameError::Protocol(_))));
+        assert!(matches!(Frame::parse(odd), Err(FrameError::Protocol(_))));
     }
 
     #[test]
