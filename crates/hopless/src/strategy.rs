@@ -302,6 +302,26 @@ impl<P: PageSource> SlubHeap<P> {
         (s, start)
     }
 
+    /// Puts slab `s` at the tail of its class's partial list (SLUB's `add_partial(.., DEACTIVATE_TO_TAIL)`).
+    ///
+    /// # Safety
+    ///
+    /// `g` is the guard of `s`'s class lock; `s` is a carved slab of that class on no list.
+    unsafe fn push_partial(&self, g: &mut SlubClass, s: u32) {
+        // SAFETY: per the caller, the class lock guards both slabs' metadata.
+        unsafe {
+            let m = self.meta(s);
+            (*m).state = SlabState::Partial;
+            (*m).next = NONE;
+            if g.tail == NONE {
+                g.head = s;
+            } else {
+                (*self.meta(g.tail)).next = s;
+            }
+        }
+        g.tail = s;
+    }
+
     /// Frees `p` onto its slab's list (SLUB's `__slab_free`), for a thread that does not hold that slab.
     ///
     /// # Safety
@@ -317,14 +337,7 @@ impl<P: PageSource> SlubHeap<P> {
             p.cast::<*mut u8>().write((*m).freelist);
             (*m).freelist = p;
             if (*m).state == SlabState::Full {
-                (*m).state = SlabState::Partial;
-                (*m).next = NONE;
-                if g.tail == NONE {
-                    g.head = s;
-                } else {
-                    (*self.meta(g.tail)).next = s;
-                }
-                g.tail = s;
+                self.push_partial(&mut g, s);
             }
         }
     }
@@ -383,14 +396,7 @@ impl<P: PageSource> SlubHeap<P> {
             if (*m).freelist.is_null() {
                 (*m).state = SlabState::Full;
             } else {
-                (*m).state = SlabState::Partial;
-                (*m).next = NONE;
-                if g.tail == NONE {
-                    g.head = s;
-                } else {
-                    (*self.meta(g.tail)).next = s;
-                }
-                g.tail = s;
+                self.push_partial(&mut g, s);
             }
         }
     }

@@ -53,16 +53,33 @@ fn ttl_of(c: &Ctx<'_>, opt: TtlOpt, arg: Option<&Bytes>) -> Result<Ttl, CmdError
     })
 }
 
-fn timed(o: &[u8]) -> Option<TtlOpt> {
-    [
+/// An `EX|PX|EXAT|PXAT n` option at `a[i]` (SET and GETEX share them): records it in `ttl` and `arg` and
+/// returns true (the caller skips `n`); false when `a[i]` is not one or has no argument. A second time
+/// option of another kind is a syntax error, as in Redis.
+fn time_option<'a>(
+    a: &'a [Bytes],
+    i: usize,
+    ttl: &mut TtlOpt,
+    arg: &mut Option<&'a Bytes>,
+) -> Result<bool, CmdError> {
+    let kind = [
         ("ex", TtlOpt::Ex),
         ("px", TtlOpt::Px),
         ("exat", TtlOpt::ExAt),
         ("pxat", TtlOpt::PxAt),
     ]
     .into_iter()
-    .find(|(w, _)| eq(o, w))
-    .map(|(_, t)| t)
+    .find(|(w, _)| eq(&a[i], w))
+    .map(|(_, t)| t);
+    let (Some(t), Some(n)) = (kind, a.get(i + 1)) else {
+        return Ok(false);
+    };
+    if !(*ttl == TtlOpt::None || *ttl == t) {
+        return Err(SYNTAX);
+    }
+    *ttl = t;
+    *arg = Some(n);
+    Ok(true)
 }
 
 pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -71,7 +88,6 @@ pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let mut i = 3;
     while i < a.len() {
         let o = &a[i][..];
-        let next = a.get(i + 1);
         if eq(o, "nx") && opts.cond != SetCond::IfPresent {
             opts.cond = SetCond::IfAbsent;
         } else if eq(o, "xx") && opts.cond != SetCond::IfAbsent {
@@ -80,12 +96,7 @@ pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             opts.get = true;
         } else if eq(o, "keepttl") && matches!(ttl, TtlOpt::None | TtlOpt::Keep) {
             ttl = TtlOpt::Keep;
-        } else if let (Some(t), Some(n)) = (timed(o), next) {
-            if !(ttl == TtlOpt::None || ttl == t) {
-                return Err(SYNTAX);
-            }
-            ttl = t;
-            ttl_arg = Some(n);
+        } else if time_option(a, i, &mut ttl, &mut ttl_arg)? {
             i += 1;
         } else {
             return Err(SYNTAX);
@@ -166,12 +177,7 @@ pub fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         let o = &a[i][..];
         if eq(o, "persist") && matches!(ttl, TtlOpt::None | TtlOpt::Persist) {
             ttl = TtlOpt::Persist;
-        } else if let (Some(t), Some(n)) = (timed(o), a.get(i + 1)) {
-            if !(ttl == TtlOpt::None || ttl == t) {
-                return Err(SYNTAX);
-            }
-            ttl = t;
-            ttl_arg = Some(n);
+        } else if time_option(a, i, &mut ttl, &mut ttl_arg)? {
             i += 1;
         } else {
             return Err(SYNTAX);
