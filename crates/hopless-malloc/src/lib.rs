@@ -35,6 +35,18 @@ fn set_errno(e: i32) {
 
 #[inline(always)]
 fn alloc(size: usize, align: usize, zeroed: bool) -> *mut c_void {
+    if !zeroed {
+        if let Some(p) = Hopless::alloc_cached(size, align) {
+            return p.cast();
+        }
+    }
+    alloc_slow(size, align, zeroed)
+}
+
+/// Everything past the magazine pop, out of line so that `malloc`'s fast path saves nothing.
+#[cold]
+#[inline(never)]
+fn alloc_slow(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     let p = Hopless::alloc_bytes(size.max(1), align, zeroed);
     if p.is_null() {
         set_errno(libc::ENOMEM);

@@ -20,8 +20,11 @@ use core::cell::{Cell, UnsafeCell};
 use core::ptr;
 
 use crate::global::{Hopless, HEAP};
+use crate::segment::Slab;
 use crate::size_class::{self, small_class, SMALL_MAX};
-use crate::slow::{alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, hardened_cache};
+use crate::slow::{
+    alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, free_unsized_slow, hardened_cache,
+};
 use crate::stats::stat;
 use crate::thread_cache::{Push, ThreadCache};
 
@@ -153,16 +156,61 @@ pub(crate) fn empty() -> *mut ThreadCache {
 #[inline(always)]
 pub(crate) unsafe fn alloc_small(size: usize, align: usize) -> *mut u8 {
     let class = small_class(size.max(align));
+    // SAFETY: per the caller.
+    match unsafe { alloc_cached(class) } {
+        Some(p) => p,
+        // SAFETY: class in range; per the caller.
+        None => unsafe { alloc_slow(class, size, align) },
+    }
+}
+
+/// A pop from the thread's magazine of `class`; `None` when it is empty (or the thread has the empty
+/// cache).
+///
+/// # Safety
+///
+/// `class < NUM_CLASSES`.
+#[inline(always)]
+pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
     let tc = current();
     // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
-    let p = unsafe { ThreadCache::pop(tc, class) };
-    if !p.is_null() {
-        // SAFETY: `tc` is live: the empty cache never yields a block.
-        stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
-        return p;
+    let p = unsafe { ThreadCache::try_pop(tc, class) }?;
+    // SAFETY: `tc` is live: the empty cache never yields a block.
+    stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
+    Some(p)
+}
+
+/// The fast path of a free without its size (C's `free`): the segment map, one slab header, the
+/// magazine push. Everything else (null, no cache yet, the checked modes, large blocks, and any pointer
+/// that is not a handed-out block start, to be reported) goes to `free_unsized_slow`, out of line, as
+/// do a full magazine and a key that needs a look. Every way out is a return or a tail call, so the
+/// function saves no registers.
+///
+/// # Safety
+///
+/// `p` is null, or a block of this allocator the program gives up (anything else is reported).
+#[inline(always)]
+pub(crate) unsafe fn free_unsized(p: *mut u8) {
+    let tc = tls::get();
+    if !tc.is_null() {
+        // SAFETY: per the caller.
+        if let Some(class) = unsafe { Slab::handed_out_class(p) } {
+            // SAFETY: `tc` is this thread's live cache (non-null); `p` is a handed-out block start of
+            // `class` (at least 8 bytes, aligned to 8); whether it is free already is the key's check.
+            unsafe {
+                match ThreadCache::push_keyed(tc, class, p) {
+                    Push::Done => {
+                        stat!((*tc).counters[class].free_fast.bump());
+                    }
+                    Push::Suspect => free_suspect(class, p),
+                    Push::Full => free_slow(class, p),
+                }
+                return;
+            }
+        }
     }
-    // SAFETY: class in range; per the caller.
-    unsafe { alloc_slow(class, size, align) }
+    // SAFETY: forwarded.
+    unsafe { free_unsized_slow(p) }
 }
 
 /// The calling thread's cache, or null while it has none (the empty cache): one TLS load.

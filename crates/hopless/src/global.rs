@@ -113,21 +113,10 @@ impl Hopless {
     /// # Safety
     ///
     /// `p` was returned by this allocator and is not used afterwards.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn free(p: *mut u8) {
-        if p.is_null() {
-            return;
-        }
-        let mut tc = crate::fast::current_or_null();
-        if tc.is_null() {
-            // SAFETY: the checked modes check everything they are given.
-            if unsafe { checked_free(p) } {
-                return;
-            }
-            tc = cache_or_init();
-        }
-        // SAFETY: per the caller; `tc` is this thread's live cache or null.
-        unsafe { HEAP.free_ptr(tc, p) }
+        // SAFETY: forwarded.
+        unsafe { crate::fast::free_unsized(p) }
     }
 
     /// The usable size of a block: at least what was asked for.
@@ -275,6 +264,21 @@ impl Hopless {
             return unsafe { crate::fast::alloc_small(size, align) };
         }
         Self::alloc_bytes_general(size, align, zeroed)
+    }
+
+    /// The fast path alone: a block of at least `max(size, align)` bytes from the calling thread's
+    /// magazine, or `None` when that takes more (an empty magazine, a thread's first allocation, the
+    /// checked modes, `size` or `align` out of the fast range, `size == align == 0`). Callers go on to
+    /// [`Hopless::alloc_bytes`] then; the C `malloc` does, so that its fast path ends in a return and
+    /// its slow path (which sets `errno`) in a tail call.
+    #[inline(always)]
+    pub fn alloc_cached(size: usize, align: usize) -> Option<*mut u8> {
+        let n = size.max(align);
+        if n.wrapping_sub(1) >= crate::size_class::SMALL_MAX || align > 16 || !align.is_power_of_two() {
+            return None;
+        }
+        // SAFETY: `1 <= n <= SMALL_MAX`, so its class is in range.
+        unsafe { crate::fast::alloc_cached(crate::size_class::small_class(n)) }
     }
 
     #[cold]

@@ -94,8 +94,10 @@ pub enum SlabState {
 /// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
 ///   when `free == 0` and it is on no list.
 ///
-/// `class`, `capacity` and `start` change only when the slab joins a class (`init`), while no block of it
-/// is out: that is why the lock-free readers (`check_free`, `is_free`) may read them.
+/// `class`, `capacity`, `size`, `recip` and `start` change only when the slab joins a class (`init`),
+/// while no block of it is out: that is why the lock-free readers (`check_free`, `handed_out_class`,
+/// `is_free`) may read them. `size` and `recip` copy the class's, so that the free path's check reads one
+/// header and no class table.
 #[repr(C)]
 pub struct Slab {
     /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
@@ -105,12 +107,16 @@ pub struct Slab {
     /// Free blocks (set bits plus the uncarved tail).
     pub free: u32,
     pub capacity: u32,
+    /// The class's block size (`size_class::class_size`).
+    pub size: u32,
     /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
     /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
     /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
     pub carved: AtomicU32,
     /// No bitmap word below `hint` has a set bit.
     pub hint: u32,
+    /// The class's `CLASS_RECIP`: block index of an offset `o` is `(o * recip) >> 40`.
+    pub recip: u64,
     pub start: *mut u8,
     pub prev: *mut Slab,
     pub next: *mut Slab,
@@ -329,6 +335,8 @@ impl Slab {
         s.state = SlabState::Partial;
         s.free = capacity;
         s.capacity = capacity;
+        s.size = size_class::class_size(class) as u32;
+        s.recip = CLASS_RECIP.get(class).copied().unwrap_or(0);
         s.carved.store(0, Ordering::Relaxed);
         s.hint = 0;
         s.start = start;
@@ -559,6 +567,48 @@ impl Slab {
                 return Err(FreeError::NeverAllocated);
             }
             Ok(class)
+        }
+    }
+
+    /// The free path's check, the common case of [`Slab::check_free`] in a few instructions: `Some(class)`
+    /// when `p` is the start of a block of an in-use slab that was handed out at least once. `None` says
+    /// only "not that": a large block, or anything [`Slab::check_free`] would refuse, which the caller
+    /// hands to the full lookup (`locate`, `check_free`) to free or report. It accepts nothing that
+    /// `check_free` refuses: it skips only the segment magic (the map's bit says a hopless segment starts
+    /// there) and `index < capacity` (`carved <= capacity`).
+    ///
+    /// # Safety
+    ///
+    /// Any address may be asked about, as of [`locate`], with its one window: the header of a segment that
+    /// another thread unmaps at the same moment (only an invalid free can meet it).
+    #[inline(always)]
+    pub unsafe fn handed_out_class(p: *mut u8) -> Option<usize> {
+        if !SEGMENT_MAP.contains(p) {
+            return None;
+        }
+        let seg = segment_of(p);
+        // SAFETY: the map's bit says a hopless segment or large mapping starts at `seg` (see `locate`), so
+        // its header is mapped and `kind`, written once before the bit was set, is stable. For a small or
+        // medium segment `slab_of` stays inside its header area (`p` is inside the 4 MiB segment). The
+        // slab fields read after the magic check are stable while a block of the slab is out (see
+        // [`Slab`]); a racing reader of a slab that just left its class sees a magic that is not
+        // `SLAB_MAGIC`, or a state the full check would also have seen a moment earlier.
+        unsafe {
+            if (*seg).kind == SegmentKind::Large {
+                return None;
+            }
+            let s = slab_of(seg, p);
+            if (*s).magic != SLAB_MAGIC {
+                return None;
+            }
+            let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
+            let index = offset.wrapping_mul((*s).recip) >> 40;
+            if index.wrapping_mul(u64::from((*s).size)) != offset
+                || index >= u64::from((*s).carved.load(Ordering::Relaxed))
+            {
+                return None;
+            }
+            Some((*s).class as usize)
         }
     }
 

@@ -5,7 +5,7 @@
 
 use core::ptr;
 
-use crate::fast::{current, empty, set_current, HARDENED_CACHE, RETIRED};
+use crate::fast::{current, current_or_null, empty, set_current, HARDENED_CACHE, RETIRED};
 use crate::global::{process_init, register_exit, HEAP};
 use crate::thread_cache::ThreadCache;
 
@@ -135,6 +135,31 @@ pub(crate) unsafe fn free_slow(class: usize, p: *mut u8) {
 pub(crate) unsafe fn free_suspect(class: usize, p: *mut u8) {
     // SAFETY: forwarded; the cache is this thread's (the fast path found room in it).
     unsafe { HEAP.free_suspect(current(), class, p) }
+}
+
+/// A free without its size that `fast::free_unsized` did not take: null, a thread without a cache (its
+/// first operation, past its exit, or a checked mode), a large block, or a pointer to check in full and
+/// report.
+///
+/// # Safety
+///
+/// As for `fast::free_unsized`.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn free_unsized_slow(p: *mut u8) {
+    if p.is_null() {
+        return;
+    }
+    let mut tc = current_or_null();
+    if tc.is_null() {
+        // SAFETY: the checked modes check everything they are given.
+        if unsafe { checked_free(p) } {
+            return;
+        }
+        tc = cache_or_init();
+    }
+    // SAFETY: per the caller; `tc` is this thread's live cache or null.
+    unsafe { HEAP.free_ptr(tc, p) }
 }
 
 /// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.

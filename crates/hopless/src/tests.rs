@@ -400,3 +400,71 @@ fn unwritten_blocks_freed_anywhere_are_not_double_frees() {
         heap.retire_thread_cache(b);
     }
 }
+
+/// The free path's short check (`Slab::handed_out_class`) takes only what the full one (`locate` and
+/// `Slab::check_free`) takes: every byte offset around handed-out blocks of a small and a medium class,
+/// the header area, the uncarved tail, a large block and a foreign address.
+#[test]
+fn the_fast_free_check_accepts_only_what_the_full_check_accepts() {
+    use crate::segment::{locate, Located};
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let mut probes = Vec::new();
+    // SAFETY: `tc` is this test's cache; every block handed out goes back once.
+    unsafe {
+        for size in [48usize, 3000, 20_000] {
+            let class = class_for(size, 8).unwrap();
+            let mut out = [core::ptr::null_mut(); 4];
+            assert_eq!(heap.refill(class, &mut out), 4);
+            let seg = segment_of(out[0]);
+            let size = class_size(class);
+            let offsets: Vec<usize> = if cfg!(miri) {
+                vec![0, 1, 8, 16, size / 2, size - 8, size - 1]
+            } else {
+                (0..size).collect()
+            };
+            for &p in &out {
+                for &off in &offsets {
+                    probes.push((p.wrapping_add(off), Some(class), off == 0));
+                }
+            }
+            // Past the carved blocks, and the header area.
+            let last = out[3].wrapping_add(class_size(class));
+            probes.push((last, None, false));
+            probes.push((last.wrapping_add(class_size(class)), None, false));
+            probes.push((seg.cast::<u8>(), None, false));
+            probes.push((seg.cast::<u8>().wrapping_add(64), None, false));
+            heap.flush(class, &out);
+        }
+        let big = heap.alloc(tc, 300_000, 8, false);
+        probes.push((big, None, false));
+        let mut local = 0u64;
+        if !cfg!(miri) {
+            // Under Miri a test page source's segment does not fill its 4 MiB slot, so a stack address can
+            // share the slot: a case mmap'd segments never meet.
+            probes.push(((&raw mut local).cast(), None, false));
+        }
+        probes.push((core::ptr::null_mut(), None, false));
+        // Re-take the blocks so that they are handed out again while probing.
+        for size in [48usize, 3000, 20_000] {
+            let class = class_for(size, 8).unwrap();
+            let mut out = [core::ptr::null_mut(); 4];
+            assert_eq!(heap.refill(class, &mut out), 4);
+        }
+        for &(p, class, start) in &probes {
+            let fast = Slab::handed_out_class(p);
+            let full = match locate(p) {
+                Located::Slab(seg) => Slab::check_free(seg, p).ok(),
+                _ => None,
+            };
+            if fast.is_some() {
+                assert_eq!(fast, full, "{p:p}: the fast check took what the full one refuses");
+            }
+            if start {
+                assert_eq!(fast, class, "{p:p}: a handed-out block start must pass");
+            }
+        }
+        heap.free_ptr(tc, big);
+        heap.retire_thread_cache(tc);
+    }
+}

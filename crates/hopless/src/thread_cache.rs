@@ -267,17 +267,29 @@ impl ThreadCache {
     /// As for [`ThreadCache::mag`].
     #[inline(always)]
     pub unsafe fn pop(tc: *mut ThreadCache, class: usize) -> *mut u8 {
+        // SAFETY: forwarded.
+        unsafe { Self::try_pop(tc, class) }.unwrap_or(core::ptr::null_mut())
+    }
+
+    /// Pops a block; `None` when the magazine is empty. The fast path's form: the answer is the count
+    /// test alone, with no test of the slot's value.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::mag`].
+    #[inline(always)]
+    pub unsafe fn try_pop(tc: *mut ThreadCache, class: usize) -> Option<*mut u8> {
         // SAFETY: per the caller, `m` is a magazine only this thread writes.
         let m = unsafe { Self::mag(tc, class) };
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
         if n == 0 {
-            return core::ptr::null_mut();
+            return None;
         }
         let n = n - 1;
         count.store(n, Ordering::Relaxed);
         // n < count <= MAG_MAX.
-        Self::slot_of(m, n as usize).load(Ordering::Relaxed)
+        Some(Self::slot_of(m, n as usize).load(Ordering::Relaxed))
     }
 
     /// Pushes a block; false when the magazine is full (and nothing was written).
