@@ -58,6 +58,9 @@ fn process_init_slow() {
     }
     INIT_OWNER.store(crate::platform::thread_self(), Ordering::Relaxed);
     crate::thread_cache::seed_free_key(crate::platform::process_random());
+    if crate::platform::env_flag(c"HOPLESS_TRANSFER") {
+        HEAP.set_transfer(true);
+    }
     if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
         KEY.store(key, Ordering::Relaxed);
         KEY_OK.store(true, Ordering::Release);

@@ -74,6 +74,7 @@ mod slow;
 pub mod stats;
 mod strategy;
 mod thread_cache;
+mod transfer;
 
 /// The inside, for hopless's own benchmarks, tests and `libhopless.so`: not a stable API.
 #[doc(hidden)]

@@ -468,3 +468,57 @@ fn the_fast_free_check_accepts_only_what_the_full_check_accepts() {
         heap.retire_thread_cache(tc);
     }
 }
+
+/// With the transfer slots on, a consumer's full magazine goes to a slot with the transfer mark on every
+/// block, the producer's next refill takes that batch back whole (no slab touched), and a block sitting
+/// in a slot is seen there by the double-free check's look (`Transfer::holds`).
+#[test]
+fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
+    use crate::thread_cache::{read_key, KeySays};
+    let heap = Heap::new(SystemPages);
+    heap.set_transfer(true);
+    let (producer, consumer) = (heap.new_thread_cache(1), heap.new_thread_cache(2));
+    let class = class_for(64, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    let n = cap + 1;
+    // SAFETY: two test caches used from this thread in turn, as two threads would; blocks freed once.
+    unsafe {
+        let blocks: Vec<*mut u8> = (0..n).map(|_| heap.take_block(producer, class)).collect();
+        for (i, &p) in blocks.iter().enumerate() {
+            fill(p, 64, i as u8);
+        }
+        for &p in &blocks {
+            heap.free_checked(consumer, class, p);
+        }
+        assert_eq!(
+            heap.transfer_counts(class),
+            (1, 0),
+            "the full magazine's older half went to a slot"
+        );
+        let moved: Vec<*mut u8> = blocks
+            .iter()
+            .copied()
+            .filter(|&p| read_key(p) == KeySays::Transfer)
+            .collect();
+        assert_eq!(moved.len(), cap.div_ceil(2));
+        assert!(heap.transfer[class].holds(moved[0]));
+        // The producer's magazine runs dry; its refill takes the batch.
+        while ThreadCache::count(producer, class) > 0 {
+            let p = heap.take_block(producer, class);
+            heap.free_checked(consumer, class, p);
+        }
+        let p = heap.take_block(producer, class);
+        assert_eq!(heap.transfer_counts(class).1, 1);
+        assert!(moved.contains(&p), "the refill took the transferred batch");
+        assert!(!heap.transfer[class].holds(p));
+        assert!(
+            ThreadCache::holds_refilled(producer, class, moved[0]) || moved[0] == p,
+            "the double-free check finds a transferred block in the refill"
+        );
+        heap.free_checked(producer, class, p);
+        heap.retire_thread_cache(producer);
+        heap.retire_thread_cache(consumer);
+        heap.trim();
+        assert_eq!(heap.transfer_counts(class).0, heap.transfer_counts(class).1);
+    }
+}

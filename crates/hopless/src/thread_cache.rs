@@ -86,10 +86,12 @@ pub struct ThreadCache {
 
 /// Bits of a key that must match for it to be one (the address part).
 pub const KEY_LOW: usize = (1 << 48) - 1;
-/// Cache ids: 1..MAX_CACHE_ID (510 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
-pub const MAX_CACHE_ID: usize = 511;
+/// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
+pub const MAX_CACHE_ID: usize = 510;
 /// The cache id of a block's mark while it sits in its slab.
 pub const MARK_ID: usize = 511;
+/// The cache id of a block's mark while it sits in a transfer slot (`transfer`).
+pub const TRANSFER_ID: usize = 510;
 const ID_SHIFT: u32 = 55;
 const SLOT_SHIFT: u32 = 48;
 
@@ -131,6 +133,12 @@ pub fn slab_mark(p: *mut u8) -> usize {
     p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
 }
 
+/// The mark of a block in a transfer slot (or moved on from one without being handed out).
+#[inline]
+pub fn transfer_mark(p: *mut u8) -> usize {
+    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (TRANSFER_ID << ID_SHIFT)
+}
+
 /// A magazine tag for cache `id` (the salt is fixed before the first cache is made).
 #[inline]
 pub fn tag_of(id: usize) -> u64 {
@@ -144,6 +152,8 @@ pub enum KeySays {
     Nothing,
     /// In its slab since a flush.
     Slab,
+    /// Put into a transfer slot since its last free: there, or moved on (to a magazine or its slab).
+    Transfer,
     /// In slot `slot` of cache `id`'s magazine (id 0: a cache without an id).
     Slot { id: usize, slot: usize },
 }
@@ -163,6 +173,8 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
     let id = t >> ID_SHIFT;
     if id == MARK_ID {
         KeySays::Slab
+    } else if id == TRANSFER_ID {
+        KeySays::Transfer
     } else {
         KeySays::Slot {
             id,

@@ -27,9 +27,13 @@
 //! - `random-churn`: 10 000 live slots; each op frees a random slot's block and allocates 8..=4096 bytes
 //!   (the same fixed sequence as the Rust view);
 //! - `producer-consumer-N`: one thread allocates 64-byte blocks and hands them round-robin over bounded
-//!   queues to N consumer threads that free them (every free is a cross-thread free), N = 1 and 3;
-//! - `all-to-all-4`: 4 threads each put fresh 16..=256-byte blocks into random slots of one shared array of
-//!   4096, freeing the block each swaps out (allocated, three times in four, by another thread).
+//!   queues to N consumer threads that free them (every free is a cross-thread free), N = 1, 3 and 15 (2, 4
+//!   and 16 threads);
+//! - `handoff-N`: the same with the queue's cost taken out: the producer fills a buffer of 1024 fresh
+//!   64-byte blocks and hands the whole buffer to the next of N consumers (1, 3, 15), which frees them
+//!   all; what is left is the allocator's cross-thread path (flush, transfer or lock, refill);
+//! - `all-to-all-N`: N threads (4 and 16) each put fresh 16..=256-byte blocks into random slots of one
+//!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another thread).
 //!
 //! The allocators alternate: in run r, for each workload, the libraries go in an order rotated by r.
 
@@ -69,7 +73,7 @@ mod c {
 }
 
 /// Workload names, in table order.
-pub const C_WORKLOADS: [&str; 11] = [
+pub const C_WORKLOADS: [&str; 16] = [
     "pair-16",
     "pair-64",
     "pair-256",
@@ -80,7 +84,12 @@ pub const C_WORKLOADS: [&str; 11] = [
     "random-churn",
     "producer-consumer-1",
     "producer-consumer-3",
+    "producer-consumer-15",
+    "handoff-1",
+    "handoff-3",
+    "handoff-15",
     "all-to-all-4",
+    "all-to-all-16",
 ];
 
 /// The libraries, in table order: name and Debian file name (`None`: glibc, no preload).
@@ -311,7 +320,12 @@ pub fn measure(workload: &str, scale: f64, plan: &ChurnPlan) -> f64 {
         "random-churn" => churn(plan, ops(1_000_000, scale)),
         "producer-consumer-1" => producer_consumers(1, ops(500_000, scale)),
         "producer-consumer-3" => producer_consumers(3, ops(500_000, scale)),
+        "producer-consumer-15" => producer_consumers(15, ops(500_000, scale)),
+        "handoff-1" => handoff(1, ops(2_000_000, scale)),
+        "handoff-3" => handoff(3, ops(2_000_000, scale)),
+        "handoff-15" => handoff(15, ops(2_000_000, scale)),
         "all-to-all-4" => all_to_all(4, ops(1_000_000, scale)),
+        "all-to-all-16" => all_to_all(16, ops(1_000_000, scale)),
         other => panic!("unknown C-ABI workload {other}"),
     }
 }
@@ -473,6 +487,75 @@ fn producer_consumers(consumers: usize, n: usize) -> f64 {
     });
     let end = ends.into_iter().max().unwrap_or(t);
     end.duration_since(t).as_nanos() as f64 / n as f64
+}
+
+#[inline(never)]
+fn handoff(consumers: usize, n: usize) -> f64 {
+    const BUF: usize = 1024;
+    type Buf = Box<[usize; BUF]>;
+    let rounds = n.div_ceil(BUF).max(consumers);
+    let nbufs = 2 * consumers + 2;
+    let full: Vec<ArrayQueue<Buf>> = (0..consumers).map(|_| ArrayQueue::new(nbufs)).collect();
+    let empty: ArrayQueue<Buf> = ArrayQueue::new(nbufs);
+    for _ in 0..nbufs {
+        let _ = empty.push(Box::new([0; BUF]));
+    }
+    let start = Barrier::new(consumers + 1);
+    let (t, ends) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..consumers)
+            .map(|c| {
+                let (q, empty, start) = (&full[c], &empty, &start);
+                s.spawn(move || {
+                    // Rounds c, c + consumers, ... come to this consumer.
+                    let mine = rounds.saturating_sub(c).div_ceil(consumers);
+                    let mut sum = 0usize;
+                    start.wait();
+                    let (mut got, mut idle) = (0, 0);
+                    while got < mine {
+                        let Some(buf) = q.pop() else {
+                            backoff(&mut idle);
+                            continue;
+                        };
+                        for &p in buf.iter() {
+                            // SAFETY: the producer allocated it and gave it up to this thread.
+                            unsafe {
+                                sum = sum.wrapping_add(read(p as *mut u8));
+                                release(p as *mut u8);
+                            }
+                        }
+                        let _ = empty.push(buf);
+                        got += 1;
+                        idle = 0;
+                    }
+                    black_box(sum);
+                    Instant::now()
+                })
+            })
+            .collect();
+        start.wait();
+        let t = Instant::now();
+        for r in 0..rounds {
+            let mut idle = 0;
+            let mut buf = loop {
+                match empty.pop() {
+                    Some(b) => break b,
+                    None => backoff(&mut idle),
+                }
+            };
+            for (i, slot) in buf.iter_mut().enumerate() {
+                *slot = alloc(64, i) as usize;
+            }
+            let q = &full[r % consumers];
+            while let Err(back) = q.push(buf) {
+                buf = back;
+                backoff(&mut idle);
+            }
+        }
+        let ends: Vec<Instant> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        (t, ends)
+    });
+    let end = ends.into_iter().max().unwrap_or(t);
+    end.duration_since(t).as_nanos() as f64 / (rounds * BUF) as f64
 }
 
 #[inline(never)]

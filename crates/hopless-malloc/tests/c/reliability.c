@@ -914,7 +914,7 @@ static int debug_foreign_free(void) { return invalid_stack(); }
 
 /* --------------------------------------------------------------------------------------------------- */
 
-/* More threads alive at once than there are thread-cache ids (510): every cache beyond works without
+/* More threads alive at once than there are thread-cache ids (509): every cache beyond works without
  * one. Each thread fills and checks batches larger than a magazine, in both free orders, then frees a
  * neighbour's block while all are alive. */
 #define MANY 600

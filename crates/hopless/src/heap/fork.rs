@@ -1,5 +1,5 @@
-//! Every lock of the heap, taken before `fork` (in a fixed order: registry, classes, pools, large) and
-//! given back after it in both processes.
+//! Every lock of the heap, taken before `fork` (in a fixed order: registry, classes, transfer slots (held
+//! still, see `transfer`), pools, large) and given back after it in both processes.
 
 use super::Heap;
 use crate::platform::PageSource;
@@ -10,6 +10,9 @@ impl<P: PageSource> Heap<P> {
         self.caches.raw_lock();
         for c in &self.classes {
             c.inner.raw_lock();
+        }
+        for t in &self.transfer {
+            t.freeze();
         }
         self.small.inner.raw_lock();
         self.medium.inner.raw_lock();
@@ -28,6 +31,9 @@ impl<P: PageSource> Heap<P> {
             self.large.unlock_raw();
             self.medium.inner.raw_unlock();
             self.small.inner.raw_unlock();
+            for t in &self.transfer {
+                t.thaw();
+            }
             for c in &self.classes {
                 c.inner.raw_unlock();
             }

@@ -12,7 +12,9 @@ use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::segment::{locate, segment_of, slab_of, FreeError, Located, SegmentHeader, Slab, SEGMENT_MAGIC};
 use crate::stats::stat;
-use crate::thread_cache::{read_key, slab_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE};
+use crate::thread_cache::{
+    read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
+};
 
 impl<P: PageSource> Heap<P> {
     /// [`Heap::flush`], first marking each block as being in its slab (see `thread_cache`'s free key).
@@ -47,6 +49,33 @@ impl<P: PageSource> Heap<P> {
         }
         // SAFETY: forwarded.
         unsafe { self.flush(class, blocks) };
+    }
+
+    /// A full magazine's older half: into an empty transfer slot of its class when there is one (the
+    /// lock-free way to the thread that allocates next), else to the slabs. Every block that carries a
+    /// key or a slab mark gets the transfer mark first, so that a double free of it looks in the slots
+    /// (and, once it moved on, in its slab's bitmap); a fresh block with nothing in it is left unwritten.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush_from_magazine`].
+    pub(crate) unsafe fn flush_half(&self, class: usize, blocks: &[*mut u8]) {
+        let Some(t) = self.transfer_of(class) else {
+            // SAFETY: forwarded.
+            return unsafe { self.flush_from_magazine(class, blocks) };
+        };
+        for &p in blocks {
+            // SAFETY: per the caller, free blocks of this heap: their first words are ours.
+            unsafe {
+                if matches!(read_key(p), KeySays::Slot { .. } | KeySays::Slab) {
+                    write_key(p, transfer_mark(p));
+                }
+            }
+        }
+        if !t.put(blocks, crate::transfer::slots_for(class, blocks.len())) {
+            // SAFETY: forwarded; a transfer mark in a slab sends the double-free check to the bitmap.
+            unsafe { self.flush(class, blocks) };
+        }
     }
 
     /// Frees any block by its address alone: the segment header says small, medium or large, and for a
@@ -147,6 +176,14 @@ impl<P: PageSource> Heap<P> {
             // SAFETY: as above; `tc` is the calling thread's.
             KeySays::Slab => unsafe {
                 self.free_in_slab(p) || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))
+            },
+            // Put into a transfer slot: still there, or moved on to its slab or to this thread's
+            // refill (to another thread's: the same gap as above).
+            // SAFETY: as above.
+            KeySays::Transfer => unsafe {
+                self.transfer.get(class).is_some_and(|t| t.holds(p))
+                    || self.free_in_slab(p)
+                    || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))
             },
             KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
                 // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.

@@ -16,13 +16,15 @@
 //! driven by explicit thread caches instead of thread-local ones.
 //!
 //! Invariants the other files rely on:
-//! - every block is in exactly one place: handed out, in one magazine, or free in its slab's bitmap
+//! - every block is in exactly one place: handed out, in one magazine, in one transfer slot, or free in
+//!   its slab's bitmap
 //!   (`free.rs`'s double-free check and `ClassHeap::flush` rely on it);
 //! - a thread cache with an id is never unmapped (`registry.rs`; free keys name it, `free_suspect` reads
 //!   it);
 //! - locks nest registry → class → pool, never the other way (`fork.rs` takes them in that order).
 
 use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 mod debug;
 mod fork;
@@ -40,11 +42,17 @@ use crate::segment::{locate, FreeError, Located, SegmentKind, Slab, SEGMENT_MAGI
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
 use crate::thread_cache::{read_key, KeySays, Push, ThreadCache};
+use crate::transfer::Transfer;
 use registry::Caches;
 
 pub struct Heap<P: PageSource> {
     source: P,
     classes: [ClassHeap; NUM_CLASSES],
+    /// Small classes' lock-free slots for half-magazines moving between threads (`transfer`).
+    pub(crate) transfer: [Transfer; size_class::NUM_SMALL],
+    /// Whether full magazines go to the transfer slots first (off by default; `HOPLESS_TRANSFER=1` turns
+    /// it on: see `transfer`).
+    transfer_on: AtomicBool,
     small: SlabPool,
     medium: SlabPool,
     large: LargeCache,
@@ -62,6 +70,8 @@ impl<P: PageSource> Heap<P> {
         Heap {
             source,
             classes: [const { ClassHeap::new() }; NUM_CLASSES],
+            transfer: [const { Transfer::new() }; size_class::NUM_SMALL],
+            transfer_on: AtomicBool::new(false),
             small: SlabPool::new(SegmentKind::Small),
             medium: SlabPool::new(SegmentKind::Medium),
             large: LargeCache::new(),
@@ -89,6 +99,28 @@ impl<P: PageSource> Heap<P> {
             Some(c) => c,
             None => report_bad_free(FreeError::BadSlab, ptr::null_mut(), class, ptr::null_mut()),
         }
+    }
+
+    /// The transfer slots of `class` when the default mode uses them (small classes only).
+    #[inline]
+    fn transfer_of(&self, class: usize) -> Option<&Transfer> {
+        if !self.transfer_on.load(Ordering::Relaxed) || crate::mode::mode() != 0 {
+            return None;
+        }
+        self.transfer.get(class)
+    }
+
+    /// Turns the transfer slots on or off (before the first allocation, or at any time: what sits in
+    /// them stays found by the double-free check and goes to the slabs at the next [`Heap::trim`]).
+    pub fn set_transfer(&self, on: bool) {
+        self.transfer_on.store(on, Ordering::Relaxed);
+    }
+
+    /// Batches of `class` put into and taken from its transfer slots so far.
+    pub fn transfer_counts(&self, class: usize) -> (u64, u64) {
+        self.transfer.get(class).map_or((0, 0), |t| {
+            (t.puts.load(Ordering::Relaxed), t.takes.load(Ordering::Relaxed))
+        })
     }
 
     /// What the checked modes ask of the layers below (all off in the default mode).
@@ -157,10 +189,14 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: the magazine is the calling thread's own, and empty.
         unsafe {
             ThreadCache::open(tc, class);
-            let n = match buf.get_mut(..want) {
-                Some(out) => self.refill(class, out),
-                None => 0,
-            };
+            // A batch another thread's flush left in a transfer slot first: no lock, no slab touched.
+            let mut n = self.transfer_of(class).map_or(0, |t| t.take(&mut buf));
+            if n == 0 {
+                n = match buf.get_mut(..want) {
+                    Some(out) => self.refill(class, out),
+                    None => 0,
+                };
+            }
             if let Some(blocks) = buf.get(..n) {
                 ThreadCache::fill(tc, class, blocks);
             }
@@ -189,7 +225,7 @@ impl<P: PageSource> Heap<P> {
             let half = ThreadCache::count(tc, class).div_ceil(2);
             let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush_from_magazine(class, blocks);
+                self.flush_half(class, blocks);
             }
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);
@@ -463,9 +499,20 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// Gives back to the OS everything it can: fully free slabs every class keeps, every dirty slab in
-    /// the pools, and the large-mapping cache. Blocks in thread caches stay there (flush your own first).
+    /// Gives back to the OS everything it can: the batches in transfer slots go to their slabs, then
+    /// fully free slabs every class keeps, every dirty slab in the pools, and the large-mapping cache. Blocks in thread caches stay there (flush your own first).
     pub fn trim(&self) {
+        let mut buf = [ptr::null_mut(); MAG_MAX];
+        for (class, t) in self.transfer.iter().enumerate() {
+            loop {
+                let n = t.take(&mut buf);
+                let Some(blocks) = buf.get(..n).filter(|b| !b.is_empty()) else {
+                    break;
+                };
+                // SAFETY: free blocks of `class` out of its transfer slot, given to nobody else.
+                unsafe { self.flush(class, blocks) };
+            }
+        }
         for class in 0..NUM_CLASSES {
             let pool = self.pool(class);
             loop {
