@@ -20,7 +20,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::ptr;
 
 use crate::global::{Hopless, HEAP};
-use crate::segment::Slab;
+use crate::segment::{segment_of, slab_segment, Slab};
 use crate::size_class::{self, small_class, SMALL_MAX};
 use crate::slow::{
     alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, free_unsized_slow, hardened_cache,
@@ -180,8 +180,8 @@ pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
     Some(p)
 }
 
-/// The fast path of a free without its size (C's `free`): the segment map, one slab header, the
-/// magazine push. Everything else (null, no cache yet, the checked modes, large blocks, and any pointer
+/// The fast path of a free without its size (C's `free`): the segment (the thread's last one, else the
+/// segment map), one slab header, the magazine push. Everything else (null, no cache yet, the checked modes, large blocks, and any pointer
 /// that is not a handed-out block start, to be reported) goes to `free_unsized_slow`, out of line, as
 /// do a full magazine and a key that needs a look. Every way out is a return or a tail call, so the
 /// function saves no registers.
@@ -193,10 +193,29 @@ pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
 pub(crate) unsafe fn free_unsized(p: *mut u8) {
     let tc = tls::get();
     if !tc.is_null() {
-        // SAFETY: per the caller.
-        if let Some(class) = unsafe { Slab::handed_out_class(p) } {
-            // SAFETY: `tc` is this thread's live cache (non-null); `p` is a handed-out block start of
-            // `class` (at least 8 bytes, aligned to 8); whether it is free already is the key's check.
+        let seg = segment_of(p);
+        // SAFETY: `tc` is this thread's live cache (non-null). `last_segment` is a small or medium
+        // segment of the process heap, which is never unmapped, or `NO_SEGMENT`, which no segment
+        // equals; `slab_segment` checks any other per the caller's contract.
+        let known = unsafe {
+            seg == (*tc).last_segment
+                || match slab_segment(p) {
+                    Some(s) => {
+                        (*tc).last_segment = s;
+                        true
+                    }
+                    None => false,
+                }
+        };
+        let class = if known {
+            // SAFETY: `seg` is `p`'s segment, a live small or medium one (`known`).
+            unsafe { Slab::handed_out_class_in(seg, p) }
+        } else {
+            None
+        };
+        if let Some(class) = class {
+            // SAFETY: `p` is a handed-out block start of `class` (at least 8 bytes, aligned to 8); whether
+            // it is free already is the key's check.
             unsafe {
                 match ThreadCache::push_keyed(tc, class, p) {
                     Push::Done => {

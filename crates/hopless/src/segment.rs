@@ -219,6 +219,23 @@ pub unsafe fn slab_of(seg: *mut SegmentHeader, p: *mut u8) -> *mut Slab {
     unsafe { slabs_of(seg).add(slot) }
 }
 
+/// The small or medium segment `p` lies in, from the segment map and the segment's kind; `None` for a
+/// large mapping or an address hopless does not manage.
+///
+/// # Safety
+///
+/// As for [`Slab::handed_out_class`].
+#[inline(always)]
+pub unsafe fn slab_segment(p: *mut u8) -> Option<*mut SegmentHeader> {
+    if !SEGMENT_MAP.contains(p) {
+        return None;
+    }
+    let seg = segment_of(p);
+    // SAFETY: the map's bit says a hopless segment or large mapping starts at `seg` (see `locate`), so its
+    // header is mapped and `kind`, written once before the bit was set, is stable.
+    (unsafe { (*seg).kind } != SegmentKind::Large).then_some(seg)
+}
+
 /// What an address is to hopless, from the address alone (see [`locate`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Located {
@@ -583,20 +600,24 @@ impl Slab {
     /// another thread unmaps at the same moment (only an invalid free can meet it).
     #[inline(always)]
     pub unsafe fn handed_out_class(p: *mut u8) -> Option<usize> {
-        if !SEGMENT_MAP.contains(p) {
-            return None;
-        }
-        let seg = segment_of(p);
-        // SAFETY: the map's bit says a hopless segment or large mapping starts at `seg` (see `locate`), so
-        // its header is mapped and `kind`, written once before the bit was set, is stable. For a small or
-        // medium segment `slab_of` stays inside its header area (`p` is inside the 4 MiB segment). The
-        // slab fields read after the magic check are stable while a block of the slab is out (see
-        // [`Slab`]); a racing reader of a slab that just left its class sees a magic that is not
-        // `SLAB_MAGIC`, or a state the full check would also have seen a moment earlier.
+        // SAFETY: per the caller.
+        let seg = unsafe { slab_segment(p) }?;
+        // SAFETY: `slab_segment` found `p` in a live small or medium segment.
+        unsafe { Slab::handed_out_class_in(seg, p) }
+    }
+
+    /// [`Slab::handed_out_class`] once `p`'s segment is known to be a small or medium one.
+    ///
+    /// # Safety
+    ///
+    /// `seg` is `segment_of(p)` and a live small or medium segment.
+    #[inline(always)]
+    pub unsafe fn handed_out_class_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<usize> {
+        // SAFETY: per the caller, `slab_of` stays inside the segment's header area (`p` is inside the
+        // 4 MiB segment). The slab fields read after the magic check are stable while a block of the slab
+        // is out (see [`Slab`]); a racing reader of a slab that just left its class sees a magic that is
+        // not `SLAB_MAGIC`, or a state the full check would also have seen a moment earlier.
         unsafe {
-            if (*seg).kind == SegmentKind::Large {
-                return None;
-            }
             let s = slab_of(seg, p);
             if (*s).magic != SLAB_MAGIC {
                 return None;
