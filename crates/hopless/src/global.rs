@@ -328,6 +328,8 @@ impl Hopless {
     /// Writes one line describing the allocator's configuration to stderr, without allocating (the
     /// class table, slab sizes, the large-block cache, magazine sizes), from the constants themselves.
     pub fn print_config() {
+        // The options (`HOPLESS_TRANSFER`) are read at set-up, which may not have run yet.
+        process_init();
         use crate::segment::{MEDIUM_SLAB_SHIFT, SMALL_SLAB_SHIFT};
         use crate::size_class::{MAG_CAPACITY, MEDIUM_MAX, NUM_CLASSES, NUM_SMALL, SMALL_MAX};
         let mag = MAG_CAPACITY.first().copied().unwrap_or(0) as u64;
@@ -357,6 +359,11 @@ impl Hopless {
             .str(" blocks up to 256 B, ")
             .dec(mag_small_rest)
             .str(" above, fewer for medium classes; refill half")
+            .str(if HEAP.transfer_enabled() {
+                "; cross-thread batches through transfer slots"
+            } else {
+                "; cross-thread batches through the class lock"
+            })
             .str("; mode ")
             .str(
                 match crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) {

@@ -116,6 +116,11 @@ impl<P: PageSource> Heap<P> {
         self.transfer_on.store(on, Ordering::Relaxed);
     }
 
+    /// Whether the transfer slots are on.
+    pub fn transfer_enabled(&self) -> bool {
+        self.transfer_on.load(Ordering::Relaxed)
+    }
+
     /// Batches of `class` put into and taken from its transfer slots so far.
     pub fn transfer_counts(&self, class: usize) -> (u64, u64) {
         self.transfer.get(class).map_or((0, 0), |t| {
