@@ -438,6 +438,16 @@ fn backoff(idle: &mut u32) {
     }
 }
 
+/// Pushes `v`, waiting (with [`backoff`]) while the queue is full.
+#[inline(always)]
+fn push_waiting<T>(q: &ArrayQueue<T>, mut v: T) {
+    let mut idle = 0;
+    while let Err(back) = q.push(v) {
+        v = back;
+        backoff(&mut idle);
+    }
+}
+
 #[inline(never)]
 fn producer_consumers(consumers: usize, n: usize) -> f64 {
     let queues: Vec<ArrayQueue<usize>> = (0..consumers).map(|_| ArrayQueue::new(1024)).collect();
@@ -474,13 +484,7 @@ fn producer_consumers(consumers: usize, n: usize) -> f64 {
         start.wait();
         let t = Instant::now();
         for i in 0..n {
-            let q = &queues[i % consumers];
-            let mut p = alloc(64, i) as usize;
-            let mut idle = 0;
-            while let Err(back) = q.push(p) {
-                p = back;
-                backoff(&mut idle);
-            }
+            push_waiting(&queues[i % consumers], alloc(64, i) as usize);
         }
         let ends: Vec<Instant> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         (t, ends)
@@ -545,11 +549,7 @@ fn handoff(consumers: usize, n: usize) -> f64 {
             for (i, slot) in buf.iter_mut().enumerate() {
                 *slot = alloc(64, i) as usize;
             }
-            let q = &full[r % consumers];
-            while let Err(back) = q.push(buf) {
-                buf = back;
-                backoff(&mut idle);
-            }
+            push_waiting(&full[r % consumers], buf);
         }
         let ends: Vec<Instant> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         (t, ends)
