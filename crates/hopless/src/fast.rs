@@ -181,10 +181,10 @@ pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
 }
 
 /// The fast path of a free without its size (C's `free`): the segment (the thread's last one, else the
-/// segment map), one slab header, the magazine push. Everything else (null, no cache yet, the checked modes, large blocks, and any pointer
-/// that is not a handed-out block start, to be reported) goes to `free_unsized_slow`, out of line, as
-/// do a full magazine and a key that needs a look. Every way out is a return or a tail call, so the
-/// function saves no registers.
+/// segment map), one slab header, the magazine push. Everything else (null, no cache yet, the checked
+/// modes, large blocks, and any pointer that is not a handed-out block start, to be reported) goes to
+/// `free_unsized_slow`, out of line, as do a full magazine and a key that needs a look. Every way out
+/// is a return or a tail call, so the function saves no registers.
 ///
 /// # Safety
 ///
