@@ -21,6 +21,9 @@
 //!   (`free.rs`'s double-free check and `ClassHeap::flush` rely on it);
 //! - a thread cache with an id is never unmapped (`registry.rs`; free keys name it, `free_suspect` reads
 //!   it);
+//! - a small or medium segment is unmapped only when its heap is dropped, so never in the process heap
+//!   (the C free path keeps the thread's last one in `ThreadCache::last_segment` without looking it up
+//!   again);
 //! - locks nest registry → class → pool, never the other way (`fork.rs` takes them in that order).
 
 use core::ptr;
@@ -505,7 +508,8 @@ impl<P: PageSource> Heap<P> {
     }
 
     /// Gives back to the OS everything it can: the batches in transfer slots go to their slabs, then
-    /// fully free slabs every class keeps, every dirty slab in the pools, and the large-mapping cache. Blocks in thread caches stay there (flush your own first).
+    /// fully free slabs every class keeps, every dirty slab in the pools, and the large-mapping cache.
+    /// Blocks in thread caches stay there (flush your own first).
     pub fn trim(&self) {
         let mut buf = [ptr::null_mut(); MAG_MAX];
         for (class, t) in self.transfer.iter().enumerate() {
