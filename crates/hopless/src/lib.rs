@@ -34,6 +34,7 @@
 //! | `heap` | ties the layers: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `thread_cache` | magazines, pop and push; the free key |
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
+//! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
 //! | `large` | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
@@ -74,6 +75,7 @@ mod size_class;
 mod slow;
 pub mod stats;
 mod strategy;
+mod sync;
 mod thread_cache;
 mod transfer;
 

@@ -21,9 +21,8 @@
 //! double free of one is caught by [`Transfer::holds`], and, once the batch moved on, by the slab's bitmap
 //! or the taking thread's refill filter, as for a block flushed to its slab.
 
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-
 use crate::size_class::{class_size, MAG_MAX};
+use crate::sync::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// Slots per class (fewer for large blocks: see [`slots_for`]).
 pub const TRANSFER_SLOTS: usize = 8;
@@ -62,6 +61,7 @@ pub struct Transfer {
 }
 
 impl Transfer {
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
         Transfer {
             slots: [const {
@@ -71,6 +71,20 @@ impl Transfer {
                     blocks: [const { AtomicPtr::new(core::ptr::null_mut()) }; BATCH_MAX],
                 }
             }; TRANSFER_SLOTS],
+            puts: AtomicU64::new(0),
+            takes: AtomicU64::new(0),
+        }
+    }
+
+    /// loom's atomics cannot be made in a `const` context.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Transfer {
+            slots: core::array::from_fn(|_| Slot {
+                state: AtomicU64::new(EMPTY),
+                len: AtomicU32::new(0),
+                blocks: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+            }),
             puts: AtomicU64::new(0),
             takes: AtomicU64::new(0),
         }
@@ -149,7 +163,7 @@ impl Transfer {
                 let n = (slot.len.load(Ordering::Relaxed) as usize).min(BATCH_MAX);
                 let found = slot.blocks.iter().take(n).any(|b| b.load(Ordering::Relaxed) == p);
                 // The reads above happen before the state is read again (a seqlock's read side).
-                core::sync::atomic::fence(Ordering::Acquire);
+                fence(Ordering::Acquire);
                 if slot.state.load(Ordering::Relaxed) == s {
                     if found {
                         return true;
@@ -206,7 +220,7 @@ impl Default for Transfer {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -296,5 +310,107 @@ mod tests {
         seen.dedup();
         assert_eq!(seen.len(), len, "a block came out twice");
         assert_eq!(len, threads * per * 3, "a block was lost");
+    }
+}
+
+/// loom models (run by `crates/hopless-loom` under `--cfg loom`, with batches of 2): every interleaving of
+/// the slot protocol's atomics, checked for lost and duplicated blocks.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    fn fake(i: usize) -> *mut u8 {
+        core::ptr::without_provenance_mut(0x1000 + 16 * i)
+    }
+
+    fn drain(t: &Transfer, into: &mut Vec<usize>) {
+        let mut out = [core::ptr::null_mut(); BATCH_MAX];
+        loop {
+            let n = t.take(&mut out);
+            if n == 0 {
+                break;
+            }
+            into.extend(out[..n].iter().map(|p| p.addr()));
+        }
+    }
+
+    /// Two threads put a batch each into one slot's worth of room while a third takes: every block
+    /// comes out exactly once, from the taker or from what is left.
+    #[test]
+    fn concurrent_puts_and_a_take_lose_and_duplicate_nothing() {
+        loom::model(|| {
+            let t = Arc::new(Transfer::new());
+            let putters: Vec<_> = (0..2)
+                .map(|k| {
+                    let t = t.clone();
+                    loom::thread::spawn(move || t.put(&[fake(2 * k), fake(2 * k + 1)], 1))
+                })
+                .collect();
+            let taker = {
+                let t = t.clone();
+                loom::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    let mut out = [core::ptr::null_mut(); BATCH_MAX];
+                    let n = t.take(&mut out);
+                    got.extend(out[..n].iter().map(|p| p.addr()));
+                    got
+                })
+            };
+            let put: Vec<bool> = putters.into_iter().map(|h| h.join().unwrap()).collect();
+            let mut seen = taker.join().unwrap();
+            drain(&t, &mut seen);
+            let mut expected: Vec<usize> = (0..2)
+                .filter(|&k| put[k])
+                .flat_map(|k| [fake(2 * k).addr(), fake(2 * k + 1).addr()])
+                .collect();
+            expected.sort();
+            seen.sort();
+            assert_eq!(seen, expected);
+        });
+    }
+
+    /// A slot frozen for `fork` is neither filled nor emptied until thawed, and a put or take in flight
+    /// finishes before the freeze returns.
+    #[test]
+    fn freeze_waits_for_a_put_in_flight_and_holds_the_slot() {
+        loom::model(|| {
+            let t = Arc::new(Transfer::new());
+            let putter = {
+                let t = t.clone();
+                loom::thread::spawn(move || t.put(&[fake(1), fake(2)], 1))
+            };
+            t.freeze();
+            let mut out = [core::ptr::null_mut(); BATCH_MAX];
+            assert_eq!(t.take(&mut out), 0, "a frozen slot is not taken");
+            let put = putter.join().unwrap();
+            assert_eq!(
+                t.holds(fake(1)),
+                put,
+                "the double-free check sees a frozen full slot"
+            );
+            t.thaw();
+            assert_eq!(t.take(&mut out), if put { 2 } else { 0 });
+        });
+    }
+
+    /// `holds` never reports a block that is not in a slot at some moment of the call.
+    #[test]
+    fn holds_agrees_with_a_racing_take() {
+        loom::model(|| {
+            let t = Arc::new(Transfer::new());
+            assert!(t.put(&[fake(7)], 1));
+            let taker = {
+                let t = t.clone();
+                loom::thread::spawn(move || {
+                    let mut out = [core::ptr::null_mut(); BATCH_MAX];
+                    t.take(&mut out)
+                })
+            };
+            let _ = t.holds(fake(7));
+            assert!(!t.holds(fake(8)));
+            assert_eq!(taker.join().unwrap(), 1);
+            assert!(!t.holds(fake(7)));
+        });
     }
 }
