@@ -162,16 +162,40 @@ impl ClassHeap {
         checks: Checks,
         blocks: &[*mut u8],
     ) {
+        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
+        let nv = {
+            let mut g = self.inner.lock();
+            // SAFETY: forwarded; the guard is this class's.
+            unsafe { Self::flush_locked(&mut g, class, pool, blocks, &mut victims) }
+        };
+        for &v in victims.iter().take(nv) {
+            // SAFETY: `put` handed these back to purge, and we hold no lock.
+            unsafe { pool.purge(source, v, checks.keep_last_page) };
+        }
+    }
+
+    /// [`ClassHeap::flush`]'s work under the class lock the caller holds (`g`): the slabs that `pool`
+    /// hands back to purge go into `victims`; returns how many. The caller purges them once the lock is
+    /// dropped.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ClassHeap::flush`]; `g` guards this class.
+    pub(crate) unsafe fn flush_locked(
+        g: &mut ClassInner,
+        class: usize,
+        pool: &SlabPool,
+        blocks: &[*mut u8],
+        victims: &mut [*mut Slab; MAG_MAX],
+    ) -> usize {
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let want_kind = if is_medium(class) {
             SegmentKind::Medium
         } else {
             SegmentKind::Small
         };
-        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
         let mut nv = 0;
         {
-            let mut g = self.inner.lock();
             for &p in blocks {
                 if !SEGMENT_MAP.contains(p) {
                     report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
@@ -214,10 +238,7 @@ impl ClassHeap {
             g.counters.flushes += 1;
             g.counters.outstanding -= blocks.len() as u64;
         }
-        for &v in victims.iter().take(nv) {
-            // SAFETY: `put` handed these back to purge, and we hold no lock.
-            unsafe { pool.purge(source, v, checks.keep_last_page) };
-        }
+        nv
     }
 }
 

@@ -5,8 +5,10 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::Heap;
+use crate::central::ClassHeap;
 use crate::platform::PageSource;
 use crate::segment::{locate, segment_of, slab_of, Located, Slab};
+use crate::size_class::MAG_MAX;
 
 /// A new slab in debug mode with every block takeable at once (hardened too): all of it poison.
 ///
@@ -81,8 +83,12 @@ impl<P: PageSource> Heap<P> {
                 let seg = segment_of(p);
                 // SAFETY: check_headers found a live slab of `class` with `p` at a block start.
                 let s = unsafe { slab_of(seg, p) };
-                {
-                    let _g = self.class(class).inner.lock();
+                // One hold of the class lock from the bitmap check to the bitmap update: two threads
+                // freeing the same block at once are told apart here (the second sees it free), not by
+                // the second finding the first one's poison (a "damaged trailer").
+                let mut victims = [ptr::null_mut(); MAG_MAX];
+                let nv = {
+                    let mut g = self.class(class).inner.lock();
                     // SAFETY: we hold the class lock that owns the bitmap.
                     let (free, never) = unsafe {
                         let i = (*s).index_of(p);
@@ -99,12 +105,20 @@ impl<P: PageSource> Heap<P> {
                     if never {
                         crate::report::fault("free of a block that was never allocated", p, class, None);
                     }
+                    // SAFETY: an in-use block of `class`; the program gives it up. Poisoning writes
+                    // only the block, and neither it nor the record allocates or locks.
+                    unsafe { debug::check_and_poison(p, class) };
+                    crate::report::record(crate::report::OpKind::Free, p, class);
+                    // SAFETY: as above, under this class's lock; the flush re-checks the bitmap.
+                    unsafe { ClassHeap::flush_locked(&mut g, class, self.pool(class), &[p], &mut victims) }
+                };
+                for &v in victims.iter().take(nv) {
+                    // SAFETY: the pool handed these back to purge, and no lock is held.
+                    unsafe {
+                        self.pool(class)
+                            .purge(&self.source, v, self.checks().keep_last_page)
+                    };
                 }
-                // SAFETY: an in-use block of `class`; the program gives it up.
-                unsafe { debug::check_and_poison(p, class) };
-                crate::report::record(crate::report::OpKind::Free, p, class);
-                // SAFETY: as above; the flush re-checks the bitmap under the lock.
-                unsafe { self.flush(class, &[p]) };
             }
         }
     }
