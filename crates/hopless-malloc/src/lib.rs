@@ -59,17 +59,17 @@ fn alloc_slow(size: usize, align: usize, zeroed: bool) -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    alloc(size, if size <= 8 { 8 } else { MALLOC_ALIGN }, false)
+    if let Some(p) = Hopless::malloc_cached(size) {
+        return p.cast();
+    }
+    alloc_slow(size, if size <= 8 { 8 } else { MALLOC_ALIGN }, false)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    if p.is_null() {
-        return;
-    }
-    // SAFETY: the program gives up a block; anything that is not a live hopless block (a double free,
-    // an interior, stack or foreign pointer, a header) is reported and stops the process, as glibc's
-    // "free(): invalid pointer" does.
+    // SAFETY: the program gives up a block or null (which `Hopless::free` ignores); anything that is not
+    // a live hopless block (a double free, an interior, stack or foreign pointer, a header) is reported
+    // and stops the process, as glibc's "free(): invalid pointer" does.
     unsafe { Hopless::free(p.cast()) }
 }
 

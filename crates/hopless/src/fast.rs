@@ -192,6 +192,9 @@ pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
 #[inline(always)]
 pub(crate) unsafe fn free_unsized(p: *mut u8) {
     let tc = tls::get();
+    // Null needs no test of its own here: its segment is never `last_segment` (no segment starts at
+    // address 0, and `NO_SEGMENT` is 1) and never in the segment map, so it reaches the slow path,
+    // which returns.
     if !tc.is_null() {
         let seg = segment_of(p);
         // SAFETY: `tc` is this thread's live cache (non-null). `last_segment` is a small or medium

@@ -111,11 +111,12 @@ unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hopless;
 impl Hopless {
-    /// Frees a block without its size (the C `free` contract): the slab header tells its class.
+    /// Frees a block without its size (the C `free` contract): the slab header tells its class. Null
+    /// is ignored.
     ///
     /// # Safety
     ///
-    /// `p` was returned by this allocator and is not used afterwards.
+    /// `p` is null, or was returned by this allocator and is not used afterwards.
     #[inline(always)]
     pub unsafe fn free(p: *mut u8) {
         // SAFETY: forwarded.
@@ -282,6 +283,14 @@ impl Hopless {
         }
         // SAFETY: `1 <= n <= SMALL_MAX`, so its class is in range.
         unsafe { crate::fast::alloc_cached(crate::size_class::small_class(n)) }
+    }
+
+    /// C's `malloc(size)` from the thread's magazine: [`Hopless::alloc_cached`] with C's alignment
+    /// (16 bytes above 8, 8 at most; see `size_class::malloc_class`), with one table load for the class.
+    #[inline(always)]
+    pub fn malloc_cached(size: usize) -> Option<*mut u8> {
+        // SAFETY: `malloc_class` returns a small class index.
+        unsafe { crate::fast::alloc_cached(crate::size_class::malloc_class(size)?) }
     }
 
     #[cold]

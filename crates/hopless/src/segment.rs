@@ -94,10 +94,10 @@ pub enum SlabState {
 /// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
 ///   when `free == 0` and it is on no list.
 ///
-/// `class`, `capacity`, `size`, `recip` and `start` change only when the slab joins a class (`init`),
-/// while no block of it is out: that is why the lock-free readers (`check_free`, `handed_out_class`,
-/// `is_free`) may read them. `size` and `recip` copy the class's, so that the free path's check reads one
-/// header and no class table.
+/// `class`, `capacity`, `div_shift`, `div_inv` and `start` change only when the slab joins a class
+/// (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
+/// `handed_out_class`, `is_free`) may read them. `div_shift` and `div_inv` copy the class's, so that the
+/// free path's check reads one header and no class table.
 #[repr(C)]
 pub struct Slab {
     /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
@@ -107,16 +107,17 @@ pub struct Slab {
     /// Free blocks (set bits plus the uncarved tail).
     pub free: u32,
     pub capacity: u32,
-    /// The class's block size (`size_class::class_size`).
-    pub size: u32,
+    /// The class's `CLASS_DIV_SHIFT` (with `div_inv`, the free path's block-index test).
+    pub div_shift: u32,
     /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
     /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
     /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
     pub carved: AtomicU32,
     /// No bitmap word below `hint` has a set bit.
     pub hint: u32,
-    /// The class's `CLASS_RECIP`: block index of an offset `o` is `(o * recip) >> 40`.
-    pub recip: u64,
+    /// The class's `CLASS_DIV_INV`: `size_class::exact_block_index` of an offset is the index of the
+    /// block starting there, or a number far above any block count when none does.
+    pub div_inv: u64,
     pub start: *mut u8,
     pub prev: *mut Slab,
     pub next: *mut Slab,
@@ -159,7 +160,12 @@ impl SegmentMap {
     }
 
     /// Records a segment (returns false if its address is outside the map: the segment must not be used).
+    /// The first slot (address 0) is never recorded, so a null pointer is never found in the map: the C
+    /// free path relies on it instead of testing for null first.
     pub fn insert(&self, seg: *mut SegmentHeader) -> bool {
+        if seg.addr() < SEGMENT_SIZE {
+            return false;
+        }
         match Self::slot(seg.addr()) {
             Some((w, bit)) => match self.words.get(w) {
                 Some(word) => {
@@ -352,8 +358,10 @@ impl Slab {
         s.state = SlabState::Partial;
         s.free = capacity;
         s.capacity = capacity;
-        s.size = size_class::class_size(class) as u32;
-        s.recip = CLASS_RECIP.get(class).copied().unwrap_or(0);
+        s.div_shift = size_class::CLASS_DIV_SHIFT.get(class).copied().unwrap_or(0);
+        // A class out of range cannot happen (callers pass a class index); 0 would make every block
+        // index 0, which the carved test then decides.
+        s.div_inv = size_class::CLASS_DIV_INV.get(class).copied().unwrap_or(0);
         s.carved.store(0, Ordering::Relaxed);
         s.hint = 0;
         s.start = start;
@@ -623,10 +631,9 @@ impl Slab {
                 return None;
             }
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
-            let index = offset.wrapping_mul((*s).recip) >> 40;
-            if index.wrapping_mul(u64::from((*s).size)) != offset
-                || index >= u64::from((*s).carved.load(Ordering::Relaxed))
-            {
+            // One test for "a block start" and "handed out" (see `size_class::CLASS_DIV_INV`).
+            let index = size_class::exact_block_index(offset, (*s).div_inv, (*s).div_shift);
+            if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
                 return None;
             }
             Some((*s).class as usize)

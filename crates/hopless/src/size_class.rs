@@ -61,6 +61,53 @@ pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
     out
 };
 
+/// The block-index test of the free path, exact and with one multiply: a class size is `d * 2^k` with
+/// `d` odd; `CLASS_DIV_INV` holds `d`'s inverse modulo 2^64 and `CLASS_DIV_SHIFT` holds `k`. For any
+/// 64-bit offset `o`, `(o * inv).rotate_right(k)` is `o / size` when `size` divides `o`, and above
+/// `u64::MAX / size` when it does not (Granlund and Montgomery's divisibility test): the map is a
+/// bijection of the 64-bit integers that takes the multiples of `size`, in order, onto
+/// `0..=u64::MAX / size`. So one comparison with a slab's carved count (at most `MAX_BLOCKS`, far below
+/// `u64::MAX / size`) says both "a block start" and "handed out".
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
+pub const CLASS_DIV_INV: [u64; NUM_CLASSES] = {
+    let mut out = [0u64; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        let d = (CLASS_SIZE[i] >> CLASS_SIZE[i].trailing_zeros()) as u64;
+        // Newton's iteration for an inverse modulo 2^64: `d * d == 1 (mod 8)` for odd `d` (3 bits), and
+        // each step doubles the correct bits: 6, 12, 24, 48, 96.
+        let mut x = d;
+        let mut n = 0;
+        while n < 5 {
+            x = x.wrapping_mul(2u64.wrapping_sub(d.wrapping_mul(x)));
+            n += 1;
+        }
+        out[i] = x;
+        i += 1;
+    }
+    out
+};
+
+/// The power of two in each class size (see [`CLASS_DIV_INV`]).
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
+pub const CLASS_DIV_SHIFT: [u32; NUM_CLASSES] = {
+    let mut out = [0u32; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        out[i] = CLASS_SIZE[i].trailing_zeros();
+        i += 1;
+    }
+    out
+};
+
+/// The index of the block starting `offset` bytes into a slab of class `c` (given its
+/// [`CLASS_DIV_INV`] and [`CLASS_DIV_SHIFT`]), or a number above `u64::MAX / size` when no block starts
+/// there.
+#[inline(always)]
+pub fn exact_block_index(offset: u64, inv: u64, shift: u32) -> u64 {
+    offset.wrapping_mul(inv).rotate_right(shift)
+}
+
 /// Magazine capacity per class: 128 up to 256 bytes (a batch of 100 small blocks stays in the thread
 /// cache), the seed's 64 for the other small classes; medium classes keep at most about 512 KiB per thread
 /// (at least 2 blocks).
@@ -121,6 +168,19 @@ pub fn small_class(size_or_align: usize) -> usize {
         Some(&c) => c as usize,
         None => NUM_SMALL - 1,
     }
+}
+
+/// The class C's `malloc(size)` uses: the smallest of at least `size` bytes, `None` above
+/// [`SMALL_MAX`]. One table load, with no `max` with the alignment: every class from 16 bytes up is a
+/// multiple of 16, so a block of more than 8 bytes has the 16-byte alignment C's `malloc` promises; a
+/// request of at most 8 bytes (0 included) gets the 8-byte class, aligned enough for any object that
+/// fits in it.
+#[inline(always)]
+pub fn malloc_class(size: usize) -> Option<usize> {
+    if size > SMALL_MAX {
+        return None;
+    }
+    SMALL_LOOKUP.get((size + 7) >> 3).map(|&c| c as usize)
 }
 
 /// The smallest class of at least `size` bytes, ignoring alignment; `None` above [`MEDIUM_MAX`].
@@ -213,6 +273,49 @@ mod tests {
                     );
                 }
                 align *= 2;
+            }
+        }
+    }
+
+    #[test]
+    fn malloc_class_is_the_class_of_size_and_c_alignment() {
+        for size in 0..=SMALL_MAX + 1 {
+            let want = if size > SMALL_MAX {
+                None
+            } else if size <= 8 {
+                Some(0)
+            } else {
+                class_for(size, 16)
+            };
+            assert_eq!(malloc_class(size), want, "size {size}");
+        }
+        assert_eq!(malloc_class(usize::MAX), None);
+    }
+
+    #[test]
+    fn the_exact_block_index_finds_block_starts_and_nothing_else() {
+        let reach = if cfg!(miri) { 3 } else { 1100 };
+        for c in 0..NUM_CLASSES {
+            let size = class_size(c) as u64;
+            let (inv, shift) = (CLASS_DIV_INV[c], CLASS_DIV_SHIFT[c]);
+            assert_eq!((size >> shift).wrapping_mul(inv), 1, "class {c}: not an inverse");
+            let limit = u64::MAX / size;
+            let step = if cfg!(miri) { size / 2 + 1 } else { 1 + size / 64 };
+            let mut o = 0u64;
+            while o < size * reach {
+                let q = exact_block_index(o, inv, shift);
+                if o % size == 0 {
+                    assert_eq!(q, o / size, "class {c} offset {o}");
+                } else {
+                    assert!(q > limit, "class {c} offset {o}: {q}");
+                }
+                o += if o % size == 0 { 1 } else { step };
+            }
+            // Offsets below the slab's start wrap to huge numbers: never a handed-out block.
+            for back in [1u64, 8, 16, size, 4096, 1 << 20] {
+                assert!(
+                    exact_block_index(back.wrapping_neg(), inv, shift) >= crate::segment::MAX_BLOCKS as u64
+                );
             }
         }
     }

@@ -352,14 +352,18 @@ impl ThreadCache {
         let key = slot_key(p, tag, n as usize);
         // SAFETY: per the caller, the block's first word is ours to read and write.
         unsafe {
-            let w = p.cast::<usize>().read();
-            if w != key {
-                let d = w ^ key;
-                if d & KEY_LOW == 0 && !Self::taken_from_another_slot(tc, class, n, p, d) {
-                    return Push::Suspect;
-                }
-                write_key(p, key);
+            // `d == 0`: the very key this push writes (a block popped from this slot, unwritten since).
+            // A `d` with a bit set below bit 48 means the word is not a key: the common case. One
+            // branch tells both from a key for another place (`d & KEY_LOW == 0 && d != 0`): the
+            // rotation brings `d`'s top 16 bits down, and minus one, it is below `0xffff` exactly when
+            // they are not all zero and nothing else is set.
+            let d = p.cast::<usize>().read() ^ key;
+            if d.rotate_left(16).wrapping_sub(1) < 0xffff
+                && !Self::taken_from_another_slot(tc, class, n, p, d)
+            {
+                return Push::Suspect;
             }
+            write_key(p, key);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
