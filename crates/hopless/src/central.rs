@@ -381,6 +381,8 @@ impl SlabPool {
         unsafe {
             (*s).magic = SLAB_POOLED;
             (*s).state = SlabState::Pooled;
+            // No block of a slab outside a class passes the C free path's check (see `Slab`).
+            (*s).carved.store(0, Ordering::Relaxed);
         }
         let mut g = self.inner.lock();
         // SAFETY: pool lock held; `s` is on no list.

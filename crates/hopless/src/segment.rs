@@ -90,6 +90,10 @@ pub enum SlabState {
 ///   out (handed out, or in a magazine). `ClassHeap::refill`/`flush` and the `empty` count rely on it.
 /// - `carved <= capacity <= MAX_BLOCKS`; no bit at or above `carved` is set. `check_free` relies on it to
 ///   refuse never-handed-out blocks.
+///
+/// While the slab belongs to no class (`magic != SLAB_MAGIC`: pooled, purging, or a slot that was never
+/// a slab), `carved == 0`: `SlabPool::put` clears it, and fresh headers are zeroed. The C free path's
+/// check (`handed_out_class_in`) relies on it instead of testing the magic.
 /// - no bitmap word below `hint` has a set bit (`take` starts its search there).
 /// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
 ///   when `free == 0` and it is on no list.
@@ -600,7 +604,8 @@ impl Slab {
     /// only "not that": a large block, or anything [`Slab::check_free`] would refuse, which the caller
     /// hands to the full lookup (`locate`, `check_free`) to free or report. It accepts nothing that
     /// `check_free` refuses: it skips only the segment magic (the map's bit says a hopless segment starts
-    /// there) and `index < capacity` (`carved <= capacity`).
+    /// there), the slab magic (`carved == 0` outside a class: see [`Slab`]) and `index < capacity`
+    /// (`carved <= capacity`).
     ///
     /// # Safety
     ///
@@ -622,14 +627,13 @@ impl Slab {
     #[inline(always)]
     pub unsafe fn handed_out_class_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<usize> {
         // SAFETY: per the caller, `slab_of` stays inside the segment's header area (`p` is inside the
-        // 4 MiB segment). The slab fields read after the magic check are stable while a block of the slab
-        // is out (see [`Slab`]); a racing reader of a slab that just left its class sees a magic that is
-        // not `SLAB_MAGIC`, or a state the full check would also have seen a moment earlier.
+        // 4 MiB segment). The slab fields read here are stable while a block of the slab is out (see
+        // [`Slab`]); a racing reader of a slab that just left its class sees `carved == 0`, or a state the
+        // full check would also have seen a moment earlier. No magic test is needed: a slab that does not
+        // belong to a class (pooled, purging, never used, or a slot under the header area) has
+        // `carved == 0`, so no index passes.
         unsafe {
             let s = slab_of(seg, p);
-            if (*s).magic != SLAB_MAGIC {
-                return None;
-            }
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
             // One test for "a block start" and "handed out" (see `size_class::CLASS_DIV_INV`).
             let index = size_class::exact_block_index(offset, (*s).div_inv, (*s).div_shift);

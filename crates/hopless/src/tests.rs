@@ -469,6 +469,44 @@ fn the_fast_free_check_accepts_only_what_the_full_check_accepts() {
     }
 }
 
+/// A slab that went back to its pool keeps its old class, reciprocal and start in its header; only
+/// `carved == 0` (set by `SlabPool::put`) keeps the C free path's check, which reads no slab magic, from
+/// taking its old blocks: a stale pointer into it is left to the full check, which reports it.
+#[test]
+fn blocks_of_a_slab_back_in_its_pool_fail_the_fast_check() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(4096, 8).unwrap();
+    let per_slab = 16;
+    let mut blocks = vec![core::ptr::null_mut(); per_slab * 3];
+    assert_eq!(heap.refill(class, &mut blocks), blocks.len());
+    // SAFETY: blocks handed out just above; each freed once, then only probed (never read or written).
+    unsafe {
+        for &p in &blocks {
+            assert_eq!(Slab::handed_out_class(p), Some(class));
+        }
+        heap.flush(class, &blocks);
+        heap.trim();
+        let mut pooled = 0;
+        for &p in &blocks {
+            let slab = slab_of(segment_of(p), p);
+            if (*slab).state == SlabState::Pooled {
+                pooled += 1;
+                assert_eq!(
+                    Slab::handed_out_class(p),
+                    None,
+                    "{p:p}: a pooled slab's block passed"
+                );
+                assert!(Slab::check_free(segment_of(p), p).is_err());
+            }
+        }
+        assert!(
+            pooled >= per_slab,
+            "trim pooled {pooled} of {} blocks' slabs",
+            blocks.len()
+        );
+    }
+}
+
 /// With the transfer slots on, a consumer's full magazine goes to a slot with the transfer mark on every
 /// block, the producer's next refill takes that batch back whole (no slab touched), and a block sitting
 /// in a slot is seen there by the double-free check's look (`Transfer::holds`).
