@@ -6,6 +6,7 @@
 //! return to the pool's dirty list, and once that list is longer than its limit the oldest dirty slab is
 //! purged (`madvise(MADV_DONTNEED)`) with no lock held, then kept as a clean (zero, not resident) slab.
 
+use core::mem::MaybeUninit;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,8 +14,9 @@ use crate::lock::SpinLock;
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::segment::{
-    segment_of, slab_of, FreeError, SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA,
-    MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
+    segment_of, slab_of, FreeError, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
+    HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED,
+    SMALL_SLAB_SHIFT,
 };
 use crate::size_class::{is_medium, MAG_MAX};
 use crate::stats::CentralCounters;
@@ -151,6 +153,11 @@ impl ClassHeap {
     /// beyond what the class keeps go to `pool`, and those it hands back are purged after the lock is
     /// dropped. A block that is not an in-use block of this class is reported and the process aborts.
     ///
+    /// Each block is checked before the lock is taken (its segment, slab, class and index: what stays
+    /// true while the block is out); the lock covers only what another thread may change, the slab's
+    /// bitmap and lists. A producer's refill then waits on a consumer's flush for a few instructions a
+    /// block, not the whole check.
+    ///
     /// # Safety
     ///
     /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
@@ -162,11 +169,13 @@ impl ClassHeap {
         checks: Checks,
         blocks: &[*mut u8],
     ) {
+        let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
+        let checked = Self::check_returns(class, blocks, &mut checked);
         let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
         let nv = {
             let mut g = self.inner.lock();
-            // SAFETY: forwarded; the guard is this class's.
-            unsafe { Self::flush_locked(&mut g, class, pool, blocks, &mut victims) }
+            // SAFETY: forwarded; the guard is this class's; the blocks were checked just above.
+            unsafe { Self::flush_checked(&mut g, class, pool, checked, &mut victims) }
         };
         for &v in victims.iter().take(nv) {
             // SAFETY: `put` handed these back to purge, and we hold no lock.
@@ -174,9 +183,9 @@ impl ClassHeap {
         }
     }
 
-    /// [`ClassHeap::flush`]'s work under the class lock the caller holds (`g`): the slabs that `pool`
-    /// hands back to purge go into `victims`; returns how many. The caller purges them once the lock is
-    /// dropped.
+    /// [`ClassHeap::flush`]'s work under the class lock the caller holds (`g`), checks included: the
+    /// slabs that `pool` hands back to purge go into `victims`; returns how many. The caller purges
+    /// them once the lock is dropped.
     ///
     /// # Safety
     ///
@@ -188,56 +197,104 @@ impl ClassHeap {
         blocks: &[*mut u8],
         victims: &mut [*mut Slab; MAG_MAX],
     ) -> usize {
-        let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
+        let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
+        let checked = Self::check_returns(class, blocks, &mut checked);
+        // SAFETY: forwarded; the blocks were checked just above.
+        unsafe { Self::flush_checked(g, class, pool, checked, victims) }
+    }
+
+    /// The lock-free half of a flush: each of (at most [`MAG_MAX`]) `blocks` is a handed-out block start
+    /// of an in-use slab of `class` in a segment of its kind, or it is reported (the process stops).
+    /// Returns each block's slab and index, in `out` (not zeroed first: a flush is on the path of every
+    /// magazine that overflows).
+    fn check_returns<'a>(
+        class: usize,
+        blocks: &[*mut u8],
+        out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
+    ) -> &'a [Returning] {
+        debug_assert!(
+            blocks.len() <= MAG_MAX,
+            "callers flush at most a magazine at a time"
+        );
         let want_kind = if is_medium(class) {
             SegmentKind::Medium
         } else {
             SegmentKind::Small
         };
+        let mut n = 0;
+        for (o, &p) in out.iter_mut().zip(blocks) {
+            if !SEGMENT_MAP.contains(p) {
+                report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
+            }
+            let seg = segment_of(p);
+            // SAFETY: the segment map says `p` is in a live hopless segment, so its header is mapped.
+            let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+            if magic != SEGMENT_MAGIC || kind != want_kind {
+                report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
+            }
+            // SAFETY: `seg` is a live segment of the class's kind.
+            let slab = unsafe { slab_of(seg, p) };
+            // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
+            match unsafe { Slab::check_return(slab, class, p) } {
+                Ok(index) => {
+                    o.write(Returning { p, slab, index });
+                }
+                Err(e) => report_bad_free(e, p, class, slab),
+            }
+            n += 1;
+        }
+        // SAFETY: the first `n` entries of `out` (n <= MAG_MAX) were written just above, and
+        // `MaybeUninit<Returning>` has `Returning`'s layout.
+        unsafe { core::slice::from_raw_parts(out.as_ptr().cast::<Returning>(), n) }
+    }
+
+    /// The locked half of a flush: marks each checked block free in its slab and moves slabs between
+    /// the class's lists and `pool` (see [`ClassHeap::flush_locked`]).
+    ///
+    /// # Safety
+    ///
+    /// `g` guards this class; `blocks` came from [`ClassHeap::check_returns`] for this class, and no
+    /// caller uses them again.
+    unsafe fn flush_checked(
+        g: &mut ClassInner,
+        class: usize,
+        pool: &SlabPool,
+        blocks: &[Returning],
+        victims: &mut [*mut Slab; MAG_MAX],
+    ) -> usize {
+        let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let mut nv = 0;
-        {
-            for &p in blocks {
-                if !SEGMENT_MAP.contains(p) {
-                    report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
+        for b in blocks {
+            let s = b.slab;
+            // SAFETY: we hold the class lock and `s` is the block's slab header (checked).
+            if let Err(e) = unsafe { Slab::put_index(s, class, b.index) } {
+                report_bad_free(e, b.p, class, s);
+            }
+            // SAFETY: `s` belongs to this class (`put_index` saw it), whose lock we hold.
+            unsafe {
+                if (*s).state == SlabState::Full {
+                    (*s).state = SlabState::Partial;
+                    g.partial.push_front(s);
                 }
-                let seg = segment_of(p);
-                // SAFETY: the segment map says `p` is in a live hopless segment, so its header is mapped.
-                let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
-                if magic != SEGMENT_MAGIC || kind != want_kind {
-                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
-                }
-                // SAFETY: `seg` is a live segment of the class's kind.
-                let s = unsafe { slab_of(seg, p) };
-                // SAFETY: we hold the class lock and `s` is `p`'s slab.
-                if let Err(e) = unsafe { Slab::put(s, class, p) } {
-                    report_bad_free(e, p, class, s);
-                }
-                // SAFETY: `s` belongs to this class, whose lock we hold.
-                unsafe {
-                    if (*s).state == SlabState::Full {
-                        (*s).state = SlabState::Partial;
-                        g.partial.push_front(s);
-                    }
-                    if (*s).free == (*s).capacity {
-                        if g.empty < keep {
-                            g.empty += 1;
-                        } else {
-                            g.partial.remove(s);
-                            g.slabs -= 1;
-                            let v = pool.put(s);
-                            if !v.is_null() {
-                                if let Some(slot) = victims.get_mut(nv) {
-                                    *slot = v;
-                                    nv += 1;
-                                }
+                if (*s).free == (*s).capacity {
+                    if g.empty < keep {
+                        g.empty += 1;
+                    } else {
+                        g.partial.remove(s);
+                        g.slabs -= 1;
+                        let v = pool.put(s);
+                        if !v.is_null() {
+                            if let Some(slot) = victims.get_mut(nv) {
+                                *slot = v;
+                                nv += 1;
                             }
                         }
                     }
                 }
             }
-            g.counters.flushes += 1;
-            g.counters.outstanding -= blocks.len() as u64;
         }
+        g.counters.flushes += 1;
+        g.counters.outstanding -= blocks.len() as u64;
         nv
     }
 }

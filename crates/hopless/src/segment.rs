@@ -131,6 +131,15 @@ pub struct Slab {
     pub bitmap: [AtomicU64; BITMAP_WORDS],
 }
 
+/// A block on its way back to its slab, checked without the class lock ([`Slab::check_return`]): the
+/// block, its slab header and its index there.
+#[derive(Clone, Copy, Debug)]
+pub struct Returning {
+    pub p: *mut u8,
+    pub slab: *mut Slab,
+    pub index: u32,
+}
+
 /// Size of the header area (segment header and every slab header), rounded to a page.
 pub const HEADER_AREA: usize =
     (SLABS_OFFSET + MAX_SLABS * core::mem::size_of::<Slab>()).next_multiple_of(crate::platform::PAGE_SIZE);
@@ -512,13 +521,32 @@ impl Slab {
         }
     }
 
-    /// Returns one block to its slab, checking that it is a block of this slab that is in use.
+    /// Returns one block to its slab, checking that it is a block of this slab that is in use
+    /// ([`Slab::check_return`], then [`Slab::put_index`]).
     ///
     /// # Safety
     ///
     /// The caller holds the lock of `class`, and `slab` is the header [`slab_of`] found for `p`.
     pub unsafe fn put(slab: *mut Slab, class: usize, p: *mut u8) -> Result<(), FreeError> {
-        // SAFETY: the caller holds the class lock; field-wise access as in `take`.
+        // SAFETY: per the caller.
+        unsafe {
+            let index = Slab::check_return(slab, class, p)?;
+            Slab::put_index(slab, class, index)
+        }
+    }
+
+    /// The checks of a return that need no lock: `p` is the start of a block of this slab, the slab
+    /// belongs to `class`, and the block was handed out at least once. Returns the block's index. The
+    /// fields read are stable while any block of the slab is out (see [`Slab`]), so for a block that is
+    /// out the answer stays true until the block is back; for one that is not (a double free), whatever
+    /// changed meanwhile is seen again by [`Slab::put_index`] under the lock.
+    ///
+    /// # Safety
+    ///
+    /// `slab` is the header [`slab_of`] found for `p` in a live small or medium segment.
+    #[inline]
+    pub unsafe fn check_return(slab: *mut Slab, class: usize, p: *mut u8) -> Result<u32, FreeError> {
+        // SAFETY: per the caller; field-wise access as in `check_free`.
         unsafe {
             let s = slab;
             if (*s).magic != SLAB_MAGIC {
@@ -528,17 +556,36 @@ impl Slab {
                 return Err(FreeError::WrongClass);
             }
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
-            let recip = CLASS_RECIP.get(class).copied().unwrap_or(0);
-            let index = ((offset.wrapping_mul(recip)) >> 40) as usize;
-            if index as u64 * size_class::class_size(class) as u64 != offset
-                || index >= (*s).capacity as usize
-            {
+            let index = size_class::exact_block_index(offset, (*s).div_inv, (*s).div_shift);
+            if index >= u64::from((*s).capacity) {
                 return Err(FreeError::NotBlockStart);
             }
-            if index >= (*s).carved.load(Ordering::Relaxed) as usize {
+            if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
                 return Err(FreeError::NeverAllocated);
             }
-            let (w, bit) = (index / 64, 1u64 << (index % 64));
+            Ok(index as u32)
+        }
+    }
+
+    /// Marks block `index` (checked by [`Slab::check_return`]) free in its slab. Under the lock it sees
+    /// again what may have changed since that check if the block was not out: the slab left the class
+    /// (or joined it anew, carved less), or the block's bit is set. Each is a double free.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of `class`; `slab` is a slab header of a live small or medium segment.
+    #[inline]
+    pub unsafe fn put_index(slab: *mut Slab, class: usize, index: u32) -> Result<(), FreeError> {
+        // SAFETY: the caller holds the class lock; field-wise access as in `take`.
+        unsafe {
+            let s = slab;
+            if (*s).magic != SLAB_MAGIC
+                || (*s).class as usize != class
+                || index >= (*s).carved.load(Ordering::Relaxed)
+            {
+                return Err(FreeError::DoubleFree);
+            }
+            let (w, bit) = (index as usize / 64, 1u64 << (index % 64));
             let Some(word) = (*s).bitmap.get(w) else {
                 return Err(FreeError::NotBlockStart);
             };
