@@ -217,7 +217,9 @@ mod tests {
         for len in (0..200).step_by(7).chain([64, 128, 4096]) {
             let mut v = vec![0xDDu8; len];
             assert_eq!(first_not(&v, 0xDD), None);
-            for at in 0..len {
+            // Under Miri every position of the 4096-byte case is 8 M byte reads: a sample does.
+            let step = if cfg!(miri) && len > 200 { 61 } else { 1 };
+            for at in (0..len).step_by(step).chain(len.checked_sub(1)) {
                 v[at] = 1;
                 assert_eq!(first_not(&v, 0xDD), Some(at), "len {len} at {at}");
                 v[at] = 0xDD;
