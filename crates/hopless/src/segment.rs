@@ -90,13 +90,13 @@ pub enum SlabState {
 ///   out (handed out, or in a magazine). `ClassHeap::refill`/`flush` and the `empty` count rely on it.
 /// - `carved <= capacity <= MAX_BLOCKS`; no bit at or above `carved` is set. `check_free` relies on it to
 ///   refuse never-handed-out blocks.
+/// - no bitmap word below `hint` has a set bit (`take` starts its search there).
+/// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
+///   when `free == 0` and it is on no list.
 ///
 /// While the slab belongs to no class (`magic != SLAB_MAGIC`: pooled, purging, or a slot that was never
 /// a slab), `carved == 0`: `SlabPool::put` clears it, and fresh headers are zeroed. The C free path's
 /// check (`handed_out_class_in`) relies on it instead of testing the magic.
-/// - no bitmap word below `hint` has a set bit (`take` starts its search there).
-/// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
-///   when `free == 0` and it is on no list.
 ///
 /// `class`, `capacity`, `div_shift`, `div_inv` and `start` change only when the slab joins a class
 /// (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
