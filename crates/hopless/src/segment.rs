@@ -111,7 +111,7 @@ pub struct Slab {
     /// Free blocks (set bits plus the uncarved tail).
     pub free: u32,
     pub capacity: u32,
-    /// The class's `CLASS_DIV_SHIFT` (with `div_inv`, the free path's block-index test).
+    /// The class's `size_class::div_shift` (with `div_inv`, the free path's block-index test).
     pub div_shift: u32,
     /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
     /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
@@ -371,7 +371,7 @@ impl Slab {
         s.state = SlabState::Partial;
         s.free = capacity;
         s.capacity = capacity;
-        s.div_shift = size_class::CLASS_DIV_SHIFT.get(class).copied().unwrap_or(0);
+        s.div_shift = size_class::div_shift(class);
         // A class out of range cannot happen (callers pass a class index); 0 would make every block
         // index 0, which the carved test then decides.
         s.div_inv = size_class::CLASS_DIV_INV.get(class).copied().unwrap_or(0);

@@ -62,7 +62,7 @@ pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
 };
 
 /// The block-index test of the free path, exact and with one multiply: a class size is `d * 2^k` with
-/// `d` odd; `CLASS_DIV_INV` holds `d`'s inverse modulo 2^64 and `CLASS_DIV_SHIFT` holds `k`. For any
+/// `d` odd; `CLASS_DIV_INV` holds `d`'s inverse modulo 2^64, and `k` is [`div_shift`]. For any
 /// 64-bit offset `o`, `(o * inv).rotate_right(k)` is `o / size` when `size` divides `o`, and above
 /// `u64::MAX / size` when it does not (Granlund and Montgomery's divisibility test): the map is a
 /// bijection of the 64-bit integers that takes the multiples of `size`, in order, onto
@@ -88,20 +88,14 @@ pub const CLASS_DIV_INV: [u64; NUM_CLASSES] = {
     out
 };
 
-/// The power of two in each class size (see [`CLASS_DIV_INV`]).
-#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
-pub const CLASS_DIV_SHIFT: [u32; NUM_CLASSES] = {
-    let mut out = [0u32; NUM_CLASSES];
-    let mut i = 0;
-    while i < NUM_CLASSES {
-        out[i] = CLASS_SIZE[i].trailing_zeros();
-        i += 1;
-    }
-    out
-};
+/// The power of two in class `c`'s size: `k` of [`CLASS_DIV_INV`] (the exponent of [`CLASS_ALIGN`]).
+#[inline]
+pub fn div_shift(c: usize) -> u32 {
+    CLASS_ALIGN.get(c).map_or(0, |a| a.trailing_zeros())
+}
 
 /// The index of the block starting `offset` bytes into a slab of class `c` (given its
-/// [`CLASS_DIV_INV`] and [`CLASS_DIV_SHIFT`]), or a number above `u64::MAX / size` when no block starts
+/// [`CLASS_DIV_INV`] and [`div_shift`]), or a number above `u64::MAX / size` when no block starts
 /// there.
 #[inline(always)]
 pub fn exact_block_index(offset: u64, inv: u64, shift: u32) -> u64 {
@@ -295,9 +289,9 @@ mod tests {
     #[test]
     fn the_exact_block_index_finds_block_starts_and_nothing_else() {
         let reach = if cfg!(miri) { 3 } else { 1100 };
-        for c in 0..NUM_CLASSES {
+        for (c, &inv) in CLASS_DIV_INV.iter().enumerate() {
             let size = class_size(c) as u64;
-            let (inv, shift) = (CLASS_DIV_INV[c], CLASS_DIV_SHIFT[c]);
+            let shift = div_shift(c);
             assert_eq!((size >> shift).wrapping_mul(inv), 1, "class {c}: not an inverse");
             let limit = u64::MAX / size;
             let step = if cfg!(miri) { size / 2 + 1 } else { 1 + size / 64 };
