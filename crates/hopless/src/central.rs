@@ -170,16 +170,18 @@ impl ClassHeap {
         blocks: &[*mut u8],
     ) {
         let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
-        let checked = Self::check_returns(class, blocks, &mut checked);
         let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
-        let nv = {
-            let mut g = self.inner.lock();
-            // SAFETY: forwarded; the guard is this class's; the blocks were checked just above.
-            unsafe { Self::flush_checked(&mut g, class, pool, checked, &mut victims) }
-        };
-        for &v in victims.iter().take(nv) {
-            // SAFETY: `put` handed these back to purge, and we hold no lock.
-            unsafe { pool.purge(source, v, checks.keep_last_page) };
+        for chunk in blocks.chunks(MAG_MAX) {
+            let checked = Self::check_returns(class, chunk, &mut checked);
+            let nv = {
+                let mut g = self.inner.lock();
+                // SAFETY: forwarded; the guard is this class's; the blocks were checked just above.
+                unsafe { Self::flush_checked(&mut g, class, pool, checked, &mut victims) }
+            };
+            for &v in victims.iter().take(nv) {
+                // SAFETY: `put` handed these back to purge, and we hold no lock.
+                unsafe { pool.purge(source, v, checks.keep_last_page) };
+            }
         }
     }
 
@@ -198,24 +200,25 @@ impl ClassHeap {
         victims: &mut [*mut Slab; MAG_MAX],
     ) -> usize {
         let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
-        let checked = Self::check_returns(class, blocks, &mut checked);
-        // SAFETY: forwarded; the blocks were checked just above.
-        unsafe { Self::flush_checked(g, class, pool, checked, victims) }
+        let mut nv = 0;
+        for chunk in blocks.chunks(MAG_MAX) {
+            let checked = Self::check_returns(class, chunk, &mut checked);
+            let room = victims.get_mut(nv..).unwrap_or_default();
+            // SAFETY: forwarded; the blocks were checked just above.
+            nv += unsafe { Self::flush_checked(g, class, pool, checked, room) };
+        }
+        nv
     }
 
-    /// The lock-free half of a flush: each of (at most [`MAG_MAX`]) `blocks` is a handed-out block start
-    /// of an in-use slab of `class` in a segment of its kind, or it is reported (the process stops).
-    /// Returns each block's slab and index, in `out` (not zeroed first: a flush is on the path of every
-    /// magazine that overflows).
+    /// The lock-free half of a flush: each of `blocks` (the first [`MAG_MAX`]; callers pass chunks of
+    /// that) is a handed-out block start of an in-use slab of `class` in a segment of its kind, or it is
+    /// reported (the process stops). Returns each block's slab and index, in `out` (not zeroed first: a
+    /// flush is on the path of every magazine that overflows).
     fn check_returns<'a>(
         class: usize,
         blocks: &[*mut u8],
         out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
     ) -> &'a [Returning] {
-        debug_assert!(
-            blocks.len() <= MAG_MAX,
-            "callers flush at most a magazine at a time"
-        );
         let want_kind = if is_medium(class) {
             SegmentKind::Medium
         } else {
@@ -260,7 +263,7 @@ impl ClassHeap {
         class: usize,
         pool: &SlabPool,
         blocks: &[Returning],
-        victims: &mut [*mut Slab; MAG_MAX],
+        victims: &mut [*mut Slab],
     ) -> usize {
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let mut nv = 0;

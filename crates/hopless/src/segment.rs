@@ -18,7 +18,7 @@
 use core::ptr;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::size_class::{self, CLASS_RECIP};
+use crate::size_class;
 
 pub const SEGMENT_SHIFT: usize = 22;
 /// Size and alignment of a segment.
@@ -555,12 +555,26 @@ impl Slab {
             if (*s).class as usize != class {
                 return Err(FreeError::WrongClass);
             }
-            let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
-            let index = size_class::exact_block_index(offset, (*s).div_inv, (*s).div_shift);
-            if index >= u64::from((*s).capacity) {
+            Slab::handed_out_index(s, p)
+        }
+    }
+
+    /// The index of the block `p` starts in this in-use slab, if that block was handed out at least
+    /// once: `NotBlockStart` or `NeverAllocated` otherwise (see `size_class::CLASS_DIV_INV`).
+    ///
+    /// # Safety
+    ///
+    /// `slab` is a slab header of a live small or medium segment whose magic the caller checked.
+    #[inline]
+    unsafe fn handed_out_index(slab: *mut Slab, p: *mut u8) -> Result<u32, FreeError> {
+        // SAFETY: per the caller; the fields read are stable while a block of the slab is out.
+        unsafe {
+            let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
+            let index = size_class::exact_block_index(offset, (*slab).div_inv, (*slab).div_shift);
+            if index >= u64::from((*slab).capacity) {
                 return Err(FreeError::NotBlockStart);
             }
-            if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
+            if index >= u64::from((*slab).carved.load(Ordering::Relaxed)) {
                 return Err(FreeError::NeverAllocated);
             }
             Ok(index as u32)
@@ -628,21 +642,8 @@ impl Slab {
                     FreeError::BadSlab
                 });
             }
-            let class = (*s).class as usize;
-            let Some(&recip) = CLASS_RECIP.get(class) else {
-                return Err(FreeError::BadSlab);
-            };
-            let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
-            let index = (offset.wrapping_mul(recip)) >> 40;
-            if index.wrapping_mul(size_class::class_size(class) as u64) != offset
-                || index >= u64::from((*s).capacity)
-            {
-                return Err(FreeError::NotBlockStart);
-            }
-            if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
-                return Err(FreeError::NeverAllocated);
-            }
-            Ok(class)
+            Slab::handed_out_index(s, p)?;
+            Ok((*s).class as usize)
         }
     }
 
@@ -701,9 +702,8 @@ impl Slab {
     pub unsafe fn is_free(slab: *mut Slab, p: *mut u8) -> bool {
         // SAFETY: per the caller; field-wise access as in `take`.
         unsafe {
-            let recip = CLASS_RECIP.get((*slab).class as usize).copied().unwrap_or(0);
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
-            let i = (offset.wrapping_mul(recip) >> 40) as usize;
+            let i = size_class::exact_block_index(offset, (*slab).div_inv, (*slab).div_shift) as usize;
             match (*slab).bitmap.get(i / 64) {
                 Some(w) => w.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0,
                 None => false,

@@ -47,20 +47,6 @@ pub const CLASS_ALIGN: [u32; NUM_CLASSES] = {
     out
 };
 
-/// `ceil(2^40 / size)`: block index of a byte offset `o` inside a slab is `(o * RECIP) >> 40`, exact for
-/// offsets below 2^20 and sizes up to 2^18 (the error `o / 2^40 < 2^-20` never reaches the next integer).
-#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
-pub const CLASS_RECIP: [u64; NUM_CLASSES] = {
-    let mut out = [0u64; NUM_CLASSES];
-    let mut i = 0;
-    while i < NUM_CLASSES {
-        let s = CLASS_SIZE[i] as u64;
-        out[i] = (1u64 << 40).div_ceil(s);
-        i += 1;
-    }
-    out
-};
-
 /// The block-index test of the free path, exact and with one multiply: a class size is `d * 2^k` with
 /// `d` odd; `CLASS_DIV_INV` holds `d`'s inverse modulo 2^64, and `k` is [`div_shift`]. For any
 /// 64-bit offset `o`, `(o * inv).rotate_right(k)` is `o / size` when `size` divides `o`, and above
@@ -339,19 +325,5 @@ mod tests {
         assert_eq!(class_for(8, 8192).map(class_size), Some(8192));
         assert_eq!(class_for(100, 65536).map(class_size), Some(65536));
         assert_eq!(class_for(8, 2 * MEDIUM_MAX), None);
-    }
-
-    #[test]
-    fn reciprocal_division_is_exact_inside_a_slab() {
-        for (c, &recip) in CLASS_RECIP.iter().enumerate() {
-            let size = class_size(c) as u64;
-            let slab = if is_medium(c) { 512 * 1024 } else { 64 * 1024 };
-            let stride = if cfg!(miri) { 97 } else { 1 };
-            let mut o = 0u64;
-            while o < slab {
-                assert_eq!((o * recip) >> 40, o / size, "class {c} offset {o}");
-                o += stride;
-            }
-        }
     }
 }

@@ -477,7 +477,7 @@ fn the_fast_free_check_accepts_only_what_the_full_check_accepts() {
     }
 }
 
-/// A slab that went back to its pool keeps its old class, reciprocal and start in its header; only
+/// A slab that went back to its pool keeps its old class, division constants and start in its header; only
 /// `carved == 0` (set by `SlabPool::put`) keeps the C free path's check, which reads no slab magic, from
 /// taking its old blocks: a stale pointer into it is left to the full check, which reports it.
 #[test]
