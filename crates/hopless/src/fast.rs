@@ -26,7 +26,7 @@ use crate::slow::{
     alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, free_unsized_slow, hardened_cache,
 };
 use crate::stats::stat;
-use crate::thread_cache::{Push, ThreadCache};
+use crate::thread_cache::{class_at_mag_offset, Push, ThreadCache, MALLOC_MAG_OFFSET};
 
 /// The cache every thread starts with: capacity 0 everywhere, never written.
 pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
@@ -180,6 +180,26 @@ pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
     Some(p)
 }
 
+/// C's `malloc(size)` from the thread's magazine, `None` when that takes more (see
+/// [`Hopless::malloc_cached`]): one table load for the magazine's offset, no class index.
+#[inline(always)]
+pub(crate) fn malloc_cached(size: usize) -> Option<*mut u8> {
+    if size > SMALL_MAX {
+        return None;
+    }
+    let off = *MALLOC_MAG_OFFSET.get((size + 7) >> 3)?;
+    // Null is the empty cache, which would answer `None` too.
+    let tc = tls::get();
+    if tc.is_null() {
+        return None;
+    }
+    // SAFETY: `tc` is this thread's live cache and `off` a magazine's offset in it.
+    let p = unsafe { ThreadCache::try_pop_in(ThreadCache::mag_at(tc, off)) }?;
+    // SAFETY: `tc` is live.
+    stat!(unsafe { (*tc).counters[class_at_mag_offset(off)].alloc_fast.bump() });
+    Some(p)
+}
+
 /// The fast path of a free without its size (C's `free`): the segment (the thread's last one, else the
 /// segment map), one slab header, the magazine push. Everything else (null, no cache yet, the checked
 /// modes, large blocks, and any pointer that is not a handed-out block start, to be reported) goes to
@@ -210,22 +230,22 @@ pub(crate) unsafe fn free_unsized(p: *mut u8) {
                     None => false,
                 }
         };
-        let class = if known {
+        let mag_offset = if known {
             // SAFETY: `seg` is `p`'s segment, a live small or medium one (`known`).
-            unsafe { Slab::handed_out_class_in(seg, p) }
+            unsafe { Slab::handed_out_in(seg, p) }
         } else {
             None
         };
-        if let Some(class) = class {
-            // SAFETY: `p` is a handed-out block start of `class` (at least 8 bytes, aligned to 8); whether
-            // it is free already is the key's check.
+        if let Some(off) = mag_offset {
+            // SAFETY: `p` is a handed-out block start (at least 8 bytes, aligned to 8) of the class
+            // whose magazine is at `off`; whether it is free already is the key's check.
             unsafe {
-                match ThreadCache::push_keyed(tc, class, p) {
+                match ThreadCache::push_keyed_in(tc, ThreadCache::mag_at(tc, off), p) {
                     Push::Done => {
-                        stat!((*tc).counters[class].free_fast.bump());
+                        stat!((*tc).counters[class_at_mag_offset(off)].free_fast.bump());
                     }
-                    Push::Suspect => free_suspect(class, p),
-                    Push::Full => free_slow(class, p),
+                    Push::Suspect => free_suspect(class_at_mag_offset(off), p),
+                    Push::Full => free_slow(class_at_mag_offset(off), p),
                 }
                 return;
             }

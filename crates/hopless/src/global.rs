@@ -286,11 +286,11 @@ impl Hopless {
     }
 
     /// C's `malloc(size)` from the thread's magazine: [`Hopless::alloc_cached`] with C's alignment
-    /// (16 bytes above 8, 8 at most; see `size_class::malloc_class`), with one table load for the class.
+    /// (16 bytes above 8, 8 at most; see `size_class::malloc_class`), with one table load for the
+    /// magazine (`thread_cache::MALLOC_MAG_OFFSET`).
     #[inline(always)]
     pub fn malloc_cached(size: usize) -> Option<*mut u8> {
-        // SAFETY: `malloc_class` returns a small class index.
-        unsafe { crate::fast::alloc_cached(crate::size_class::malloc_class(size)?) }
+        crate::fast::malloc_cached(size)
     }
 
     #[cold]

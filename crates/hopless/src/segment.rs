@@ -70,7 +70,7 @@ pub struct SegmentHeader {
 pub const SLABS_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u32)]
+#[repr(u8)]
 pub enum SlabState {
     /// In its segment pool's dirty or clean list; belongs to no class.
     Pooled = 0,
@@ -98,21 +98,24 @@ pub enum SlabState {
 /// a slab), `carved == 0`: `SlabPool::put` clears it, and fresh headers are zeroed. The C free path's
 /// check (`handed_out_class_in`) relies on it instead of testing the magic.
 ///
-/// `class`, `capacity`, `div_shift`, `div_inv` and `start` change only when the slab joins a class
-/// (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
-/// `handed_out_class`, `is_free`) may read them. `div_shift` and `div_inv` copy the class's, so that the
-/// free path's check reads one header and no class table.
+/// `class`, `capacity`, `div_shift`, `div_inv`, `mag_offset` and `start` change only when the slab joins a
+/// class (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
+/// `handed_out_in`, `is_free`) may read them. `div_shift`, `div_inv` and `mag_offset` are functions of
+/// the class, copied here so that the free path reads one header and no class table.
 #[repr(C)]
 pub struct Slab {
     /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
     pub magic: u32,
     pub class: u32,
     pub state: SlabState,
+    /// The class's `size_class::div_shift` (with `div_inv`, the free path's block-index test).
+    pub div_shift: u8,
     /// Free blocks (set bits plus the uncarved tail).
     pub free: u32,
     pub capacity: u32,
-    /// The class's `size_class::div_shift` (with `div_inv`, the free path's block-index test).
-    pub div_shift: u32,
+    /// Where the class's magazine is in a thread cache (`thread_cache::mag_offset(class)`), so that the
+    /// C free path goes from the header to the magazine with an add.
+    pub mag_offset: u32,
     /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
     /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
     /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
@@ -371,7 +374,9 @@ impl Slab {
         s.state = SlabState::Partial;
         s.free = capacity;
         s.capacity = capacity;
-        s.div_shift = size_class::div_shift(class);
+        // A shift below 64 (a power of two dividing a class size).
+        s.div_shift = size_class::div_shift(class) as u8;
+        s.mag_offset = crate::thread_cache::mag_offset(class);
         // A class out of range cannot happen (callers pass a class index); 0 would make every block
         // index 0, which the carved test then decides.
         s.div_inv = size_class::CLASS_DIV_INV.get(class).copied().unwrap_or(0);
@@ -570,7 +575,7 @@ impl Slab {
         // SAFETY: per the caller; the fields read are stable while a block of the slab is out.
         unsafe {
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
-            let index = size_class::exact_block_index(offset, (*slab).div_inv, (*slab).div_shift);
+            let index = size_class::exact_block_index(offset, (*slab).div_inv, u32::from((*slab).div_shift));
             if index >= u64::from((*slab).capacity) {
                 return Err(FreeError::NotBlockStart);
             }
@@ -664,16 +669,17 @@ impl Slab {
         // SAFETY: per the caller.
         let seg = unsafe { slab_segment(p) }?;
         // SAFETY: `slab_segment` found `p` in a live small or medium segment.
-        unsafe { Slab::handed_out_class_in(seg, p) }
+        unsafe { Slab::handed_out_in(seg, p) }.map(crate::thread_cache::class_at_mag_offset)
     }
 
-    /// [`Slab::handed_out_class`] once `p`'s segment is known to be a small or medium one.
+    /// [`Slab::handed_out_class`] once `p`'s segment is known to be a small or medium one, answering with
+    /// where the class's magazine is in a thread cache (the slab's `mag_offset`) rather than the class.
     ///
     /// # Safety
     ///
     /// `seg` is `segment_of(p)` and a live small or medium segment.
     #[inline(always)]
-    pub unsafe fn handed_out_class_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<usize> {
+    pub unsafe fn handed_out_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<u32> {
         // SAFETY: per the caller, `slab_of` stays inside the segment's header area (`p` is inside the
         // 4 MiB segment). The slab fields read here are stable while a block of the slab is out (see
         // [`Slab`]); a racing reader of a slab that just left its class sees `carved == 0`, or a state the
@@ -684,11 +690,13 @@ impl Slab {
             let s = slab_of(seg, p);
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
             // One test for "a block start" and "handed out" (see `size_class::CLASS_DIV_INV`).
-            let index = size_class::exact_block_index(offset, (*s).div_inv, (*s).div_shift);
+            let index = size_class::exact_block_index(offset, (*s).div_inv, u32::from((*s).div_shift));
+            // Read with the others, so that it is one load from the header too.
+            let mag_offset = (*s).mag_offset;
             if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
                 return None;
             }
-            Some((*s).class as usize)
+            Some(mag_offset)
         }
     }
 
@@ -703,7 +711,8 @@ impl Slab {
         // SAFETY: per the caller; field-wise access as in `take`.
         unsafe {
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
-            let i = size_class::exact_block_index(offset, (*slab).div_inv, (*slab).div_shift) as usize;
+            let i =
+                size_class::exact_block_index(offset, (*slab).div_inv, u32::from((*slab).div_shift)) as usize;
             match (*slab).bitmap.get(i / 64) {
                 Some(w) => w.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0,
                 None => false,

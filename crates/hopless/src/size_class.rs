@@ -119,9 +119,10 @@ pub const fn is_medium(class: usize) -> bool {
     class >= NUM_SMALL
 }
 
-/// `SMALL_LOOKUP[(s + 7) / 8]` is the smallest class of at least `s` bytes, for `s` in `1..=4096`.
+/// `SMALL_CLASS_OF[(s + 7) / 8]` is the smallest class of at least `s` bytes, for `s` in `1..=4096` (and
+/// for `s == 0`, the smallest class). For building tables; the paths read [`SMALL_LOOKUP`].
 #[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
-static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = {
+pub const SMALL_CLASS_OF: [u8; SMALL_MAX / 8 + 1] = {
     let mut out = [0u8; SMALL_MAX / 8 + 1];
     let mut i = 0;
     let mut c = 0;
@@ -135,6 +136,9 @@ static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = {
     }
     out
 };
+
+/// The one copy of [`SMALL_CLASS_OF`] the paths read.
+static SMALL_LOOKUP: [u8; SMALL_MAX / 8 + 1] = SMALL_CLASS_OF;
 
 /// The class of a small request with alignment at most 16: the fast path's mapping.
 ///

@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
-use crate::size_class::{MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 #[cfg(feature = "stats")]
 use crate::stats::ThreadCounters;
 
@@ -66,6 +66,35 @@ pub struct ThreadCache {
     pub mags: [Magazine; NUM_CLASSES],
 }
 
+/// Where the magazine of `class` is in a [`ThreadCache`], in bytes. The C fast paths go from a block's slab
+/// header (`Slab::mag_offset`) or from `malloc`'s size ([`MALLOC_MAG_OFFSET`]) to the magazine with one
+/// add, instead of multiplying a class index by the magazine's size.
+pub const fn mag_offset(class: usize) -> u32 {
+    (core::mem::offset_of!(ThreadCache, mags) + class * core::mem::size_of::<Magazine>()) as u32
+}
+
+/// The class whose magazine is at `off` (the inverse of [`mag_offset`]; for the slow paths and counters).
+#[inline]
+pub const fn class_at_mag_offset(off: u32) -> usize {
+    (off as usize - core::mem::offset_of!(ThreadCache, mags)) / core::mem::size_of::<Magazine>()
+}
+
+/// `MALLOC_MAG_OFFSET[(size + 7) / 8]` is the [`mag_offset`] of C `malloc(size)`'s class
+/// (`size_class::malloc_class`), for `size` in `0..=SMALL_MAX`: one table load on `malloc`'s path.
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
+pub static MALLOC_MAG_OFFSET: [u32; SMALL_MAX / 8 + 1] = {
+    let mut out = [0u32; SMALL_MAX / 8 + 1];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = mag_offset(size_class::SMALL_CLASS_OF[i] as usize);
+        i += 1;
+    }
+    out
+};
+
+// The offsets fit the slab header's `u32` with room to spare.
+const _: () = assert!(core::mem::size_of::<ThreadCache>() < u32::MAX as usize);
+
 // ------------------------------------------------------------------------------------------------------
 // The free key: double frees caught at the free, with the allocation path off the block.
 //
@@ -83,6 +112,11 @@ pub struct ThreadCache {
 // would write (same slot) and costs nothing more. A keyed block's key always names its current slot: a
 // flush that moves the blocks it keeps down rewrites their keys (`take_oldest`), so the look is one
 // slot, not a search.
+//
+// In memory a key is stored rotated left by 16 bits ([`KEY_ROTATE`]): where the block went is then the
+// low 16 bits and the address part the high 48, so the free path tells "not a key" (the common case)
+// from the word and the key it would write with one compare (`word ^ key > 0xffff`). Every reader and
+// writer goes through `read_key`, `key_word` and `write_key`, which rotate.
 //
 // One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
 // block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
@@ -124,6 +158,16 @@ pub fn free_salt() -> usize {
 #[inline(always)]
 pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
     p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
+}
+
+/// How far a key is rotated left in the block's word (see above).
+pub const KEY_ROTATE: u32 = 16;
+
+/// [`slot_key`] as stored in the block (`slot_key(p, tag, slot).rotate_left(KEY_ROTATE)`, for a slot
+/// below [`MAG_MAX`]), computed the way the free path wants it: the slot is the low bits.
+#[inline(always)]
+fn stored_slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
+    (p.addr() ^ (tag as usize)).rotate_left(KEY_ROTATE) ^ slot
 }
 
 /// The bit of `p` in a magazine's refill filter (0..128).
@@ -171,7 +215,7 @@ pub enum KeySays {
 #[inline]
 pub unsafe fn read_key(p: *mut u8) -> KeySays {
     // SAFETY: per the caller.
-    let t = unsafe { p.cast::<usize>().read() } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed);
+    let t = unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed);
     if t & KEY_LOW != 0 {
         return KeySays::Nothing;
     }
@@ -188,7 +232,37 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
     }
 }
 
-/// Writes `key` into the first word of `p`.
+/// `x`, with the compiler forgetting how it was computed: the free path's rare branch then works from `x`
+/// alone, instead of keeping the word and the key alive in two more registers on the common path.
+#[inline(always)]
+fn opaque(mut x: usize) -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: an empty template: no instruction, no memory, stack or flags touched; `x` comes out as it
+    // went in.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
+    }
+    x
+}
+
+/// Marks the path of a free whose block still holds a key (the program did not write it) as the unlikely
+/// one, so that the written case falls through to the push with one branch.
+#[cold]
+#[inline]
+fn unwritten() {}
+
+/// The first word of `p` read as a key (rotated back: see [`KEY_ROTATE`]), whatever it holds.
+///
+/// # Safety
+///
+/// As for [`read_key`].
+#[inline(always)]
+pub unsafe fn key_word(p: *mut u8) -> usize {
+    // SAFETY: per the caller.
+    unsafe { p.cast::<usize>().read() }.rotate_right(KEY_ROTATE)
+}
+
+/// Writes `key` into the first word of `p` (rotated: see [`KEY_ROTATE`]).
 ///
 /// # Safety
 ///
@@ -196,7 +270,7 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
 #[inline(always)]
 pub unsafe fn write_key(p: *mut u8, key: usize) {
     // SAFETY: per the caller.
-    unsafe { p.cast::<usize>().write(key) }
+    unsafe { p.cast::<usize>().write(key.rotate_left(KEY_ROTATE)) }
 }
 
 /// What [`ThreadCache::push_keyed`] did.
@@ -237,6 +311,17 @@ impl ThreadCache {
     pub unsafe fn mag(tc: *mut ThreadCache, class: usize) -> *mut Magazine {
         // SAFETY: in bounds per the caller; no reference is created.
         unsafe { (&raw mut (*tc).mags).cast::<Magazine>().add(class) }
+    }
+
+    /// The magazine at byte offset `off` of `tc`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::mag`], with `off == mag_offset(class)`.
+    #[inline(always)]
+    pub unsafe fn mag_at(tc: *mut ThreadCache, off: u32) -> *mut Magazine {
+        // SAFETY: per the caller, `off` is a magazine's offset inside `*tc`; no reference is created.
+        unsafe { tc.byte_add(off as usize).cast::<Magazine>() }
     }
 
     #[inline(always)]
@@ -300,7 +385,16 @@ impl ThreadCache {
     #[inline(always)]
     pub unsafe fn try_pop(tc: *mut ThreadCache, class: usize) -> Option<*mut u8> {
         // SAFETY: per the caller, `m` is a magazine only this thread writes.
-        let m = unsafe { Self::mag(tc, class) };
+        unsafe { Self::try_pop_in(Self::mag(tc, class)) }
+    }
+
+    /// [`ThreadCache::try_pop`] from the magazine `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a magazine of the calling thread's cache or of the static empty one.
+    #[inline(always)]
+    pub unsafe fn try_pop_in(m: *mut Magazine) -> Option<*mut u8> {
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
         if n == 0 {
@@ -340,8 +434,17 @@ impl ThreadCache {
     /// As for [`ThreadCache::push`]; `p` is a block of at least 8 bytes, aligned to 8.
     #[inline(always)]
     pub unsafe fn push_keyed(tc: *mut ThreadCache, class: usize, p: *mut u8) -> Push {
-        // SAFETY: per the caller, `m` is a magazine only this thread writes.
-        let m = unsafe { Self::mag(tc, class) };
+        // SAFETY: per the caller.
+        unsafe { Self::push_keyed_in(tc, Self::mag(tc, class), p) }
+    }
+
+    /// [`ThreadCache::push_keyed`] into the magazine `m` of `tc`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::push_keyed`], with `m` the magazine of `p`'s class in `tc`.
+    #[inline(always)]
+    pub unsafe fn push_keyed_in(tc: *mut ThreadCache, m: *mut Magazine, p: *mut u8) -> Push {
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
         // SAFETY: as above.
@@ -349,21 +452,23 @@ impl ThreadCache {
         if n >= cap {
             return Push::Full;
         }
-        let key = slot_key(p, tag, n as usize);
+        let stored = stored_slot_key(p, tag, n as usize);
         // SAFETY: per the caller, the block's first word is ours to read and write.
         unsafe {
-            // `d == 0`: the very key this push writes (a block popped from this slot, unwritten since).
-            // A `d` with a bit set below bit 48 means the word is not a key: the common case. One
-            // branch tells both from a key for another place (`d & KEY_LOW == 0 && d != 0`): the
-            // rotation brings `d`'s top 16 bits down, and minus one, it is below `0xffff` exactly when
-            // they are not all zero and nothing else is set.
-            let d = p.cast::<usize>().read() ^ key;
-            if d.rotate_left(16).wrapping_sub(1) < 0xffff
-                && !Self::taken_from_another_slot(tc, class, n, p, d)
-            {
-                return Push::Suspect;
+            // The word and the key this push writes, both as stored: above `0xffff` when the address
+            // parts differ, so the word is not a key (the common case, one compare). Otherwise, rotated
+            // back, `d` is 0 for the very key this push writes (a block popped from this slot, unwritten
+            // since), else the difference from a key for another place.
+            let x = opaque(p.cast::<usize>().read() ^ stored);
+            if x <= 0xffff {
+                // A key: the program did not write the block since it was handed out.
+                unwritten();
+                let d = x.rotate_right(KEY_ROTATE);
+                if d != 0 && !Self::taken_from_another_slot(tc, m, n, p, d) {
+                    return Push::Suspect;
+                }
             }
-            write_key(p, key);
+            p.cast::<usize>().write(stored);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
@@ -378,11 +483,11 @@ impl ThreadCache {
     ///
     /// # Safety
     ///
-    /// `tc` is the calling thread's live cache; `class < NUM_CLASSES`; its magazine holds `n` blocks.
+    /// `tc` is the calling thread's live cache, `m` one of its magazines, holding `n` blocks.
     #[inline]
     unsafe fn taken_from_another_slot(
         tc: *mut ThreadCache,
-        class: usize,
+        m: *mut Magazine,
         n: u32,
         p: *mut u8,
         d: usize,
@@ -392,8 +497,8 @@ impl ThreadCache {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
-        // SAFETY: per the caller.
-        !unsafe { Self::holds_at(tc, class, slot, p) }
+        // SAFETY: `m` is a magazine of the calling thread's live cache.
+        !unsafe { Self::mag_holds_at(m, slot, p) }
     }
 
     /// Pushes a block whose double-free check is done, writing its key; false when full.
@@ -467,7 +572,7 @@ impl ThreadCache {
             // refilled block carries a mark or nothing, and keeps it.)
             // SAFETY: a block in this magazine is free and ours; its first word is the key's.
             unsafe {
-                if p.cast::<usize>().read() == slot_key(p, tag, i) {
+                if key_word(p) == slot_key(p, tag, i) {
                     write_key(p, slot_key(p, tag, i - k));
                 }
             }
@@ -487,7 +592,16 @@ impl ThreadCache {
     #[inline]
     pub unsafe fn holds_at(tc: *mut ThreadCache, class: usize, slot: usize, p: *mut u8) -> bool {
         // SAFETY: per the caller.
-        let m = unsafe { Self::mag(tc, class) };
+        unsafe { Self::mag_holds_at(Self::mag(tc, class), slot, p) }
+    }
+
+    /// [`ThreadCache::holds_at`] for the magazine `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a magazine of a cache of the registry that stays mapped during the call.
+    #[inline]
+    unsafe fn mag_holds_at(m: *mut Magazine, slot: usize, p: *mut u8) -> bool {
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
         slot < n && Self::slot_of(m, slot).load(Ordering::Relaxed) == p
     }
@@ -550,6 +664,75 @@ mod tests {
                 assert_eq!(ThreadCache::pop(tcp, 3), blocks.as_mut_ptr().add(i).cast());
             }
             assert!(ThreadCache::pop(tcp, 3).is_null());
+        }
+    }
+
+    #[test]
+    fn magazine_offsets_name_the_class_magazines() {
+        let mut tc = Box::new(ThreadCache::EMPTY);
+        let tcp: *mut ThreadCache = &mut *tc;
+        for c in 0..NUM_CLASSES {
+            assert_eq!(class_at_mag_offset(mag_offset(c)), c);
+            // SAFETY: a test-owned cache; `c` is in range and the offset is its magazine's.
+            unsafe { assert_eq!(ThreadCache::mag_at(tcp, mag_offset(c)), ThreadCache::mag(tcp, c)) };
+        }
+        for size in 0..=SMALL_MAX {
+            let want = size_class::malloc_class(size).map(mag_offset);
+            assert_eq!(
+                MALLOC_MAG_OFFSET.get((size + 7) >> 3).copied(),
+                want,
+                "size {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn stored_keys_are_the_keys_rotated() {
+        let mut x = 0x9e37_79b9_7f4a_7c15usize;
+        for round in 0..64 {
+            x = x.rotate_left(23).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ round;
+            let p = core::ptr::without_provenance_mut::<u8>(x & ((1 << 47) - 8));
+            let tag = tag_of(round % MAX_CACHE_ID) ^ (x as u64 & 0xffff);
+            for slot in 0..MAG_MAX {
+                assert_eq!(
+                    stored_slot_key(p, tag, slot),
+                    slot_key(p, tag, slot).rotate_left(KEY_ROTATE)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_pushed_block_carries_its_slot_and_a_written_one_is_taken() {
+        let mut tc = Box::new(ThreadCache::EMPTY);
+        tc.id = 7;
+        let tcp: *mut ThreadCache = &mut *tc;
+        let mut blocks = [0usize; 8];
+        let base: *mut usize = blocks.as_mut_ptr();
+        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        // SAFETY: a test-owned cache; the blocks are test-owned words.
+        unsafe {
+            ThreadCache::open(tcp, 2);
+            for i in 0..4 {
+                b(i).cast::<usize>().write(0x1234_5678 + i); // written by "the program"
+                assert_eq!(ThreadCache::push_keyed(tcp, 2, b(i)), Push::Done);
+                assert_eq!(read_key(b(i)), KeySays::Slot { id: 7, slot: i });
+            }
+            // In the magazine at slot 3: a second free is suspect.
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Suspect);
+            // Popped and freed again unwritten: its own slot's key, a correct free.
+            assert_eq!(ThreadCache::pop(tcp, 2), b(3));
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Done);
+            // Popped (slots 3 and 2), then slot 2's block freed first into slot 2 ... and slot 3's
+            // block, unwritten, into slot 3: both correct.
+            assert_eq!(ThreadCache::pop(tcp, 2), b(3));
+            assert_eq!(ThreadCache::pop(tcp, 2), b(2));
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Done);
+            assert_eq!(read_key(b(3)), KeySays::Slot { id: 7, slot: 2 });
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Done);
+            assert_eq!(read_key(b(2)), KeySays::Slot { id: 7, slot: 3 });
+            // Still in the magazine (slot 1): suspect, whatever slot the push would take.
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
         }
     }
 }
