@@ -20,13 +20,13 @@ use core::cell::{Cell, UnsafeCell};
 use core::ptr;
 
 use crate::global::{Hopless, HEAP};
-use crate::segment::{segment_of, slab_segment, Slab};
+use crate::segment::{slab_segment, SegmentHeader, Slab, SEGMENT_SIZE};
 use crate::size_class::{self, small_class, SMALL_MAX};
 use crate::slow::{
     alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, free_unsized_slow, hardened_cache,
 };
 use crate::stats::stat;
-use crate::thread_cache::{class_at_mag_offset, Push, ThreadCache, MALLOC_MAG_OFFSET};
+use crate::thread_cache::{class_at_mag_offset, opaque, Push, ThreadCache, MALLOC_MAG_OFFSET};
 
 /// The cache every thread starts with: capacity 0 everywhere, never written.
 pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
@@ -59,47 +59,76 @@ pub(crate) fn current() -> *mut ThreadCache {
     }
 }
 
-/// Makes `tc` the calling thread's cache (the empty one: `empty()`).
+/// Makes `tc` the calling thread's cache (the empty one: `empty()`). Giving up a cache forgets the last
+/// segment too (see `tls`: a remembered segment implies a live cache).
 #[inline]
 pub(crate) fn set_current(tc: *mut ThreadCache) {
-    tls::set(if tc == empty() { ptr::null_mut() } else { tc });
+    if tc == empty() {
+        tls::set_segment_end(0);
+        tls::set(ptr::null_mut());
+    } else {
+        tls::set(tc);
+    }
 }
 
-/// The thread's cache pointer: null stands for the empty cache, so the slot's initial value is zero
-/// (`.tbss`) and needs no relocation.
+/// The thread's two words: its cache pointer (null stands for the empty cache) and the last small or
+/// medium segment of the process heap its C free path found in the segment map, as the segment's last
+/// byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address ORed with the mask
+/// equals it needs no map lookup; no pointer's does while it is 0, so both slots start as zero (`.tbss`)
+/// and need no relocation. Such a segment is never unmapped (the process heap is never dropped), so the
+/// answer never goes stale. It is set only while the thread has a live cache, and cleared when the
+/// thread gives its cache up (`set_current`): a hit therefore means the cache pointer is not null.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 mod tls {
     use super::ThreadCache;
 
-    // One pointer in the initial-exec TLS model: the slot's offset from the thread pointer is fixed when
-    // the library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a
-    // load from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using
-    // it must be loaded at start-up (`LD_PRELOAD`, or linked), as the README already requires of
+    // Two words in the initial-exec TLS model: their offset from the thread pointer is fixed when the
+    // library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a load
+    // from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using it
+    // must be loaded at start-up (`LD_PRELOAD`, or linked), as the README already requires of
     // libhopless.so; glibc keeps some static TLS spare for a later `dlopen` too.
     core::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
-        ".p2align 3",
+        ".p2align 4",
         ".globl hopless_tls_cache",
         ".hidden hopless_tls_cache",
         ".type hopless_tls_cache, @object",
-        ".size hopless_tls_cache, 8",
+        ".size hopless_tls_cache, 16",
         "hopless_tls_cache:",
-        ".zero 8",
+        ".zero 16",
         ".popsection",
     );
 
+    /// The offset of the two words from the thread pointer.
     #[inline(always)]
-    pub(super) fn get() -> *mut ThreadCache {
-        let v: usize;
-        // SAFETY: reads this thread's own 8-byte slot: the GOT entry holds the slot's offset from the
-        // thread pointer (`%fs` base), which the dynamic linker set when it loaded this object. Nothing
-        // else is read or written; the stack and flags are untouched.
+    fn offset() -> usize {
+        let t: usize;
+        // SAFETY: reads the GOT entry the dynamic linker filled with the words' offset when it loaded
+        // this object; it never changes afterwards, so the answer is a constant of the process (hence
+        // `pure, nomem`: the compiler may reuse one load for both words). The stack and flags are
+        // untouched.
         unsafe {
             core::arch::asm!(
-                "mov {v}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
-                "mov {v}, qword ptr fs:[{v}]",
-                v = out(reg) v,
-                options(nostack, readonly, preserves_flags),
+                "mov {t}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
+                t = out(reg) t,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        t
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *mut ThreadCache {
+        let t = offset();
+        let v: usize;
+        // SAFETY: reads this thread's own first word (`%fs` base plus the offset); nothing else is read
+        // or written; the stack and flags are untouched.
+        unsafe {
+            core::arch::asm!(
+                "mov {v}, qword ptr fs:[{t}]",
+                t = in(reg) t,
+                v = lateout(reg) v,
+                options(pure, readonly, nostack, preserves_flags),
             );
         }
         core::ptr::with_exposed_provenance_mut(v)
@@ -107,14 +136,44 @@ mod tls {
 
     #[inline(always)]
     pub(super) fn set(tc: *mut ThreadCache) {
+        let t = offset();
         let v = tc.expose_provenance();
-        // SAFETY: writes this thread's own slot, found as in `get`; no other memory is touched.
+        // SAFETY: writes this thread's own first word, found as in `get`; no other memory is touched.
         unsafe {
             core::arch::asm!(
-                "mov {t}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
                 "mov qword ptr fs:[{t}], {v}",
-                t = out(reg) _,
+                t = in(reg) t,
                 v = in(reg) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn segment_end() -> usize {
+        let t = offset();
+        let v: usize;
+        // SAFETY: reads this thread's own second word, as `get` reads the first.
+        unsafe {
+            core::arch::asm!(
+                "mov {v}, qword ptr fs:[{t} + 8]",
+                t = in(reg) t,
+                v = lateout(reg) v,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        v
+    }
+
+    #[inline(always)]
+    pub(super) fn set_segment_end(end: usize) {
+        let t = offset();
+        // SAFETY: writes this thread's own second word, as `set` writes the first.
+        unsafe {
+            core::arch::asm!(
+                "mov qword ptr fs:[{t} + 8], {v}",
+                t = in(reg) t,
+                v = in(reg) end,
                 options(nostack, preserves_flags),
             );
         }
@@ -128,6 +187,7 @@ mod tls {
 
     thread_local! {
         static CACHE: Cell<*mut ThreadCache> = const { Cell::new(core::ptr::null_mut()) };
+        static SEGMENT_END: Cell<usize> = const { Cell::new(0) };
     }
 
     #[inline(always)]
@@ -138,6 +198,16 @@ mod tls {
     #[inline(always)]
     pub(super) fn set(tc: *mut ThreadCache) {
         CACHE.with(|c| c.set(tc));
+    }
+
+    #[inline(always)]
+    pub(super) fn segment_end() -> usize {
+        SEGMENT_END.with(|c| c.get())
+    }
+
+    #[inline(always)]
+    pub(super) fn set_segment_end(end: usize) {
+        SEGMENT_END.with(|c| c.set(end));
     }
 }
 
@@ -201,54 +271,74 @@ pub(crate) fn malloc_cached(size: usize) -> Option<*mut u8> {
 }
 
 /// The fast path of a free without its size (C's `free`): the segment (the thread's last one, else the
-/// segment map), one slab header, the magazine push. Everything else (null, no cache yet, the checked
-/// modes, large blocks, and any pointer that is not a handed-out block start, to be reported) goes to
-/// `free_unsized_slow`, out of line, as do a full magazine and a key that needs a look. Every way out
-/// is a return or a tail call, so the function saves no registers.
+/// segment map, out of line), one slab header, the magazine push. Everything else (null, no cache yet,
+/// the checked modes, large blocks, and any pointer that is not a handed-out block start, to be
+/// reported) goes to `free_unsized_slow`, out of line, as do a full magazine and a key that needs a
+/// look. Every way out is a return or a tail call, so the function saves no registers.
 ///
 /// # Safety
 ///
 /// `p` is null, or a block of this allocator the program gives up (anything else is reported).
 #[inline(always)]
 pub(crate) unsafe fn free_unsized(p: *mut u8) {
+    // Null needs no test of its own: `0 | mask` is no segment's end (no segment starts at address 0) and
+    // address 0 is never in the segment map, so it reaches the slow path, which returns.
+    let end = p.addr() | (SEGMENT_SIZE - 1);
+    if end != tls::segment_end() {
+        // SAFETY: forwarded.
+        return unsafe { free_in_another_segment(p, end) };
+    }
+    // SAFETY: a remembered segment means a live cache (see `tls`); `end` is `p`'s segment's.
+    unsafe { free_in_segment(tls::get(), p, end) }
+}
+
+/// [`free_unsized`] for a pointer outside the thread's remembered segment: the segment map says whether
+/// it is in a small or medium segment of the process heap, which is then remembered, if the thread has
+/// a cache.
+///
+/// # Safety
+///
+/// As for [`free_unsized`]; `end` is `p.addr() | (SEGMENT_SIZE - 1)`.
+#[cold]
+#[inline(never)]
+unsafe fn free_in_another_segment(p: *mut u8, end: usize) {
     let tc = tls::get();
-    // Null needs no test of its own here: its segment is never `last_segment` (no segment starts at
-    // address 0, and `NO_SEGMENT` is 1) and never in the segment map, so it reaches the slow path,
-    // which returns.
-    if !tc.is_null() {
-        let seg = segment_of(p);
-        // SAFETY: `tc` is this thread's live cache (non-null). `last_segment` is a small or medium
-        // segment of the process heap, which is never unmapped, or `NO_SEGMENT`, which no segment
-        // equals; `slab_segment` checks any other per the caller's contract.
-        let known = unsafe {
-            seg == (*tc).last_segment
-                || match slab_segment(p) {
-                    Some(s) => {
-                        (*tc).last_segment = s;
-                        true
-                    }
-                    None => false,
+    // SAFETY: per the caller (`slab_segment` checks the map before reading a header).
+    if tc.is_null() || unsafe { slab_segment(p) }.is_none() {
+        // SAFETY: forwarded.
+        return unsafe { free_unsized_slow(p) };
+    }
+    tls::set_segment_end(end);
+    // SAFETY: `tc` is this thread's live cache; `p`'s segment was just found in the map.
+    unsafe { free_in_segment(tc, p, end) }
+}
+
+/// The rest of [`free_unsized`] once `p`'s segment is known: the slab header's check and the push.
+///
+/// # Safety
+///
+/// `tc` is the calling thread's live cache; `end` is `p.addr() | (SEGMENT_SIZE - 1)`, and `p`'s segment
+/// a small or medium one of the process heap; `p` as for [`free_unsized`].
+#[inline(always)]
+unsafe fn free_in_segment(tc: *mut ThreadCache, p: *mut u8, end: usize) {
+    // The segment is taken from `end` through `opaque`, so that the header's fields are read at fixed
+    // offsets from it, instead of the compiler rebuilding the segment as `p - (p & mask)`.
+    let seg = p
+        .with_addr(opaque(end) - (SEGMENT_SIZE - 1))
+        .cast::<SegmentHeader>();
+    // SAFETY: `seg` is `p`'s segment, a live small or medium one (per the caller).
+    if let Some(off) = unsafe { Slab::handed_out_in(seg, p) } {
+        // SAFETY: `p` is a handed-out block start (at least 8 bytes, aligned to 8) of the class whose
+        // magazine is at `off`; whether it is free already is the key's check.
+        unsafe {
+            match ThreadCache::push_keyed_in(tc, ThreadCache::mag_at(tc, off), p) {
+                Push::Done => {
+                    stat!((*tc).counters[class_at_mag_offset(off)].free_fast.bump());
                 }
-        };
-        let mag_offset = if known {
-            // SAFETY: `seg` is `p`'s segment, a live small or medium one (`known`).
-            unsafe { Slab::handed_out_in(seg, p) }
-        } else {
-            None
-        };
-        if let Some(off) = mag_offset {
-            // SAFETY: `p` is a handed-out block start (at least 8 bytes, aligned to 8) of the class
-            // whose magazine is at `off`; whether it is free already is the key's check.
-            unsafe {
-                match ThreadCache::push_keyed_in(tc, ThreadCache::mag_at(tc, off), p) {
-                    Push::Done => {
-                        stat!((*tc).counters[class_at_mag_offset(off)].free_fast.bump());
-                    }
-                    Push::Suspect => free_suspect(class_at_mag_offset(off), p),
-                    Push::Full => free_slow(class_at_mag_offset(off), p),
-                }
-                return;
+                Push::Suspect => free_suspect(class_at_mag_offset(off), p),
+                Push::Full => free_slow(class_at_mag_offset(off), p),
             }
+            return;
         }
     }
     // SAFETY: forwarded.

@@ -236,7 +236,9 @@ pub fn slabs_of(seg: *mut SegmentHeader) -> *mut Slab {
 pub unsafe fn slab_of(seg: *mut SegmentHeader, p: *mut u8) -> *mut Slab {
     // SAFETY: the caller guarantees `seg` is a live small/medium segment, whose header is initialised.
     let shift = unsafe { (*seg).slab_shift };
-    let slot = (p.addr() - seg.addr()) >> shift;
+    // `p`'s offset in its segment (`seg` is `segment_of(p)`), from `p` alone: a mask, however `seg` was
+    // found.
+    let slot = (p.addr() & (SEGMENT_SIZE - 1)) >> shift;
     // SAFETY: slot < MAX_SLABS because p is inside the 4 MiB segment and slots are at least 64 KiB.
     unsafe { slabs_of(seg).add(slot) }
 }

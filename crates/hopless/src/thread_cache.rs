@@ -56,11 +56,6 @@ pub struct ThreadCache {
     pub id: u32,
     /// A thread uses this cache (false while parked).
     pub live: AtomicBool,
-    /// The last small or medium segment of the process heap the C free path found in the segment map
-    /// (`fast::free_unsized`): a pointer into it needs no map lookup. Such a segment is never unmapped
-    /// (the process heap is never dropped), so the answer never goes stale. [`ThreadCache::NO_SEGMENT`]
-    /// (never a segment's address) until the first.
-    pub last_segment: *mut crate::segment::SegmentHeader,
     #[cfg(feature = "stats")]
     pub counters: [ThreadCounters; NUM_CLASSES],
     pub mags: [Magazine; NUM_CLASSES],
@@ -232,10 +227,11 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
     }
 }
 
-/// `x`, with the compiler forgetting how it was computed: the free path's rare branch then works from `x`
-/// alone, instead of keeping the word and the key alive in two more registers on the common path.
+/// `x`, with the compiler forgetting how it was computed (no instruction): the free path's rare branch
+/// then works from `x` alone, instead of keeping the word and the key alive in two more registers on
+/// the common path.
 #[inline(always)]
-fn opaque(mut x: usize) -> usize {
+pub(crate) fn opaque(mut x: usize) -> usize {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: an empty template: no instruction, no memory, stack or flags touched; `x` comes out as it
     // went in.
@@ -298,9 +294,6 @@ impl ThreadCache {
         // The constant is copied into statics and fresh caches, so no interior mutability is shared.
         unsafe { core::mem::zeroed() }
     };
-
-    /// `last_segment` before any: not 4 MiB-aligned, so no pointer's segment is ever equal to it.
-    pub const NO_SEGMENT: *mut crate::segment::SegmentHeader = core::ptr::without_provenance_mut(1);
 
     /// The magazine of `class`.
     ///

@@ -73,7 +73,6 @@ impl<P: PageSource> Heap<P> {
         unsafe {
             (*tc).owner_tid.store(tid, Ordering::Relaxed);
             (*tc).live.store(true, Ordering::Relaxed);
-            (*tc).last_segment = ThreadCache::NO_SEGMENT;
         }
         let mut g = self.caches.lock();
         // SAFETY: `tc` is valid and not yet shared.
