@@ -319,6 +319,12 @@ fn df_immediate() {
 }
 
 #[test]
+fn df_other_segment() {
+    expect_abort(How::Preload, &["df_other_segment"], DOUBLE);
+    expect_abort(How::Linked, &["df_other_segment"], DOUBLE);
+}
+
+#[test]
 fn df_delayed() {
     expect_abort(How::Preload, &["df_delayed"], DOUBLE);
 }
@@ -484,6 +490,13 @@ fn thread_rss() {
         hopless <= 2 * glibc + 4096,
         "2000 threads: hopless VmRSS {hopless} kB, glibc {glibc} kB (limit 2 x glibc + 4 MB)"
     );
+}
+
+/// Frees over many segments from many threads, destructors that allocate and free after the allocator's
+/// exit hook, and a forked child freeing the parent's blocks (free's remembered segment).
+#[test]
+fn segments_threads_fork() {
+    ok_preload_and_linked(&["segments_threads_fork"]);
 }
 
 #[test]

@@ -1001,6 +1001,120 @@ static int df_no_id(void) {
     return not_caught();
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The thread's remembered segment (free's fast path): frees spread over many segments from many threads,
+// thread-specific-data destructors that allocate and free after the allocator's own exit hook, and a
+// forked child freeing the parent's blocks.
+
+#define SEG_SLOTS 100000
+static void *seg_shared[SEG_SLOTS];
+static pthread_key_t seg_early, seg_late;
+
+static void seg_dtor(void *v) {
+    free(v);
+    for (int i = 0; i < 300; i++) {
+        char *p = malloc(16 + (i * 37) % 3000);
+        if (!p) abort();
+        memset(p, i, 16);
+        void *q = malloc(200000);
+        if (!q) abort();
+        free(p);
+        free(q);
+        free(NULL);
+        // a block of the shared array: another segment, allocated by another thread
+        void *o = __atomic_exchange_n(&seg_shared[(i * 7919) % SEG_SLOTS], NULL, __ATOMIC_ACQ_REL);
+        if (o) free(o);
+    }
+    static __thread int rounds;
+    if (rounds++ < 2) pthread_setspecific(seg_early, malloc(64));
+}
+
+static uint64_t seg_rng(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void *seg_worker(void *arg) {
+    uint64_t s = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+    pthread_setspecific(seg_early, malloc(32));
+    pthread_setspecific(seg_late, malloc(48));
+    for (int i = 0; i < 60000; i++) {
+        size_t k = seg_rng(&s) % SEG_SLOTS;
+        uint64_t *p = __atomic_exchange_n(&seg_shared[k], NULL, __ATOMIC_ACQ_REL);
+        if (p) {
+            if (p[0] != (uint64_t)k) {
+                fprintf(stderr, "block %zu holds %llu\n", k, (unsigned long long)p[0]);
+                abort();
+            }
+            free(p);
+        }
+        size_t sz = 8 + seg_rng(&s) % 1024;
+        if (seg_rng(&s) % 97 == 0) sz = 100000 + seg_rng(&s) % 300000;
+        uint64_t *q = malloc(sz);
+        if (!q) abort();
+        q[0] = k;
+        void *old = __atomic_exchange_n(&seg_shared[k], q, __ATOMIC_ACQ_REL);
+        if (old) free(old);
+    }
+    return NULL;
+}
+
+static int segments_threads_fork(void) {
+    CHECK(pthread_key_create(&seg_early, seg_dtor) == 0);
+    free(malloc(10)); // the allocator's own exit hook is registered between the two keys
+    CHECK(pthread_key_create(&seg_late, seg_dtor) == 0);
+    for (int k = 0; k < SEG_SLOTS; k++) {
+        uint64_t *q = malloc(8 + (k * 131) % 2048); // about 100 MB over many segments
+        CHECK(q != NULL);
+        q[0] = k;
+        seg_shared[k] = q;
+    }
+    for (int round = 0; round < 2; round++) {
+        pthread_t t[12];
+        for (int i = 0; i < 12; i++)
+            CHECK(pthread_create(&t[i], NULL, seg_worker, (void *)(uintptr_t)(1 + i + round * 12)) == 0);
+        for (int i = 0; i < 12; i++) CHECK(pthread_join(t[i], NULL) == 0);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            for (int k = 0; k < SEG_SLOTS; k++) {
+                uint64_t *q = seg_shared[k];
+                if (q) {
+                    if (q[0] != (uint64_t)k) _exit(3);
+                    free(q);
+                    seg_shared[k] = NULL;
+                }
+            }
+            for (int k = 0; k < 50000; k++) free(malloc(k % 4000));
+            _exit(0);
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    for (int k = 0; k < SEG_SLOTS; k++) free(seg_shared[k]);
+    return 0;
+}
+
+// A double free whose block is in another segment than the thread's last free.
+static int df_other_segment(void) {
+    enum { N = 60000 };
+    static char *a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = malloc(200); // about 12 MB: several segments
+        CHECK(a[i] != NULL);
+        memset(a[i], 1, 200);
+    }
+    CHECK(((uintptr_t)a[0] >> 22) != ((uintptr_t)a[N - 1] >> 22));
+    announce(a[0]);
+    free(a[0]);
+    free(a[N - 1]);
+    free(a[0]);
+    return not_caught();
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s CASE [ARG]\n", argv[0]);
@@ -1039,6 +1153,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "debug_foreign_free")) rc = debug_foreign_free();
     else if (!strcmp(c, "many_threads")) rc = many_threads();
     else if (!strcmp(c, "df_no_id")) rc = df_no_id();
+    else if (!strcmp(c, "segments_threads_fork")) rc = segments_threads_fork();
+    else if (!strcmp(c, "df_other_segment")) rc = df_other_segment();
     else {
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
