@@ -224,23 +224,40 @@ impl ClassHeap {
         } else {
             SegmentKind::Small
         };
+        // A batch's blocks mostly share segments and slabs: what was checked for the block before holds
+        // for the next one in the same place. A segment found in the map with the class's kind stays
+        // so (small and medium segments of a heap are never unmapped), and a slab that passed its magic
+        // and class stays in the class while a block of it is out, as the one before still is.
+        let mut checked_seg = ptr::null_mut();
+        let mut checked_slab = ptr::null_mut();
         let mut n = 0;
         for (o, &p) in out.iter_mut().zip(blocks) {
-            if !SEGMENT_MAP.contains(p) {
-                report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
-            }
             let seg = segment_of(p);
-            // SAFETY: the segment map says `p` is in a live hopless segment, so its header is mapped.
-            let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
-            if magic != SEGMENT_MAGIC || kind != want_kind {
-                report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
+            if seg != checked_seg {
+                if !SEGMENT_MAP.contains(p) {
+                    report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
+                }
+                // SAFETY: the segment map says `p` is in a live hopless segment, so its header is
+                // mapped.
+                let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+                if magic != SEGMENT_MAGIC || kind != want_kind {
+                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
+                }
+                checked_seg = seg;
             }
             // SAFETY: `seg` is a live segment of the class's kind.
             let slab = unsafe { slab_of(seg, p) };
-            // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
-            match unsafe { Slab::check_return(slab, class, p) } {
+            let checked = if slab == checked_slab {
+                // SAFETY: `slab` is an in-use slab of `class` (checked for the block before).
+                unsafe { Slab::handed_out_index(slab, p) }
+            } else {
+                // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
+                unsafe { Slab::check_return(slab, class, p) }
+            };
+            match checked {
                 Ok(index) => {
                     o.write(Returning { p, slab, index });
+                    checked_slab = slab;
                 }
                 Err(e) => report_bad_free(e, p, class, slab),
             }

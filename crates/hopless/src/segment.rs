@@ -573,7 +573,7 @@ impl Slab {
     ///
     /// `slab` is a slab header of a live small or medium segment whose magic the caller checked.
     #[inline]
-    unsafe fn handed_out_index(slab: *mut Slab, p: *mut u8) -> Result<u32, FreeError> {
+    pub unsafe fn handed_out_index(slab: *mut Slab, p: *mut u8) -> Result<u32, FreeError> {
         // SAFETY: per the caller; the fields read are stable while a block of the slab is out.
         unsafe {
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;

@@ -539,7 +539,7 @@ fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
         assert_eq!(
             heap.transfer_counts(class),
             (1, 0),
-            "the full magazine's older half went to a slot"
+            "the full magazine's newer half went to a slot"
         );
         let moved: Vec<*mut u8> = blocks
             .iter()

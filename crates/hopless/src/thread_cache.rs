@@ -6,7 +6,7 @@
 //! free writes one word into the block it takes back, its free key (below), as glibc's tcache does: the
 //! block was just in the caller's hands, so its line is warm. When a magazine is empty
 //! or full the caller falls to the `#[cold]` slow path in `heap`, which refills half a magazine from the
-//! central heap or flushes the older half back to it.
+//! central heap or flushes the newer half back to it.
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
@@ -104,9 +104,9 @@ const _: () = assert!(core::mem::size_of::<ThreadCache>() < u32::MAX as usize);
 // magazine (a filter of the refill's blocks says whether to look): a double free, reported. Otherwise
 // the block was handed out since and its first word never written: a correct free. The common unwritten
 // case, a block popped from the top of this thread's magazine and freed again, finds exactly the key it
-// would write (same slot) and costs nothing more. A keyed block's key always names its current slot: a
-// flush that moves the blocks it keeps down rewrites their keys (`take_oldest`), so the look is one
-// slot, not a search.
+// would write (same slot) and costs nothing more. A keyed block's key always names its current slot:
+// blocks never move between slots (a flush takes the top of the magazine, `take_newest`), so the look
+// is one slot, not a search.
 //
 // In memory a key is stored rotated left by 16 bits ([`KEY_ROTATE`]): where the block went is then the
 // low 16 bits and the address part the high 48, so the free path tells "not a key" (the common case)
@@ -538,46 +538,31 @@ impl ThreadCache {
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
 
-    /// Takes the oldest `k` blocks out of the magazine into `out` (which holds at least `k`), moving the
-    /// rest down; returns how many it took.
+    /// Takes the newest `k` blocks (the top of the magazine) into `out` (which holds at least `k`);
+    /// returns how many it took. The blocks that stay do not move, so every keyed block's key still
+    /// names its slot, and nothing is read or written in block memory. (The newest blocks are also the
+    /// ones whose lines the flush that follows, writing their marks, most likely finds in cache.)
     ///
     /// # Safety
     ///
     /// As for [`ThreadCache::open`].
-    pub unsafe fn take_oldest(tc: *mut ThreadCache, class: usize, k: usize, out: &mut [*mut u8]) -> usize {
+    pub unsafe fn take_newest(tc: *mut ThreadCache, class: usize, k: usize, out: &mut [*mut u8]) -> usize {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let count = Self::count_of(m);
         let n = (count.load(Ordering::Relaxed) as usize).min(MAG_MAX);
         let k = k.min(n).min(out.len());
-        for (i, o) in out.iter_mut().take(k).enumerate() {
-            *o = Self::slot_of(m, i).load(Ordering::Relaxed);
-        }
-        // Lower the count first: a reader (the double-free check) then sees an empty magazine while the
-        // slots move.
-        count.store(0, Ordering::Release);
-        // SAFETY: as above.
-        let tag = unsafe { (*m).tag };
-        for i in k..n {
-            let p = Self::slot_of(m, i).load(Ordering::Relaxed);
-            Self::slot_of(m, i - k).store(p, Ordering::Relaxed);
-            // A block freed into slot `i` carries that slot in its key: it now names `i - k`. (A
-            // refilled block carries a mark or nothing, and keeps it.)
-            // SAFETY: a block in this magazine is free and ours; its first word is the key's.
-            unsafe {
-                if key_word(p) == slot_key(p, tag, i) {
-                    write_key(p, slot_key(p, tag, i - k));
-                }
-            }
-        }
+        // The slots keep their blocks until later pushes overwrite them, so a reader (the double-free
+        // check) that saw the old count finds what it saw.
         count.store((n - k) as u32, Ordering::Release);
-        // SAFETY: as above.
-        unsafe { (*m).refilled = (*m).refilled.saturating_sub(k as u32) };
+        for (i, o) in out.iter_mut().take(k).enumerate() {
+            *o = Self::slot_of(m, n - k + i).load(Ordering::Relaxed);
+        }
         k
     }
 
     /// Whether slot `slot` of the magazine of `class` holds `p` (a keyed block's key names its slot:
-    /// see `take_oldest`). Any thread may ask.
+    /// blocks never move between slots). Any thread may ask.
     ///
     /// # Safety
     ///

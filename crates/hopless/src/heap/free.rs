@@ -51,7 +51,7 @@ impl<P: PageSource> Heap<P> {
         unsafe { self.flush(class, blocks) };
     }
 
-    /// A full magazine's older half: into an empty transfer slot of its class when there is one (the
+    /// A full magazine's newer half: into an empty transfer slot of its class when there is one (the
     /// lock-free way to the thread that allocates next), else to the slabs. Every block that carries a
     /// key or a slab mark gets the transfer mark first, so that a double free of it looks in the slots
     /// (and, once it moved on, in its slab's bitmap); a fresh block with nothing in it is left unwritten.

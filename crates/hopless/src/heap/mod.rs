@@ -213,7 +213,7 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// The magazine of `class` is full (or not opened yet): flush its older half, then keep `p`, whose
+    /// The magazine of `class` is full (or not opened yet): flush its newer half, then keep `p`, whose
     /// double-free check is done.
     ///
     /// # Safety
@@ -231,7 +231,7 @@ impl<P: PageSource> Heap<P> {
                 return;
             }
             let half = ThreadCache::count(tc, class).div_ceil(2);
-            let n = ThreadCache::take_oldest(tc, class, half, &mut buf);
+            let n = ThreadCache::take_newest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
                 self.flush_half(class, blocks);
             }

@@ -128,7 +128,7 @@ impl<P: PageSource> Heap<P> {
         for class in 0..NUM_CLASSES {
             // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
             unsafe {
-                let n = ThreadCache::take_oldest(tc, class, MAG_MAX, &mut buf);
+                let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
                         self.flush_from_magazine(class, blocks);
