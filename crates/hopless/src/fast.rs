@@ -117,47 +117,19 @@ mod tls {
         t
     }
 
+    /// Word `W` (0: the cache pointer, 1: the segment end) of this thread's two.
     #[inline(always)]
-    pub(super) fn get() -> *mut ThreadCache {
+    fn read<const W: usize>() -> usize {
+        const { assert!(W < 2) };
         let t = offset();
         let v: usize;
-        // SAFETY: reads this thread's own first word (`%fs` base plus the offset); nothing else is read
-        // or written; the stack and flags are untouched.
+        // SAFETY: reads this thread's own word `W` < 2 (`%fs` base plus the offset, plus 8 per word);
+        // nothing else is read or written; the stack and flags are untouched.
         unsafe {
             core::arch::asm!(
-                "mov {v}, qword ptr fs:[{t}]",
+                "mov {v}, qword ptr fs:[{t} + {w}]",
                 t = in(reg) t,
-                v = lateout(reg) v,
-                options(pure, readonly, nostack, preserves_flags),
-            );
-        }
-        core::ptr::with_exposed_provenance_mut(v)
-    }
-
-    #[inline(always)]
-    pub(super) fn set(tc: *mut ThreadCache) {
-        let t = offset();
-        let v = tc.expose_provenance();
-        // SAFETY: writes this thread's own first word, found as in `get`; no other memory is touched.
-        unsafe {
-            core::arch::asm!(
-                "mov qword ptr fs:[{t}], {v}",
-                t = in(reg) t,
-                v = in(reg) v,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn segment_end() -> usize {
-        let t = offset();
-        let v: usize;
-        // SAFETY: reads this thread's own second word, as `get` reads the first.
-        unsafe {
-            core::arch::asm!(
-                "mov {v}, qword ptr fs:[{t} + 8]",
-                t = in(reg) t,
+                w = const 8 * W,
                 v = lateout(reg) v,
                 options(pure, readonly, nostack, preserves_flags),
             );
@@ -165,18 +137,41 @@ mod tls {
         v
     }
 
+    /// Writes word `W` of this thread's two.
     #[inline(always)]
-    pub(super) fn set_segment_end(end: usize) {
+    fn write<const W: usize>(v: usize) {
+        const { assert!(W < 2) };
         let t = offset();
-        // SAFETY: writes this thread's own second word, as `set` writes the first.
+        // SAFETY: writes this thread's own word `W` < 2, found as in `read`; no other memory is touched.
         unsafe {
             core::arch::asm!(
-                "mov qword ptr fs:[{t} + 8], {v}",
+                "mov qword ptr fs:[{t} + {w}], {v}",
                 t = in(reg) t,
-                v = in(reg) end,
+                w = const 8 * W,
+                v = in(reg) v,
                 options(nostack, preserves_flags),
             );
         }
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> *mut ThreadCache {
+        core::ptr::with_exposed_provenance_mut(read::<0>())
+    }
+
+    #[inline(always)]
+    pub(super) fn set(tc: *mut ThreadCache) {
+        write::<0>(tc.expose_provenance());
+    }
+
+    #[inline(always)]
+    pub(super) fn segment_end() -> usize {
+        read::<1>()
+    }
+
+    #[inline(always)]
+    pub(super) fn set_segment_end(end: usize) {
+        write::<1>(end);
     }
 }
 

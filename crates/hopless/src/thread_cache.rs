@@ -302,8 +302,8 @@ impl ThreadCache {
     /// `tc` is a live cache of the calling thread (or the static empty one) and `class < NUM_CLASSES`.
     #[inline(always)]
     pub unsafe fn mag(tc: *mut ThreadCache, class: usize) -> *mut Magazine {
-        // SAFETY: in bounds per the caller; no reference is created.
-        unsafe { (&raw mut (*tc).mags).cast::<Magazine>().add(class) }
+        // SAFETY: per the caller, `mag_offset(class)` is a magazine's offset in `*tc`.
+        unsafe { Self::mag_at(tc, mag_offset(class)) }
     }
 
     /// The magazine at byte offset `off` of `tc`.
