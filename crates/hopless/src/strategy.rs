@@ -322,6 +322,12 @@ impl<P: PageSource> SlubHeap<P> {
         g.tail = s;
     }
 
+    /// The lock of `class`. Callers pass a class below [`NUM_CLASSES`]; the modulo keeps a bad one from
+    /// panicking (no bounds check is left to fail), so libhopless.so's probes reach no panic machinery.
+    fn class_lock(&self, class: usize) -> &SpinLock<SlubClass> {
+        &self.classes[class % NUM_CLASSES]
+    }
+
     /// Frees `p` onto its slab's list (SLUB's `__slab_free`), for a thread that does not hold that slab.
     ///
     /// # Safety
@@ -330,7 +336,7 @@ impl<P: PageSource> SlubHeap<P> {
     #[inline(never)]
     unsafe fn free_remote(&self, class: usize, p: *mut u8) {
         let s = self.slab_of(p);
-        let mut g = self.classes[class].lock();
+        let mut g = self.class_lock(class).lock();
         // SAFETY: we hold the class lock, which guards the slab's metadata; `p` is ours to write.
         unsafe {
             let m = self.meta(s);
@@ -347,7 +353,7 @@ impl<P: PageSource> SlubHeap<P> {
     /// (NONE for none), which it gives up unless it takes that slab's list again. Returns (slab, list).
     fn take_list(&self, class: usize, held: u32) -> (u32, *mut u8) {
         {
-            let mut g = self.classes[class].lock();
+            let mut g = self.class_lock(class).lock();
             // SAFETY: we hold the class lock, which guards the metadata and the partial list.
             unsafe {
                 if held != NONE {
@@ -383,7 +389,7 @@ impl<P: PageSource> SlubHeap<P> {
     ///
     /// `s` is frozen to the caller, and `list` is the caller's list of its free objects.
     unsafe fn give_back(&self, class: usize, s: u32, mut list: *mut u8) {
-        let mut g = self.classes[class].lock();
+        let mut g = self.class_lock(class).lock();
         // SAFETY: we hold the class lock; the list's objects are free objects of `s` that we own.
         unsafe {
             let m = self.meta(s);
