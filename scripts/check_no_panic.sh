@@ -4,9 +4,10 @@
 #
 # Builds libhopless.so (release), disassembles it, builds a call graph and walks it breadth-first from
 # the exported roots (malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
-# memalign, valloc, pvalloc, malloc_usable_size, malloc_trim, and every other function it exports). Fails (exit 1) listing, for every reachable call site
-# into a panic function (names in PANIC_MARKS below), the path root -> ... -> panic function and the
-# source line of the call site (addr2line; the release profile keeps line tables).
+# memalign, valloc, pvalloc, malloc_usable_size, malloc_trim, and every other function it exports).
+# Fails (exit 1) listing, for every reachable call site into a panic function (names in PANIC_MARKS
+# below), the path root -> ... -> panic function and the source line of the call site (addr2line; the
+# release profile keeps line tables).
 #
 # Edges followed:
 #   - direct calls and jumps (call/jmp/jcc ADDR), including tail jumps into another function (also into
@@ -111,7 +112,7 @@ for line in open(f"{tmp}/dynsym"):
 # By default every function the library exports is a root, not only the malloc family: a program or
 # a probe can call any of them (hopless_probe_intrusive_pop once reached a bounds-check panic).
 if "NO_PANIC_ROOTS" not in os.environ:
-    roots = ROOTS.split() + sorted(e for e in exported if e not in ROOTS.split())
+    roots += sorted(set(exported) - set(roots))
 
 # Name the roots as exported (objdump labels one of several aliases: __libc_realloc for realloc).
 for r in ROOTS.split():
