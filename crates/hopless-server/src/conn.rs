@@ -114,6 +114,8 @@ async fn run(
     let mut decoder = Decoder::new(max_bulk);
     let mut stop = shared.shutdown.subscribe();
     loop {
+        // A client killed from another event loop runs no further command, even one that arrived in
+        // the same read as the wake-up: the flag is checked before each request, not only here.
         let more = process(shared, conn, &mut decoder, &mut buf, &mut out);
         if !out.buf.is_empty() {
             shared
@@ -149,9 +151,11 @@ async fn run(
             }
         };
         let n = tokio::select! {
-            r = sock.read_buf(&mut buf) => r?,
-            _ = crate::state::stopped(&mut stop) => return Ok(()),
+            // Kill and shutdown win over input that is ready at the same moment.
+            biased;
             _ = conn.entry.kill.notified() => return Ok(()),
+            _ = crate::state::stopped(&mut stop) => return Ok(()),
+            r = sock.read_buf(&mut buf) => r?,
             _ = idle => {
                 debug!(id = conn.id(), "closing idle client");
                 return Ok(());
@@ -177,7 +181,7 @@ fn process(
     out: &mut Reply,
 ) -> bool {
     loop {
-        if conn.close {
+        if conn.close || conn.entry.killed.load(Ordering::Acquire) {
             return false;
         }
         if out.buf.len() >= FLUSH_AT {
