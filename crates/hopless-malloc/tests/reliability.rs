@@ -255,6 +255,11 @@ fn large_churn() {
 }
 
 #[test]
+fn large_threads() {
+    ok_preload_and_linked(&["large_threads"]);
+}
+
+#[test]
 fn python_large_bytearrays() {
     if !python3() {
         return;
@@ -594,6 +599,7 @@ fn hardened_mode_passes_the_reliability_cases() {
     for args in [
         &["no_false_positive"][..],
         &["large_churn"],
+        &["large_threads"],
         &["fork_atfork_before"],
         &["fork_threads"],
         &["many_keys", "40"],

@@ -7,12 +7,19 @@
 //! slot's start (`data_offset == SEGMENT_SIZE`), and [`crate::segment::locate`] looks one slot down for
 //! a pointer at a slot boundary. Nothing else hopless hands out starts at a slot boundary.
 //!
-//! A small cache of recently freed mappings (at most [`CACHE_ENTRIES`], [`CACHE_MAX_BYTES`] of address
-//! space, mappings up to [`CACHE_MAX_ENTRY`]) lets a loop of 1 MiB alloc/free reuse one mapping instead of
-//! a `mmap`/`munmap` pair each time. Only [`CACHE_MAX_RESIDENT`] of it stays resident: a mapping freed past
-//! that is purged (`MADV_DONTNEED`) before it is cached, so a program that freed large blocks and moved on
-//! does not keep their memory. Memory fresh from `mmap` or purged is zero, so zeroed allocations skip the
-//! memset there; a resident reused mapping is zeroed by hand.
+//! A cache of recently freed mappings lets a program that frees and allocates large blocks reuse their
+//! pages instead of paying a `mmap`, a `munmap` and a page fault per page each time (a freed mapping that
+//! had to be faulted in again cost hopless 7× glibc's time on random large-block churn). Every cached
+//! mapping keeps its pages. What the cache may hold follows what the program holds: at most
+//! [`CACHE_ENTRIES`] mappings of up to [`CACHE_MAX_ENTRY`] each, and no more bytes than the large blocks
+//! in use when the last one was freed (at least [`CACHE_MIN_BYTES`], at most [`CACHE_MAX_BYTES`]). So a
+//! program churning 300 MiB of large blocks keeps a few hundred MiB of free mappings warm, while one that
+//! frees its large blocks and moves on keeps little: each free shrinks the budget and evicts the oldest
+//! mappings (`munmap`) past it. A request takes the smallest cached mapping of up to twice its size
+//! (trimming a tail of more than half the request), else the biggest of at least three quarters of its
+//! size, grown by moving its pages (`mremap`): only the pages it gains fault in. A worse fit leaves the
+//! cache alone, so it keeps a choice of sizes. A reused mapping is zeroed by hand for a zeroed
+//! allocation, up to its old length; a fresh one is zero already.
 //!
 //! Resizing ([`LargeCache::resize`]) moves pages, never bytes: the mapping grows in place or is moved
 //! by `mremap` to a new aligned place, and shrinks by unmapping its tail. Growth adds a quarter of the
@@ -24,24 +31,30 @@ use crate::lock::SpinLock;
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::segment::{SegmentHeader, SegmentKind, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE};
 
-pub const CACHE_ENTRIES: usize = 8;
-pub const CACHE_MAX_BYTES: usize = 64 << 20;
-pub const CACHE_MAX_ENTRY: usize = 32 << 20;
-pub const CACHE_MAX_RESIDENT: usize = 4 << 20;
+pub const CACHE_ENTRIES: usize = 64;
+pub const CACHE_MIN_BYTES: usize = 8 << 20;
+pub const CACHE_MAX_BYTES: usize = 256 << 20;
+pub const CACHE_MAX_ENTRY: usize = 64 << 20;
 
 #[derive(Clone, Copy)]
 struct Entry {
     base: *mut u8,
     len: usize,
-    /// Still holds its pages (not purged since it was freed).
-    resident: bool,
 }
 
 const NO_ENTRY: Entry = Entry {
     base: ptr::null_mut(),
     len: 0,
-    resident: false,
 };
+
+/// What the cache may hold when `in_use` bytes of large blocks are live, counting the one being freed: a
+/// quarter more than that (so a lone block's mapping, header page included, fits), within
+/// [`CACHE_MIN_BYTES`]..=[`CACHE_MAX_BYTES`].
+#[inline]
+fn budget(in_use: u64) -> usize {
+    let b = in_use.saturating_add(in_use / 4);
+    (b.min(CACHE_MAX_BYTES as u64) as usize).max(CACHE_MIN_BYTES)
+}
 
 pub struct LargeCache {
     inner: SpinLock<LargeInner>,
@@ -49,17 +62,16 @@ pub struct LargeCache {
 
 /// The cache and the counters, under the cache's lock. Invariants (relied on by [`LargeCache::alloc`]'s
 /// best fit and [`LargeCache::free`]'s eviction):
-/// - `entries[..n]` are whole cached mappings, oldest first, `n <= CACHE_ENTRIES`; none is in use, and
-///   none is guarded (hardened) or segment-aligned (those are never cached);
-/// - `bytes` is the sum of their lengths, at most `CACHE_MAX_BYTES`;
-/// - `resident` is the sum of the resident ones' lengths plus the budget a `free` in progress has claimed
-///   for a mapping it is about to insert, at most `CACHE_MAX_RESIDENT`;
+/// - `entries[..n]` are whole cached mappings, oldest first, `n <= CACHE_ENTRIES`; none is in use, none
+///   is guarded (hardened) or segment-aligned (those are never cached), and each still holds the pages
+///   its last user touched;
+/// - `bytes` is the sum of their lengths, at most `CACHE_MAX_BYTES` (and at most the [`budget`] of the
+///   last free);
 /// - `bytes_in_use` counts the usable bytes of the large blocks handed out and not freed.
 pub struct LargeInner {
     entries: [Entry; CACHE_ENTRIES],
     n: usize,
     bytes: usize,
-    resident: usize,
     pub allocs: u64,
     pub frees: u64,
     pub hits: u64,
@@ -83,14 +95,39 @@ impl LargeInner {
         self.entries.copy_within(i + 1..n, i);
         self.n = n - 1;
         self.bytes = self.bytes.saturating_sub(e.len);
-        if e.resident {
-            self.resident = self.resident.saturating_sub(e.len);
-        }
         e
     }
 
-    fn count_alloc(&mut self, usable: usize) {
+    /// The cached mapping to serve a block of `need` bytes of mapping: the smallest at least that big
+    /// and at most twice it (a long tail is trimmed), else the biggest at least three quarters of it (it
+    /// is grown: its pages move, only the new ones fault in).
+    fn pick(&self, need: usize) -> Option<usize> {
+        let mut fits = None;
+        let mut fits_len = usize::MAX;
+        let mut grow = None;
+        let mut grow_len = 0;
+        for (i, e) in self.entries.iter().enumerate().take(self.n) {
+            if e.len >= need {
+                if e.len - need <= need && e.len < fits_len {
+                    fits = Some(i);
+                    fits_len = e.len;
+                }
+            } else if e.len >= need - need / 4 && e.len > grow_len {
+                grow = Some(i);
+                grow_len = e.len;
+            }
+        }
+        fits.or(grow)
+    }
+
+    /// Bytes of the mappings the cache holds.
+    pub fn cached_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn count_alloc(&mut self, usable: usize, hit: bool) {
         self.allocs = self.allocs.wrapping_add(1);
+        self.hits = self.hits.wrapping_add(u64::from(hit));
         self.bytes_in_use = self.bytes_in_use.wrapping_add(usable as u64);
         self.peak_bytes = self.peak_bytes.max(self.bytes_in_use);
     }
@@ -118,7 +155,6 @@ impl LargeCache {
                 entries: [NO_ENTRY; CACHE_ENTRIES],
                 n: 0,
                 bytes: 0,
-                resident: 0,
                 allocs: 0,
                 frees: 0,
                 hits: 0,
@@ -156,24 +192,23 @@ impl LargeCache {
         let huge = align >= SEGMENT_SIZE;
         let mut base = ptr::null_mut();
         let mut len = need;
-        let mut dirty = false;
+        // How much of the mapping an earlier user may have written (a reused one, up to its old length);
+        // fresh pages read as zero.
+        let mut dirty = 0;
         if guard == 0 && !huge {
-            let mut g = self.inner.lock();
-            // Best fit among mappings no more than half again as big as needed.
-            let mut best = None;
-            let mut best_len = usize::MAX;
-            for (i, e) in g.entries.iter().enumerate().take(g.n) {
-                if e.len >= need && e.len - need <= need / 2 && e.len < best_len {
-                    best = Some(i);
-                    best_len = e.len;
+            let taken = {
+                let mut g = self.inner.lock();
+                g.pick(need).map(|i| g.remove(i))
+            };
+            if let Some(e) = taken {
+                let old_len = e.len;
+                // SAFETY: a cached mapping is a whole reservation that nobody references; it is ours now.
+                let e = unsafe { fit(source, e, need) };
+                if !e.base.is_null() {
+                    base = e.base;
+                    len = e.len;
+                    dirty = old_len.min(len);
                 }
-            }
-            if let Some(i) = best {
-                let e = g.remove(i);
-                g.hits = g.hits.wrapping_add(1);
-                base = e.base;
-                len = e.len;
-                dirty = e.resident;
             }
         }
         let reused = !base.is_null();
@@ -212,10 +247,11 @@ impl LargeCache {
                 // Hardened: the page after the block faults on any overflow.
                 source.protect(base.add(len - guard), guard);
             }
-            if zeroed && reused && dirty {
-                ptr::write_bytes(p, 0, size);
+            if zeroed && dirty > off {
+                // Pages a grown mapping gained are fresh, hence zero already.
+                ptr::write_bytes(p, 0, size.min(dirty - off));
             }
-            self.inner.lock().count_alloc(usable);
+            self.inner.lock().count_alloc(usable, reused);
             p
         }
     }
@@ -230,44 +266,24 @@ impl LargeCache {
         let (len, usable, off) = unsafe { ((*seg).map_len, (*seg).usable, (*seg).data_offset) };
         // SAFETY: as above; clearing the magic makes a second free of the same block a reported fault.
         unsafe { (*seg).magic = 0 };
-        let base = seg.cast::<u8>();
         let me = Entry {
-            base,
+            base: seg.cast(),
             len,
-            resident: true,
         };
         // Guarded mappings (hardened mode: usable + offset short of the length) are not cached, nor are
         // segment-aligned ones (their layout is particular) or big ones.
         let guarded = off.checked_add(usable) != Some(len);
-        if len > CACHE_MAX_ENTRY || guarded || off >= SEGMENT_SIZE {
-            self.inner.lock().count_free(usable);
-            // SAFETY: the whole mapping, which nobody references any more.
-            unsafe { release(source, me) };
-            return;
-        }
-        // Claim resident budget (or not) under the lock, so racing frees never exceed it; purge outside
-        // the lock: the mapping is still only ours.
-        let resident = {
-            let mut g = self.inner.lock();
-            g.count_free(usable);
-            if g.resident.saturating_add(len) <= CACHE_MAX_RESIDENT {
-                g.resident += len;
-                true
-            } else {
-                false
-            }
-        };
-        if !resident {
-            // SAFETY: the whole mapping is ours and unused; its header is rewritten when it is reused.
-            unsafe { source.decommit(base, len) };
-        }
-        let me = Entry { resident, ..me };
-        // Every entry may have to go to make room (8 at most), plus this mapping itself.
+        let cacheable = len <= CACHE_MAX_ENTRY && !guarded && off < SEGMENT_SIZE;
+        // Every entry may have to go to make room (all of them at most), plus this mapping itself.
         let mut evicted = [NO_ENTRY; CACHE_ENTRIES + 1];
         let mut ne = 0;
         {
             let mut g = self.inner.lock();
-            while g.n > 0 && (g.n >= CACHE_ENTRIES || g.bytes.saturating_add(len) > CACHE_MAX_BYTES) {
+            let cap = budget(g.bytes_in_use);
+            g.count_free(usable);
+            let fits = cacheable && len <= cap;
+            let room = if fits { cap - len } else { cap };
+            while g.n > 0 && (g.bytes > room || (fits && g.n >= CACHE_ENTRIES)) {
                 let e = g.remove(0);
                 if let Some(slot) = evicted.get_mut(ne) {
                     *slot = e;
@@ -275,18 +291,13 @@ impl LargeCache {
                 }
             }
             let n = g.n;
-            let fits = g.bytes.saturating_add(len) <= CACHE_MAX_BYTES;
             match g.entries.get_mut(n) {
                 Some(slot) if fits => {
                     *slot = me;
                     g.n = n + 1;
                     g.bytes += len;
-                    // The resident budget was claimed above.
                 }
                 _ => {
-                    if resident {
-                        g.resident = g.resident.saturating_sub(len);
-                    }
                     if let Some(slot) = evicted.get_mut(ne) {
                         *slot = me;
                         ne += 1;
@@ -295,7 +306,8 @@ impl LargeCache {
             }
         }
         for e in evicted.iter().take(ne) {
-            // SAFETY: evicted mappings are whole reservations that nobody references any more.
+            // SAFETY: evicted mappings (and this one, when it is not cached) are whole reservations that
+            // nobody references any more.
             unsafe { release(source, *e) };
         }
     }
@@ -333,22 +345,10 @@ impl LargeCache {
         } else {
             need
         };
-        let base = seg.cast::<u8>();
         // SAFETY: the whole mapping is the caller's; the header moves with its pages.
-        let nb = unsafe { source.resize(base, len, new_len, SEGMENT_SIZE) };
+        let nb = unsafe { remap(source, seg.cast(), len, new_len) };
         if nb.is_null() {
             return nb;
-        }
-        if nb != base {
-            if !SEGMENT_MAP.insert(nb.cast()) {
-                // Outside the map's range: cannot be freed by address. Give it back and fail the resize
-                // after moving the contents back is impossible, so keep it usable as a plain mapping
-                // instead: this cannot happen for 47-bit addresses, which the map covers.
-                crate::report::Msg::new()
-                    .str("hopless: fatal: mremap returned an address outside the segment map\n")
-                    .fatal();
-            }
-            SEGMENT_MAP.remove(seg);
         }
         let nseg = nb.cast::<SegmentHeader>();
         let new_usable = new_len - off;
@@ -400,6 +400,56 @@ impl LargeCache {
     pub fn with_counters<R>(&self, f: impl FnOnce(&LargeInner) -> R) -> R {
         f(&self.inner.lock())
     }
+}
+
+/// Makes a cached mapping `need` bytes long: trims a tail of more than half of `need` (a shorter one stays
+/// as the block's slack), or grows it (in place, or by moving its pages to a new aligned place). Returns
+/// the mapping as it is now; a null base when it could not grow (it is then released). A source that
+/// cannot resize leaves a bigger mapping as it is.
+///
+/// # Safety
+///
+/// `e` is a whole large mapping that nobody references any more, now the caller's.
+unsafe fn fit<P: PageSource>(source: &P, e: Entry, need: usize) -> Entry {
+    if e.len >= need && e.len - need <= need / 2 {
+        return e;
+    }
+    // SAFETY: per the caller, the whole reservation is ours and unused.
+    let nb = unsafe { remap(source, e.base, e.len, need) };
+    if nb.is_null() {
+        if e.len > need {
+            return e;
+        }
+        // SAFETY: as above; it is still the whole reservation.
+        unsafe { release(source, e) };
+        return NO_ENTRY;
+    }
+    Entry { base: nb, len: need }
+}
+
+/// Resizes a large mapping (in place, or by moving its pages to a new aligned place) and keeps the
+/// segment map right. Null when it cannot; the mapping is then untouched and still in the map.
+///
+/// The old address leaves the map before the move: once the kernel has moved the pages, another thread's
+/// new mapping may land there, and must not lose its entry to a late removal of ours.
+///
+/// # Safety
+///
+/// `base` and `len` are a whole large mapping that the caller owns and nobody else references.
+unsafe fn remap<P: PageSource>(source: &P, base: *mut u8, len: usize, new_len: usize) -> *mut u8 {
+    SEGMENT_MAP.remove(base.cast());
+    // SAFETY: per the caller; the header moves with the pages.
+    let nb = unsafe { source.resize(base, len, new_len, SEGMENT_SIZE) };
+    let live = if nb.is_null() { base } else { nb };
+    if !SEGMENT_MAP.insert(live.cast()) {
+        // Outside the map's range: the block could not be freed by address. The old mapping was in the
+        // map, and a moved one lands where `reserve` puts every mapping, which the map covers for 47-bit
+        // addresses: this cannot happen.
+        crate::report::Msg::new()
+            .str("hopless: fatal: mremap returned an address outside the segment map\n")
+            .fatal();
+    }
+    nb
 }
 
 /// Unmaps a large mapping and forgets it in the segment map.

@@ -77,6 +77,8 @@ pub struct Stats {
     pub large_bytes_in_use: u64,
     pub large_peak_bytes: u64,
     pub large_cache_hits: u64,
+    /// Freed large mappings kept (with their pages) for reuse.
+    pub large_cached_bytes: u64,
     /// Segments reserved from the OS, and slabs purged back to it.
     pub segments: u64,
     pub purged_slabs: u64,
@@ -96,6 +98,7 @@ impl Default for Stats {
             large_bytes_in_use: 0,
             large_peak_bytes: 0,
             large_cache_hits: 0,
+            large_cached_bytes: 0,
             segments: 0,
             purged_slabs: 0,
             thread_caches: 0,
@@ -147,11 +150,12 @@ impl Stats {
         }
         writeln!(
             out,
-            "large: {} allocs, {} frees, {} cache hits, {} B in use, {} B peak; {} segments, {} slabs purged, \
-             {} thread caches",
+            "large: {} allocs, {} frees, {} cache hits, {} B cached, {} B in use, {} B peak; {} segments, \
+             {} slabs purged, {} thread caches",
             self.large_allocs,
             self.large_frees,
             self.large_cache_hits,
+            self.large_cached_bytes,
             self.large_bytes_in_use,
             self.large_peak_bytes,
             self.segments,

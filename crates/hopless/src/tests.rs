@@ -247,6 +247,96 @@ fn large_blocks_are_aligned_cached_and_zeroed() {
 }
 
 #[test]
+fn large_requests_take_the_closest_cached_mapping() {
+    // SystemPages cannot resize: a mapping up to twice the request is reused whole, and one that would
+    // have to grow (it is at least three quarters of the request) is given back.
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    const MIB: usize = 1 << 20;
+    // SAFETY: `tc` is this test's cache; blocks freed once.
+    unsafe {
+        let blocks = [MIB, 2 * MIB, 3 * MIB].map(|size| {
+            let p = heap.alloc(tc, size, 8, false);
+            fill(p, 4096, 0xcd);
+            p
+        });
+        for p in blocks {
+            heap.free_ptr(tc, p);
+        }
+        let cached = heap.stats().large_cached_bytes;
+        assert_eq!(cached as usize, 6 * MIB + 3 * 4096, "all three kept");
+        let a = heap.alloc(tc, MIB + MIB / 2, 8, true);
+        assert_eq!(a, blocks[1], "the smallest mapping at least as big");
+        check(a, 4096, 0);
+        let b = heap.alloc(tc, 2 * MIB + MIB / 2, 8, false);
+        assert_eq!(b, blocks[2]);
+        assert_eq!(heap.stats().large_cache_hits, 2);
+        // Only the 1 MiB mapping is left, and it would have to grow.
+        let c = heap.alloc(tc, MIB + MIB / 4, 8, true);
+        assert!(!c.is_null());
+        check(c, 4096, 0);
+        assert_eq!(heap.stats().large_cached_bytes, 0);
+        for p in [a, b, c] {
+            heap.free_ptr(tc, p);
+        }
+        heap.retire_thread_cache(tc);
+    }
+}
+
+/// The OS page source: cached mappings are trimmed and grown by moving pages, and the cache's size
+/// follows the large bytes in use.
+#[cfg(not(miri))]
+#[test]
+fn cached_large_mappings_are_trimmed_grown_and_bounded_by_what_is_in_use() {
+    use crate::large::{CACHE_MAX_ENTRY, CACHE_MIN_BYTES};
+    use crate::platform::OsPages;
+    let heap = Heap::new(OsPages);
+    let tc = heap.new_thread_cache(1);
+    const MIB: usize = 1 << 20;
+    // SAFETY: `tc` is this test's cache; blocks freed once, used within their usable size.
+    unsafe {
+        let p = heap.alloc(tc, 8 * MIB, 8, false);
+        fill(p, 8 * MIB, 0xaa);
+        heap.free_ptr(tc, p);
+        // Grown from 8 to 10 MiB: the old pages are zeroed by hand, the new ones are fresh.
+        let g = heap.alloc(tc, 10 * MIB, 8, true);
+        assert_eq!(heap.stats().large_cache_hits, 1, "the 8 MiB mapping grew");
+        assert!(heap.usable_size(g) >= 10 * MIB);
+        check(g, 10 * MIB, 0);
+        fill(g, 10 * MIB, 0x11);
+        heap.free_ptr(tc, g);
+        // Trimmed from 10 to 5.5 MiB.
+        let t = heap.alloc(tc, 5 * MIB + MIB / 2, 8, true);
+        assert_eq!(heap.stats().large_cache_hits, 2);
+        assert!(heap.usable_size(t) < 6 * MIB, "the tail was trimmed");
+        check(t, 5 * MIB + MIB / 2, 0);
+        fill(t, 5 * MIB + MIB / 2, 0x22);
+        heap.free_ptr(tc, t);
+        // A lone 40 MiB block is cached (a loop of big alloc/free faults nothing in), ...
+        let big = heap.alloc(tc, 40 * MIB, 8, false);
+        fill(big, 40 * MIB, 0x33);
+        heap.free_ptr(tc, big);
+        assert!(heap.stats().large_cached_bytes as usize >= 40 * MIB);
+        let again = heap.alloc(tc, 40 * MIB, 8, false);
+        assert_eq!(again, big);
+        // ... but once the program holds little, the cache holds little.
+        let small: Vec<_> = (0..16).map(|_| heap.alloc(tc, MIB, 8, false)).collect();
+        heap.free_ptr(tc, again);
+        for p in small {
+            fill(p, MIB, 0x44);
+            heap.free_ptr(tc, p);
+        }
+        let cached = heap.stats().large_cached_bytes as usize;
+        assert!(cached <= CACHE_MIN_BYTES, "{cached} B cached with nothing in use");
+        // Past the biggest cacheable mapping, a block goes straight back.
+        let huge = heap.alloc(tc, CACHE_MAX_ENTRY + MIB, 8, false);
+        heap.free_ptr(tc, huge);
+        assert_eq!(heap.stats().large_cached_bytes as usize, cached);
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
 fn realloc_stays_in_place_within_a_class_and_moves_across() {
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);

@@ -33,7 +33,10 @@
 //!   64-byte blocks and hands the whole buffer to the next of N consumers (1, 3, 15), which frees them
 //!   all; what is left is the allocator's cross-thread path (flush, transfer or lock, refill);
 //! - `all-to-all-N`: N threads (4 and 16) each put fresh 16..=256-byte blocks into random slots of one
-//!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another thread).
+//!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another thread);
+//! - `large-churn`: 32 live large blocks; each op frees a random one and allocates 256 KiB..8 MiB in its
+//!   place, writing every page (a fixed sequence): what the allocator does with freed large memory
+//!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost.
 //!
 //! The allocators alternate: in run r, for each workload, the libraries go in an order rotated by r.
 
@@ -45,6 +48,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crossbeam_queue::ArrayQueue;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::workloads::{ChurnPlan, CHURN_LIVE};
@@ -73,7 +77,7 @@ mod c {
 }
 
 /// Workload names, in table order.
-pub const C_WORKLOADS: [&str; 16] = [
+pub const C_WORKLOADS: [&str; 17] = [
     "pair-16",
     "pair-64",
     "pair-256",
@@ -90,6 +94,7 @@ pub const C_WORKLOADS: [&str; 16] = [
     "handoff-15",
     "all-to-all-4",
     "all-to-all-16",
+    "large-churn",
 ];
 
 /// The libraries, in table order: name and Debian file name (`None`: glibc, no preload).
@@ -326,6 +331,7 @@ pub fn measure(workload: &str, scale: f64, plan: &ChurnPlan) -> f64 {
         "handoff-15" => handoff(15, ops(2_000_000, scale)),
         "all-to-all-4" => all_to_all(4, ops(1_000_000, scale)),
         "all-to-all-16" => all_to_all(16, ops(1_000_000, scale)),
+        "large-churn" => large_churn(ops(1_500, scale)),
         other => panic!("unknown C-ABI workload {other}"),
     }
 }
@@ -418,6 +424,53 @@ fn churn(plan: &ChurnPlan, n: usize) -> f64 {
         // SAFETY: the slot's block is live and replaced at once.
         unsafe { release(*e) };
         *e = alloc(size as usize, i);
+    }
+    let ns = t.elapsed().as_nanos() as f64 / n as f64;
+    for p in live {
+        // SAFETY: live, freed once.
+        unsafe { release(p) };
+    }
+    ns
+}
+
+const LARGE_LIVE: usize = 32;
+
+/// Writes one byte in every page of a block, as a program filling it would.
+///
+/// # Safety
+/// `p` is a live block of `size` bytes.
+#[inline(always)]
+unsafe fn touch(p: *mut u8, size: usize, tag: u8) {
+    for off in (0..size).step_by(4096) {
+        // SAFETY: inside the block.
+        unsafe { p.add(off).write_volatile(tag) };
+    }
+}
+
+#[inline(never)]
+fn large_churn(n: usize) -> f64 {
+    let mut rng = SmallRng::seed_from_u64(0x1a26e);
+    let sizes = 256 << 10..8 << 20;
+    let steps: Vec<(usize, usize)> = (0..n)
+        .map(|_| (rng.gen_range(0..LARGE_LIVE), rng.gen_range(sizes.clone())))
+        .collect();
+    let mut live: Vec<*mut u8> = (0..LARGE_LIVE)
+        .map(|i| {
+            let size = rng.gen_range(sizes.clone());
+            let p = alloc(size, i);
+            // SAFETY: a live block of `size` bytes.
+            unsafe { touch(p, size, 1) };
+            p
+        })
+        .collect();
+    let t = Instant::now();
+    for (i, &(slot, size)) in steps.iter().enumerate() {
+        // SAFETY: the slot's block is live and replaced at once.
+        unsafe { release(live[slot]) };
+        let p = alloc(size, i);
+        // SAFETY: a live block of `size` bytes.
+        unsafe { touch(p, size, i as u8) };
+        live[slot] = p;
     }
     let ns = t.elapsed().as_nanos() as f64 / n as f64;
     for p in live {

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,86 @@ static int large_churn(const char *arg) {
         large_churn_seed((unsigned)strtoul(arg, NULL, 10));
     } else {
         for (unsigned seed = 1; seed <= 8; seed++) large_churn_seed(seed);
+    }
+    return 0;
+}
+
+/* Threads churn large blocks through shared slots (so most frees are cross-thread): malloc, calloc
+ * (checked zero), realloc up and down (contents checked), every page written and checked. Cached mappings
+ * are trimmed, grown and moved under this, and a moved mapping's old address may be mapped again at once by
+ * another thread. */
+enum { LT_SLOTS = 24 };
+static _Atomic(uintptr_t) lt_slot[LT_SLOTS];
+
+static void lt_fill(unsigned char *p, size_t n, unsigned char tag) {
+    memcpy(p, &n, sizeof n);
+    p[sizeof n] = tag;
+    for (size_t o = 16; o < n; o += 4093) p[o] = tag;
+    p[n - 1] = tag;
+}
+
+static void lt_check(const unsigned char *p) {
+    size_t n;
+    memcpy(&n, p, sizeof n);
+    unsigned char tag = p[sizeof n];
+    for (size_t o = 16; o < n; o += 4093) CHECK(p[o] == tag);
+    CHECK(p[n - 1] == tag);
+}
+
+static void *lt_worker(void *arg) {
+    unsigned s = (unsigned)(uintptr_t)arg * 2654435761u + 1;
+    for (int i = 0; i < 700; i++) {
+        lcg(&s);
+        unsigned k = (s >> 8) % LT_SLOTS;
+        size_t n = 200000 + (s >> 4) % (6u << 20);
+        unsigned char *p = (unsigned char *)atomic_exchange(&lt_slot[k], 0);
+        lcg(&s);
+        if (p) {
+            lt_check(p);
+            if (s % 4 == 0) {
+                size_t old;
+                memcpy(&old, p, sizeof old);
+                unsigned char tag = p[sizeof old];
+                p = realloc(p, n);
+                CHECK(p != NULL && malloc_usable_size(p) >= n);
+                for (size_t o = 16; o < (old < n ? old : n); o += 4093) CHECK(p[o] == tag);
+                lt_fill(p, n, tag + 1);
+            } else {
+                free(p);
+                p = NULL;
+            }
+        }
+        if (!p) {
+            if (s % 3 == 0) {
+                p = calloc(1, n);
+                CHECK(p != NULL);
+                for (size_t o = 0; o < n; o += 4093) CHECK(p[o] == 0);
+                CHECK(p[n - 1] == 0);
+            } else {
+                p = malloc(n);
+                CHECK(p != NULL);
+            }
+            lt_fill(p, n, (unsigned char)(s >> 24));
+        }
+        unsigned char *prev = (unsigned char *)atomic_exchange(&lt_slot[k], (uintptr_t)p);
+        if (prev) {
+            lt_check(prev);
+            free(prev);
+        }
+    }
+    return NULL;
+}
+
+static int large_threads(void) {
+    pthread_t t[4];
+    for (uintptr_t i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, lt_worker, (void *)(i + 1)) == 0);
+    for (int i = 0; i < 4; i++) CHECK(pthread_join(t[i], NULL) == 0);
+    for (int k = 0; k < LT_SLOTS; k++) {
+        unsigned char *p = (unsigned char *)lt_slot[k];
+        if (p) {
+            lt_check(p);
+            free(p);
+        }
     }
     return 0;
 }
@@ -1123,6 +1204,7 @@ int main(int argc, char **argv) {
     const char *c = argv[1], *arg = argc > 2 ? argv[2] : NULL;
     int rc;
     if (!strcmp(c, "large_churn")) rc = large_churn(arg);
+    else if (!strcmp(c, "large_threads")) rc = large_threads();
     else if (!strcmp(c, "fork_atfork_before")) rc = fork_atfork_before();
     else if (!strcmp(c, "fork_atfork_after")) rc = fork_atfork_after();
     else if (!strcmp(c, "fork_threads")) rc = fork_threads();

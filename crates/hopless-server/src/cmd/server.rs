@@ -248,11 +248,12 @@ fn slab_table(t: &mut String) {
     }
     let _ = write!(
         t,
-        "hopless_large:allocs={},frees={},cache_hits={},in_use_bytes={},peak_bytes={}\r\n\
+        "hopless_large:allocs={},frees={},cache_hits={},cached_bytes={},in_use_bytes={},peak_bytes={}\r\n\
          hopless_segments:{}\r\nhopless_thread_caches:{}\r\n",
         s.large_allocs,
         s.large_frees,
         s.large_cache_hits,
+        s.large_cached_bytes,
         s.large_bytes_in_use,
         s.large_peak_bytes,
         s.segments,

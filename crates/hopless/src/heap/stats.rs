@@ -47,6 +47,7 @@ impl<P: PageSource> Heap<P> {
             st.large_allocs = l.allocs;
             st.large_frees = l.frees;
             st.large_cache_hits = l.hits;
+            st.large_cached_bytes = l.cached_bytes() as u64;
             st.large_bytes_in_use = l.bytes_in_use;
             st.large_peak_bytes = l.peak_bytes;
         });
