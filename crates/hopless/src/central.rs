@@ -8,7 +8,7 @@
 
 use core::mem::MaybeUninit;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::lock::SpinLock;
 use crate::platform::PageSource;
@@ -331,6 +331,8 @@ pub struct SlabPool {
     /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
     /// faulted in. Off unless a benchmark turns it on.
     pub keep_dirty: AtomicBool,
+    /// Segments reserved so far (the large-mapping cache gives pages back as this grows).
+    pub reserved: AtomicUsize,
     pub inner: SpinLock<PoolInner>,
 }
 
@@ -353,6 +355,7 @@ impl SlabPool {
         SlabPool {
             kind,
             keep_dirty: AtomicBool::new(false),
+            reserved: AtomicUsize::new(0),
             inner: SpinLock::new(PoolInner {
                 dirty: SlabList::new(),
                 clean: SlabList::new(),
@@ -434,6 +437,7 @@ impl SlabPool {
                 (&raw mut (*s).state).write(SlabState::Pooled);
                 (&raw mut (*s).start).write(base.add(slot << shift));
             }
+            self.reserved.fetch_add(1, Ordering::Relaxed);
             let mut g = self.inner.lock();
             g.segments += 1;
             (*seg).next = g.all;

@@ -15,7 +15,9 @@
 //! in use when the last one was freed (at least [`CACHE_MIN_BYTES`], at most [`CACHE_MAX_BYTES`]). So a
 //! program churning 300 MiB of large blocks keeps a few hundred MiB of free mappings warm, while one that
 //! frees its large blocks and moves on keeps little: each free shrinks the budget and evicts the oldest
-//! mappings (`munmap`) past it. A request takes the smallest cached mapping of up to twice its size
+//! mappings (`munmap`) past it. And when the small heap grows into a new segment, the cache gives back
+//! that much of its oldest mappings ([`LargeCache::slab_segments`]), so freed large blocks do not stay
+//! resident beside small objects that took their place. A request takes the smallest cached mapping of up to twice its size
 //! (trimming a tail of more than half the request), else the biggest of at least three quarters of its
 //! size, grown by moving its pages (`mremap`): only the pages it gains fault in. A worse fit leaves the
 //! cache alone, so it keeps a choice of sizes. A reused mapping is zeroed by hand for a zeroed
@@ -26,13 +28,14 @@
 //! mapping's size as slack, so a buffer grown a page at a time is remapped a logarithmic number of times.
 
 use core::ptr;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::lock::SpinLock;
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::segment::{SegmentHeader, SegmentKind, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE};
 
 pub const CACHE_ENTRIES: usize = 64;
-pub const CACHE_MIN_BYTES: usize = 8 << 20;
+pub const CACHE_MIN_BYTES: usize = 4 << 20;
 pub const CACHE_MAX_BYTES: usize = 256 << 20;
 pub const CACHE_MAX_ENTRY: usize = 64 << 20;
 
@@ -58,6 +61,8 @@ fn budget(in_use: u64) -> usize {
 
 pub struct LargeCache {
     inner: SpinLock<LargeInner>,
+    /// The small and medium segments reserved when [`LargeCache::slab_segments`] last looked.
+    slab_segments_seen: AtomicUsize,
 }
 
 /// The cache and the counters, under the cache's lock. Invariants (relied on by [`LargeCache::alloc`]'s
@@ -151,6 +156,7 @@ pub fn data_offset(align: usize) -> usize {
 impl LargeCache {
     pub const fn new() -> Self {
         LargeCache {
+            slab_segments_seen: AtomicUsize::new(0),
             inner: SpinLock::new(LargeInner {
                 entries: [NO_ENTRY; CACHE_ENTRIES],
                 n: 0,
@@ -366,6 +372,46 @@ impl LargeCache {
             g.peak_bytes = g.peak_bytes.max(g.bytes_in_use);
         }
         nb.wrapping_add(off)
+    }
+
+    /// The small and medium pools have reserved `segments` segments in all. For each one reserved since
+    /// the last call, the cache gives back one segment's worth of its oldest mappings: freed large
+    /// blocks make way for the small heap's growth instead of sitting resident beside it.
+    #[inline]
+    pub fn slab_segments<P: PageSource>(&self, source: &P, segments: usize) {
+        let seen = self.slab_segments_seen.load(Ordering::Relaxed);
+        if seen != segments
+            && self
+                .slab_segments_seen
+                .compare_exchange(seen, segments, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.shed(source, segments.wrapping_sub(seen).saturating_mul(SEGMENT_SIZE));
+        }
+    }
+
+    /// Unmaps the oldest cached mappings, at least `bytes` of them (or all).
+    #[cold]
+    #[inline(never)]
+    fn shed<P: PageSource>(&self, source: &P, bytes: usize) {
+        let mut evicted = [NO_ENTRY; CACHE_ENTRIES];
+        let mut ne = 0;
+        {
+            let mut g = self.inner.lock();
+            let mut freed = 0usize;
+            while g.n > 0 && freed < bytes {
+                let e = g.remove(0);
+                freed = freed.saturating_add(e.len);
+                if let Some(slot) = evicted.get_mut(ne) {
+                    *slot = e;
+                    ne += 1;
+                }
+            }
+        }
+        for e in evicted.iter().take(ne) {
+            // SAFETY: evicted mappings are whole reservations that nobody references any more.
+            unsafe { release(source, *e) };
+        }
     }
 
     /// Unmaps every cached mapping.

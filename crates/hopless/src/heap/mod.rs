@@ -160,8 +160,14 @@ impl<P: PageSource> Heap<P> {
     /// Moves up to `out.len()` free blocks of `class` out of its slabs. Returns how many (fewer only when
     /// the page source is out of memory).
     pub fn refill(&self, class: usize, out: &mut [*mut u8]) -> usize {
-        self.class(class)
-            .refill(class, self.pool(class), &self.source, self.checks(), out)
+        let n = self
+            .class(class)
+            .refill(class, self.pool(class), &self.source, self.checks(), out);
+        // Outside the class lock: the cache may unmap.
+        let segments =
+            self.small.reserved.load(Ordering::Relaxed) + self.medium.reserved.load(Ordering::Relaxed);
+        self.large.slab_segments(&self.source, segments);
+        n
     }
 
     /// Returns blocks of `class` to their slabs. A block that is not an in-use block of this class is
