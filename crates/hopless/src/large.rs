@@ -280,9 +280,7 @@ impl LargeCache {
         // segment-aligned ones (their layout is particular) or big ones.
         let guarded = off.checked_add(usable) != Some(len);
         let cacheable = len <= CACHE_MAX_ENTRY && !guarded && off < SEGMENT_SIZE;
-        // Every entry may have to go to make room (all of them at most), plus this mapping itself.
-        let mut evicted = [NO_ENTRY; CACHE_ENTRIES + 1];
-        let mut ne = 0;
+        let mut evicted = Evicted::new();
         {
             let mut g = self.inner.lock();
             let cap = budget(g.bytes_in_use);
@@ -290,11 +288,7 @@ impl LargeCache {
             let fits = cacheable && len <= cap;
             let room = if fits { cap - len } else { cap };
             while g.n > 0 && (g.bytes > room || (fits && g.n >= CACHE_ENTRIES)) {
-                let e = g.remove(0);
-                if let Some(slot) = evicted.get_mut(ne) {
-                    *slot = e;
-                    ne += 1;
-                }
+                evicted.push(g.remove(0));
             }
             let n = g.n;
             match g.entries.get_mut(n) {
@@ -303,19 +297,12 @@ impl LargeCache {
                     g.n = n + 1;
                     g.bytes += len;
                 }
-                _ => {
-                    if let Some(slot) = evicted.get_mut(ne) {
-                        *slot = me;
-                        ne += 1;
-                    }
-                }
+                _ => evicted.push(me),
             }
         }
-        for e in evicted.iter().take(ne) {
-            // SAFETY: evicted mappings (and this one, when it is not cached) are whole reservations that
-            // nobody references any more.
-            unsafe { release(source, *e) };
-        }
+        // SAFETY: evicted mappings (and this one, when it is not cached) are whole reservations that
+        // nobody references any more.
+        unsafe { evicted.release(source) };
     }
 
     /// Resizes a large block in place or by moving its pages, to hold at least `new_size` bytes. Returns
@@ -394,40 +381,23 @@ impl LargeCache {
     #[cold]
     #[inline(never)]
     fn shed<P: PageSource>(&self, source: &P, bytes: usize) {
-        let mut evicted = [NO_ENTRY; CACHE_ENTRIES];
-        let mut ne = 0;
+        let mut evicted = Evicted::new();
         {
             let mut g = self.inner.lock();
             let mut freed = 0usize;
             while g.n > 0 && freed < bytes {
                 let e = g.remove(0);
                 freed = freed.saturating_add(e.len);
-                if let Some(slot) = evicted.get_mut(ne) {
-                    *slot = e;
-                    ne += 1;
-                }
+                evicted.push(e);
             }
         }
-        for e in evicted.iter().take(ne) {
-            // SAFETY: evicted mappings are whole reservations that nobody references any more.
-            unsafe { release(source, *e) };
-        }
+        // SAFETY: evicted mappings are whole reservations that nobody references any more.
+        unsafe { evicted.release(source) };
     }
 
     /// Unmaps every cached mapping.
     pub fn clear<P: PageSource>(&self, source: &P) {
-        loop {
-            let e = {
-                let mut g = self.inner.lock();
-                if g.n == 0 {
-                    return;
-                }
-                let last = g.n - 1;
-                g.remove(last)
-            };
-            // SAFETY: a cached mapping is a whole reservation nobody references.
-            unsafe { release(source, e) };
-        }
+        self.shed(source, usize::MAX);
     }
 
     /// Takes the lock without a guard (for `fork`).
@@ -445,6 +415,39 @@ impl LargeCache {
 
     pub fn with_counters<R>(&self, f: impl FnOnce(&LargeInner) -> R) -> R {
         f(&self.inner.lock())
+    }
+}
+
+/// Mappings taken out of the cache under its lock, to unmap once it is released: every entry at most,
+/// plus the mapping being freed.
+struct Evicted {
+    list: [Entry; CACHE_ENTRIES + 1],
+    n: usize,
+}
+
+impl Evicted {
+    const fn new() -> Self {
+        Evicted {
+            list: [NO_ENTRY; CACHE_ENTRIES + 1],
+            n: 0,
+        }
+    }
+
+    fn push(&mut self, e: Entry) {
+        if let Some(slot) = self.list.get_mut(self.n) {
+            *slot = e;
+            self.n += 1;
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Every pushed entry is a whole large mapping that nobody references any more.
+    unsafe fn release<P: PageSource>(&self, source: &P) {
+        for e in self.list.iter().take(self.n) {
+            // SAFETY: per the caller.
+            unsafe { release(source, *e) };
+        }
     }
 }
 
