@@ -28,7 +28,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::report::{fault, record, OpKind};
-use crate::segment::{slab_of, SegmentKind, SEGMENT_MAGIC, SLAB_MAGIC};
+use crate::segment::{slab_of, SEGMENT_MAGIC, SLAB_MAGIC};
 use crate::size_class::{self, class_size};
 
 pub const POISON: u8 = 0xDD;
@@ -147,14 +147,16 @@ pub fn first_not(bytes: &[u8], pattern: u8) -> Option<usize> {
 ///
 /// None beyond `p` being the program's claim of a hopless block.
 pub unsafe fn check_headers(p: *mut u8) -> Option<usize> {
-    let seg = match crate::segment::locate(p) {
+    let (seg, large) = match crate::segment::locate(p) {
         crate::segment::Located::Foreign => {
             fault("free of a pointer hopless did not allocate", p, usize::MAX, None)
         }
-        crate::segment::Located::Large(seg) | crate::segment::Located::Slab(seg) => seg,
+        crate::segment::Located::Large(seg) => (seg, true),
+        crate::segment::Located::Slab(seg) => (seg, false),
     };
-    // SAFETY: `locate` found the header in the segment map: it is mapped.
-    let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+    // SAFETY: `locate` found the header in the segment map or an arena: it is mapped. Only the magic is
+    // read before it is known to be intact (a freed arena block's header may be zeroes).
+    let magic = unsafe { (*seg).magic };
     if magic != SEGMENT_MAGIC {
         fault(
             "free into a damaged segment header (or a second free of a large block)",
@@ -163,7 +165,7 @@ pub unsafe fn check_headers(p: *mut u8) -> Option<usize> {
             None,
         );
     }
-    if kind == SegmentKind::Large {
+    if large {
         return None;
     }
     // SAFETY: a small/medium segment.

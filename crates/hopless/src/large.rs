@@ -30,14 +30,20 @@
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::arena::{self, Arena, ARENA_MAP, MAX_ALIGN, MAX_SPAN, SLICE};
 use crate::lock::SpinLock;
-use crate::platform::{PageSource, PAGE_SIZE};
+use crate::platform::{now_ms, PageSource, PAGE_SIZE};
 use crate::segment::{SegmentHeader, SegmentKind, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE};
 
 pub const CACHE_ENTRIES: usize = 64;
 pub const CACHE_MIN_BYTES: usize = 4 << 20;
 pub const CACHE_MAX_BYTES: usize = 256 << 20;
 pub const CACHE_MAX_ENTRY: usize = 64 << 20;
+/// How long the budget remembers a peak of large bytes in use: a program that frees its large blocks
+/// and allocates them again within this time (the next phase of a batch job, the next request) finds
+/// their pages still resident, as with mimalloc's purge delay; after 1 to 2 times this, the next large
+/// free gives back what the budget no longer covers.
+pub const RETAIN_MS: u64 = 100;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -50,7 +56,7 @@ const NO_ENTRY: Entry = Entry {
     len: 0,
 };
 
-/// What the cache may hold when `in_use` bytes of large blocks are live, counting the one being freed: a
+/// What the cache may hold when `in_use` bytes of large blocks are live (or were, recently: [`RETAIN_MS`]), counting the one being freed: a
 /// quarter more than that (so a lone block's mapping, header page included, fits), within
 /// [`CACHE_MIN_BYTES`]..=[`CACHE_MAX_BYTES`].
 #[inline]
@@ -72,16 +78,26 @@ pub struct LargeCache {
 ///   its last user touched;
 /// - `bytes` is the sum of their lengths, at most `CACHE_MAX_BYTES` (and at most the [`budget`] of the
 ///   last free);
-/// - `bytes_in_use` counts the usable bytes of the large blocks handed out and not freed.
+/// - `bytes_in_use` counts the usable bytes of the large blocks handed out and not freed;
+/// - `arenas` lists every arena of this heap (`arena_count` of them); `arena_dirty` is the sum of their
+///   `dirty_free` (free slices that may be resident), and `bytes + arena_dirty * SLICE` is what the
+///   budget bounds.
 pub struct LargeInner {
     entries: [Entry; CACHE_ENTRIES],
     n: usize,
     bytes: usize,
+    arenas: *mut Arena,
+    arena_count: usize,
+    arena_dirty: usize,
     pub allocs: u64,
     pub frees: u64,
     pub hits: u64,
     pub bytes_in_use: u64,
     pub peak_bytes: u64,
+    /// The most large bytes in use since `window_at` (ms of [`now_ms`]), and in the window before.
+    window_peak: u64,
+    prev_peak: u64,
+    window_at: u64,
 }
 
 // SAFETY: entries are mappings owned by the cache, touched only under its lock.
@@ -125,9 +141,115 @@ impl LargeInner {
         fits.or(grow)
     }
 
-    /// Bytes of the mappings the cache holds.
+    /// Bytes of free memory kept resident: the cached mappings and the arenas' free dirty slices.
     pub fn cached_bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.arena_dirty * SLICE
+    }
+
+    /// Runs an arena operation, keeping `arena_dirty` in step with the arena's `dirty_free`.
+    ///
+    /// # Safety
+    ///
+    /// `a` is one of this heap's arenas (the lock is held: `&mut self`).
+    unsafe fn track<R>(&mut self, a: *mut Arena, f: impl FnOnce() -> R) -> R {
+        // SAFETY: per the caller.
+        let before = unsafe { (*a).dirty_free };
+        let r = f();
+        // SAFETY: as above.
+        let after = unsafe { (*a).dirty_free };
+        self.arena_dirty = (self.arena_dirty + after).saturating_sub(before);
+        r
+    }
+
+    /// Takes the best-fitting free run of `n` slices among the arenas as a span in use: (arena, start
+    /// slice, how many bytes from the span's start may be non-zero).
+    fn arena_take(&mut self, n: usize) -> Option<(*mut Arena, usize, usize)> {
+        let mut best: Option<(*mut Arena, usize, usize, usize)> = None;
+        let mut a = self.arenas;
+        while !a.is_null() {
+            // SAFETY: the arenas on the list are live and, under the lock, ours to read.
+            unsafe {
+                if (*a).free_slices >= n {
+                    if let Some((s, clean, len)) = arena::best_fit(a, n) {
+                        if best.is_none_or(|(_, _, c, l)| (clean, len) < (c, l)) {
+                            best = Some((a, s, clean, len));
+                            if clean == 0 && len == n {
+                                break;
+                            }
+                        }
+                    }
+                }
+                a = (*a).next;
+            }
+        }
+        let (a, s, _, _) = best?;
+        // SAFETY: a listed arena; the run is free.
+        let dirty = unsafe { self.track(a, || arena::take(a, s, n)) };
+        Some((a, s, dirty))
+    }
+
+    /// Evicts the oldest cached mappings, then takes free dirty arena slices out to purge, until what is
+    /// kept fits in `room` bytes (or `purge` is full).
+    fn trim_to(&mut self, room: usize, evicted: &mut Evicted, purge: &mut Purge) {
+        while self.n > 0 && self.cached_bytes() > room {
+            evicted.push(self.remove(0));
+        }
+        while self.cached_bytes() > room && !purge.is_full() {
+            let want = (self.cached_bytes() - room).div_ceil(SLICE);
+            let Some(run) = self.take_purge(want) else {
+                break;
+            };
+            purge.push(run);
+        }
+    }
+
+    /// Takes a run of at most `max` free dirty slices out to purge, from the emptiest arena that has one.
+    fn take_purge(&mut self, max: usize) -> Option<Run> {
+        let mut pick: *mut Arena = ptr::null_mut();
+        let mut a = self.arenas;
+        while !a.is_null() {
+            // SAFETY: listed arenas are live; the lock is held.
+            unsafe {
+                if (*a).dirty_free > 0 && (pick.is_null() || (*a).free_slices > (*pick).free_slices) {
+                    pick = a;
+                }
+                a = (*a).next;
+            }
+        }
+        if pick.is_null() {
+            return None;
+        }
+        // SAFETY: a listed arena, under the lock.
+        let (s, n) = unsafe { self.track(pick, || arena::take_purge(pick, max)) }?;
+        Some(Run {
+            arena: pick,
+            start: s,
+            len: n,
+        })
+    }
+
+    /// Unlinks `a` if it is empty and clean and another arena remains (`all`: whenever it is empty);
+    /// returns it to be unmapped once the lock is released, or null.
+    fn unlink_if_unused(&mut self, a: *mut Arena, all: bool) -> *mut Arena {
+        // SAFETY: listed arenas are live; the lock is held.
+        let unused = unsafe { arena::is_empty(a) && (all || ((*a).dirty_free == 0 && self.arena_count > 1)) };
+        if !unused {
+            return ptr::null_mut();
+        }
+        let mut link: *mut *mut Arena = &mut self.arenas;
+        // SAFETY: `link` points at the list head or a listed arena's `next`, all live under the lock.
+        unsafe {
+            while !(*link).is_null() {
+                if *link == a {
+                    *link = (*a).next;
+                    self.arena_count -= 1;
+                    self.arena_dirty = self.arena_dirty.saturating_sub((*a).dirty_free);
+                    return a;
+                }
+                link = &mut (**link).next;
+            }
+        }
+        ptr::null_mut()
     }
 
     fn count_alloc(&mut self, usable: usize, hit: bool) {
@@ -135,6 +257,19 @@ impl LargeInner {
         self.hits = self.hits.wrapping_add(u64::from(hit));
         self.bytes_in_use = self.bytes_in_use.wrapping_add(usable as u64);
         self.peak_bytes = self.peak_bytes.max(self.bytes_in_use);
+        self.window_peak = self.window_peak.max(self.bytes_in_use);
+    }
+
+    /// What the budget follows at time `now` (ms): the most large bytes in use in the current window of
+    /// [`RETAIN_MS`] and the one before it (a window older than that is forgotten).
+    pub fn recent_in_use(&mut self, now: u64) -> u64 {
+        let age = now.wrapping_sub(self.window_at);
+        if age >= RETAIN_MS {
+            self.prev_peak = if age < 2 * RETAIN_MS { self.window_peak } else { 0 };
+            self.window_peak = self.bytes_in_use;
+            self.window_at = now;
+        }
+        self.bytes_in_use.max(self.window_peak).max(self.prev_peak)
     }
 
     fn count_free(&mut self, usable: usize) {
@@ -161,11 +296,17 @@ impl LargeCache {
                 entries: [NO_ENTRY; CACHE_ENTRIES],
                 n: 0,
                 bytes: 0,
+                arenas: ptr::null_mut(),
+                arena_count: 0,
+                arena_dirty: 0,
                 allocs: 0,
                 frees: 0,
                 hits: 0,
                 bytes_in_use: 0,
                 peak_bytes: 0,
+                window_peak: 0,
+                prev_peak: 0,
+                window_at: 0,
             }),
         }
     }
@@ -184,6 +325,15 @@ impl LargeCache {
             return ptr::null_mut();
         }
         let off = data_offset(align);
+        if !guard_page && align <= MAX_ALIGN {
+            if let Some(span) = off
+                .checked_add(size)
+                .and_then(|n| n.checked_next_multiple_of(SLICE))
+                .filter(|&n| n <= MAX_SPAN)
+            {
+                return self.arena_alloc(source, size, off, span / SLICE, zeroed);
+            }
+        }
         let guard = if guard_page { PAGE_SIZE } else { 0 };
         let Some(need) = off
             .checked_add(size)
@@ -272,6 +422,10 @@ impl LargeCache {
         let (len, usable, off) = unsafe { ((*seg).map_len, (*seg).usable, (*seg).data_offset) };
         // SAFETY: as above; clearing the magic makes a second free of the same block a reported fault.
         unsafe { (*seg).magic = 0 };
+        if ARENA_MAP.contains(seg.cast()) {
+            // SAFETY: per the caller; the map says the header is an arena block's.
+            return unsafe { self.arena_free(source, seg, usable) };
+        }
         let me = Entry {
             base: seg.cast(),
             len,
@@ -281,15 +435,18 @@ impl LargeCache {
         let guarded = off.checked_add(usable) != Some(len);
         let cacheable = len <= CACHE_MAX_ENTRY && !guarded && off < SEGMENT_SIZE;
         let mut evicted = Evicted::new();
+        let mut purge = Purge::new();
+        let now = now_ms();
         {
             let mut g = self.inner.lock();
-            let cap = budget(g.bytes_in_use);
+            let cap = budget(g.recent_in_use(now));
             g.count_free(usable);
             let fits = cacheable && len <= cap;
             let room = if fits { cap - len } else { cap };
-            while g.n > 0 && (g.bytes > room || (fits && g.n >= CACHE_ENTRIES)) {
+            while fits && g.n >= CACHE_ENTRIES {
                 evicted.push(g.remove(0));
             }
+            g.trim_to(room, &mut evicted, &mut purge);
             let n = g.n;
             match g.entries.get_mut(n) {
                 Some(slot) if fits => {
@@ -301,8 +458,188 @@ impl LargeCache {
             }
         }
         // SAFETY: evicted mappings (and this one, when it is not cached) are whole reservations that
-        // nobody references any more.
-        unsafe { evicted.release(source) };
+        // nobody references any more; the purge runs were taken out of their arenas' free sets.
+        unsafe {
+            evicted.release(source);
+            purge.finish(self, source);
+        }
+    }
+
+    /// A block of `size` bytes, `off` bytes into a span of `n` slices of an arena (a new arena when none
+    /// has a free run that long).
+    fn arena_alloc<P: PageSource>(
+        &self,
+        source: &P,
+        size: usize,
+        off: usize,
+        n: usize,
+        zeroed: bool,
+    ) -> *mut u8 {
+        let len = n * SLICE;
+        let usable = len - off;
+        let take = |g: &mut LargeInner| {
+            let t = g.arena_take(n)?;
+            g.count_alloc(usable, t.2 > 0);
+            Some(t)
+        };
+        let (a, s, dirty) = loop {
+            if let Some(t) = take(&mut self.inner.lock()) {
+                break t;
+            }
+            let fresh = arena::create(source);
+            if fresh.is_null() {
+                return ptr::null_mut();
+            }
+            let mut g = self.inner.lock();
+            // SAFETY: a new arena that only this thread knows; it joins the list under the lock.
+            unsafe { (*fresh).next = g.arenas };
+            g.arenas = fresh;
+            g.arena_count += 1;
+            if let Some(t) = take(&mut g) {
+                break t;
+            }
+        };
+        let seg = arena::span_at(a, s);
+        // SAFETY: `take` made the span ours: `len` bytes of a live arena from `seg`, the block `off` bytes
+        // in; `dirty` bounds the bytes an earlier user may have left non-zero.
+        unsafe {
+            seg.write(SegmentHeader {
+                magic: SEGMENT_MAGIC,
+                kind: SegmentKind::Large,
+                slab_shift: 0,
+                first_slot: 0,
+                map_len: len,
+                data_offset: off,
+                usable,
+                next: ptr::null_mut(),
+            });
+            let p = seg.cast::<u8>().add(off);
+            if zeroed && dirty > off {
+                ptr::write_bytes(p, 0, size.min(dirty - off));
+            }
+            p
+        }
+    }
+
+    /// Frees an arena block: its span joins the free runs; the budget may purge free slices and unmap
+    /// an arena left unused.
+    ///
+    /// # Safety
+    ///
+    /// `seg` heads a live span of one of this heap's arenas, which nobody uses any more.
+    unsafe fn arena_free<P: PageSource>(&self, source: &P, seg: *mut SegmentHeader, usable: usize) {
+        let a = arena::arena_of(seg);
+        let s = arena::slice_of(a, seg);
+        let mut evicted = Evicted::new();
+        let mut purge = Purge::new();
+        let now = now_ms();
+        let unused = {
+            let mut g = self.inner.lock();
+            // SAFETY: per the caller, a listed arena; the lock is held.
+            let n = unsafe { g.track(a, || arena::give(a, s)) };
+            if n == 0 {
+                drop(g);
+                crate::report::Msg::new()
+                    .str("hopless: fatal: a large block freed twice at once (double free) at ")
+                    .hex(seg.addr())
+                    .str("\n")
+                    .fatal();
+            }
+            let cap = budget(g.recent_in_use(now));
+            g.count_free(usable);
+            g.trim_to(cap, &mut evicted, &mut purge);
+            g.unlink_if_unused(a, false)
+        };
+        // SAFETY: evicted mappings and purge runs were taken out under the lock; an unlinked arena is
+        // empty and on no list.
+        unsafe {
+            evicted.release(source);
+            purge.finish(self, source);
+            if !unused.is_null() {
+                arena::release(source, unused);
+            }
+        }
+    }
+
+    /// Resizes an arena block: in place (shrinking, or growing into the free run after it, with a
+    /// quarter more room), else by moving it with that room. Null when the new size is too big for an
+    /// arena (the caller copies it into a mapping of its own) or no memory.
+    ///
+    /// # Safety
+    ///
+    /// As for [`LargeCache::resize`], for an arena block.
+    unsafe fn arena_resize<P: PageSource>(
+        &self,
+        source: &P,
+        seg: *mut SegmentHeader,
+        new_size: usize,
+    ) -> *mut u8 {
+        // SAFETY: per the caller, the header is valid and ours.
+        let (len, usable, off) = unsafe { ((*seg).map_len, (*seg).usable, (*seg).data_offset) };
+        let p = seg.cast::<u8>().wrapping_add(off);
+        let Some(need) = off
+            .checked_add(new_size)
+            .and_then(|n| n.checked_next_multiple_of(SLICE))
+            .filter(|&n| n <= MAX_SPAN)
+        else {
+            return ptr::null_mut();
+        };
+        let a = arena::arena_of(seg);
+        let s = arena::slice_of(a, seg);
+        let (n, m) = (len / SLICE, need / SLICE);
+        if m == n {
+            return p;
+        }
+        let resized = {
+            let mut g = self.inner.lock();
+            // SAFETY: a listed arena, under the lock; the span is ours (`n` slices from `s`).
+            let k = unsafe {
+                if m < n {
+                    g.track(a, || arena::shrink(a, s, n, m));
+                    Some(m)
+                } else {
+                    let want = m.max(n + n / 4).min(MAX_SPAN / SLICE);
+                    g.track(a, || arena::grow(a, s, n, m, want))
+                }
+            };
+            if let Some(k) = k {
+                g.bytes_in_use = g
+                    .bytes_in_use
+                    .saturating_sub(usable as u64)
+                    .wrapping_add((k * SLICE - off) as u64);
+                g.peak_bytes = g.peak_bytes.max(g.bytes_in_use);
+            }
+            k
+        };
+        if let Some(k) = resized {
+            // SAFETY: the header of the caller's block.
+            unsafe {
+                (*seg).map_len = k * SLICE;
+                (*seg).usable = k * SLICE - off;
+            }
+            return p;
+        }
+        // Move, with a quarter more room, so a buffer growing in small steps is copied a logarithmic
+        // number of times.
+        let mut q = self.alloc(
+            source,
+            new_size.max(usable.saturating_add(usable / 4)),
+            off,
+            false,
+            false,
+        );
+        if q.is_null() {
+            q = self.alloc(source, new_size, off, false, false);
+        }
+        if !q.is_null() {
+            // SAFETY: the old block's `usable` bytes (less than `new_size`: it grows) are the caller's; the
+            // new block is distinct and at least that big; then the old one is given up.
+            unsafe {
+                ptr::copy_nonoverlapping(p, q, usable.min(new_size));
+                self.free(source, seg);
+            }
+        }
+        q
     }
 
     /// Resizes a large block in place or by moving its pages, to hold at least `new_size` bytes. Returns
@@ -318,6 +655,10 @@ impl LargeCache {
         seg: *mut SegmentHeader,
         new_size: usize,
     ) -> *mut u8 {
+        if ARENA_MAP.contains(seg.cast()) {
+            // SAFETY: per the caller; the map says it is an arena block.
+            return unsafe { self.arena_resize(source, seg, new_size) };
+        }
         // SAFETY: per the caller, the header is valid and ours.
         let (len, usable, off) = unsafe { ((*seg).map_len, (*seg).usable, (*seg).data_offset) };
         if off.checked_add(usable) != Some(len) || off >= SEGMENT_SIZE {
@@ -377,14 +718,15 @@ impl LargeCache {
         }
     }
 
-    /// Unmaps the oldest cached mappings, at least `bytes` of them (or all).
+    /// Gives back at least `bytes` of kept free memory (or all): the oldest cached mappings are unmapped,
+    /// then free arena slices purged.
     #[cold]
     #[inline(never)]
     fn shed<P: PageSource>(&self, source: &P, bytes: usize) {
         let mut evicted = Evicted::new();
+        let mut freed = 0usize;
         {
             let mut g = self.inner.lock();
-            let mut freed = 0usize;
             while g.n > 0 && freed < bytes {
                 let e = g.remove(0);
                 freed = freed.saturating_add(e.len);
@@ -393,11 +735,64 @@ impl LargeCache {
         }
         // SAFETY: evicted mappings are whole reservations that nobody references any more.
         unsafe { evicted.release(source) };
+        while freed < bytes {
+            let mut purge = Purge::new();
+            {
+                let mut g = self.inner.lock();
+                while freed < bytes && !purge.is_full() {
+                    let Some(run) = g.take_purge((bytes - freed).div_ceil(SLICE)) else {
+                        break;
+                    };
+                    freed = freed.saturating_add(run.len * SLICE);
+                    purge.push(run);
+                }
+            }
+            if purge.n == 0 {
+                break;
+            }
+            // SAFETY: the runs were taken out of their arenas' free sets under the lock.
+            unsafe { purge.finish(self, source) };
+        }
     }
 
-    /// Unmaps every cached mapping.
+    /// Unmaps every cached mapping, purges every free arena slice and unmaps the empty arenas.
     pub fn clear<P: PageSource>(&self, source: &P) {
         self.shed(source, usize::MAX);
+        self.release_arenas(source, false);
+    }
+
+    /// Unmaps the empty arenas, or every arena if `all` (for a heap being dropped: its blocks are gone).
+    pub fn release_arenas<P: PageSource>(&self, source: &P, all: bool) {
+        let mut gone: *mut Arena = ptr::null_mut();
+        {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            let mut link: *mut *mut Arena = &mut g.arenas;
+            // SAFETY: `link` points at the list head or a listed arena's `next`; listed arenas are live,
+            // and the lock is held.
+            unsafe {
+                while !(*link).is_null() {
+                    let a = *link;
+                    if all || arena::is_empty(a) {
+                        *link = (*a).next;
+                        (*a).next = gone;
+                        gone = a;
+                        g.arena_count -= 1;
+                        g.arena_dirty = g.arena_dirty.saturating_sub((*a).dirty_free);
+                    } else {
+                        link = &mut (*a).next;
+                    }
+                }
+            }
+        }
+        while !gone.is_null() {
+            // SAFETY: unlinked above, so no one else reaches it; per the caller nothing in it is used.
+            unsafe {
+                let next = (*gone).next;
+                arena::release(source, gone);
+                gone = next;
+            }
+        }
     }
 
     /// Takes the lock without a guard (for `fork`).
@@ -415,6 +810,80 @@ impl LargeCache {
 
     pub fn with_counters<R>(&self, f: impl FnOnce(&LargeInner) -> R) -> R {
         f(&self.inner.lock())
+    }
+
+    #[cfg(test)]
+    pub fn with_counters_mut<R>(&self, f: impl FnOnce(&mut LargeInner) -> R) -> R {
+        f(&mut self.inner.lock())
+    }
+}
+
+/// A run of free arena slices taken out to purge.
+#[derive(Clone, Copy)]
+struct Run {
+    arena: *mut Arena,
+    start: usize,
+    len: usize,
+}
+
+const PURGE_RUNS: usize = 16;
+
+/// Runs taken out of their arenas under the lock, to purge once it is released and give back clean.
+struct Purge {
+    runs: [Run; PURGE_RUNS],
+    n: usize,
+}
+
+impl Purge {
+    const fn new() -> Self {
+        Purge {
+            runs: [Run {
+                arena: ptr::null_mut(),
+                start: 0,
+                len: 0,
+            }; PURGE_RUNS],
+            n: 0,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.n >= PURGE_RUNS
+    }
+
+    fn push(&mut self, r: Run) {
+        if let Some(slot) = self.runs.get_mut(self.n) {
+            *slot = r;
+            self.n += 1;
+        }
+    }
+
+    /// Decommits the runs (no lock held), then gives them back clean and unmaps arenas left unused.
+    ///
+    /// # Safety
+    ///
+    /// Every run was taken out of a listed arena of `cache` with `take_purge`, and not yet given back.
+    unsafe fn finish<P: PageSource>(&mut self, cache: &LargeCache, source: &P) {
+        if self.n == 0 {
+            return;
+        }
+        for r in self.runs.iter().take(self.n) {
+            // SAFETY: per the caller, nobody else may use the run's slices until they are given back.
+            unsafe { source.decommit(arena::span_at(r.arena, r.start).cast(), r.len * SLICE) };
+        }
+        let mut unused = [ptr::null_mut::<Arena>(); PURGE_RUNS];
+        {
+            let mut g = cache.inner.lock();
+            for (r, u) in self.runs.iter().take(self.n).zip(unused.iter_mut()) {
+                // SAFETY: per the caller; the arena stays listed while a run of it is out.
+                unsafe { g.track(r.arena, || arena::return_purged(r.arena, r.start, r.len)) };
+                *u = g.unlink_if_unused(r.arena, false);
+            }
+        }
+        for &u in unused.iter().filter(|u| !u.is_null()) {
+            // SAFETY: unlinked under the lock: empty, on no list.
+            unsafe { arena::release(source, u) };
+        }
+        self.n = 0;
     }
 }
 

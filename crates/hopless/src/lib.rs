@@ -36,7 +36,8 @@
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
-//! | `large` | blocks above 256 KiB: one mapping each, with a small cache of recent mappings |
+//! | `large` | blocks above 256 KiB: up to 16 MiB in arenas, bigger ones one mapping each with a small cache of recent mappings; the budget of free pages kept |
+//! | `arena` | 64 MiB regions cut into 64 KiB slices: large blocks as spans, free spans coalescing in a bitmap |
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the spin lock, with the fork holder's pass |
@@ -59,6 +60,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
+mod arena;
 mod central;
 mod debug;
 mod fast;

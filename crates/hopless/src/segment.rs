@@ -147,39 +147,54 @@ pub struct Returning {
 pub const HEADER_AREA: usize =
     (SLABS_OFFSET + MAX_SLABS * core::mem::size_of::<Slab>()).next_multiple_of(crate::platform::PAGE_SIZE);
 
-/// Which 4 MiB-aligned addresses are hopless segments: one bit per segment-sized slot of the 47-bit user
-/// address space (4 MiB of zero `.bss`, of which only the pages covering used addresses become resident).
-/// The slow paths consult it before reading a header, so freeing a pointer hopless never handed out is
-/// reported instead of faulting on an unmapped header.
-pub struct SegmentMap {
-    words: [AtomicU64; SEGMENT_MAP_BITS / 64],
+/// Which `1 << SHIFT`-aligned slots of the address space hold a region of hopless's: one bit per slot of
+/// the 47-bit user address space (zero `.bss`, of which only the pages covering used addresses become
+/// resident). The slow paths consult it before reading a header, so freeing a pointer hopless never handed
+/// out is reported instead of faulting on an unmapped header.
+pub struct SlotMap<const SHIFT: usize, const WORDS: usize> {
+    words: [AtomicU64; WORDS],
 }
 
-/// 47-bit user addresses; under Miri (whose fake addresses are small) a smaller map keeps the interpreter
-/// from tracking 4 MiB of static memory.
-const SEGMENT_MAP_BITS: usize = if cfg!(miri) {
-    1 << (40 - SEGMENT_SHIFT)
-} else {
-    1 << (47 - SEGMENT_SHIFT)
-};
+/// The bits a map of `1 << shift`-sized slots needs: 47-bit user addresses; under Miri (whose fake
+/// addresses are small) a smaller map keeps the interpreter from tracking megabytes of static memory.
+pub const fn map_bits(shift: usize) -> usize {
+    if cfg!(miri) {
+        1 << (40 - shift)
+    } else {
+        1 << (47 - shift)
+    }
+}
+
+/// Which 4 MiB-aligned addresses are hopless segments or large mappings.
+pub type SegmentMap = SlotMap<SEGMENT_SHIFT, { map_bits(SEGMENT_SHIFT) / 64 }>;
 
 /// The process-wide segment map (shared by every heap in the process).
-pub static SEGMENT_MAP: SegmentMap = SegmentMap {
-    words: [const { AtomicU64::new(0) }; SEGMENT_MAP_BITS / 64],
-};
+pub static SEGMENT_MAP: SegmentMap = SlotMap::new();
 
-impl SegmentMap {
-    #[inline]
-    fn slot(addr: usize) -> Option<(usize, u64)> {
-        let i = addr >> SEGMENT_SHIFT;
-        (i < SEGMENT_MAP_BITS).then_some((i / 64, 1u64 << (i % 64)))
+impl<const SHIFT: usize, const WORDS: usize> Default for SlotMap<SHIFT, WORDS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const SHIFT: usize, const WORDS: usize> SlotMap<SHIFT, WORDS> {
+    pub const fn new() -> Self {
+        SlotMap {
+            words: [const { AtomicU64::new(0) }; WORDS],
+        }
     }
 
-    /// Records a segment (returns false if its address is outside the map: the segment must not be used).
-    /// The first slot (address 0) is never recorded, so a null pointer is never found in the map: the C
-    /// free path relies on it instead of testing for null first.
+    #[inline]
+    fn slot(addr: usize) -> Option<(usize, u64)> {
+        let i = addr >> SHIFT;
+        (i < WORDS * 64).then_some((i / 64, 1u64 << (i % 64)))
+    }
+
+    /// Records a region starting at `seg` (returns false if its address is outside the map: the region
+    /// must not be used). The first slot (address 0) is never recorded, so a null pointer is never found
+    /// in the map: the C free path relies on it instead of testing for null first.
     pub fn insert(&self, seg: *mut SegmentHeader) -> bool {
-        if seg.addr() < SEGMENT_SIZE {
+        if seg.addr() >> SHIFT == 0 {
             return false;
         }
         match Self::slot(seg.addr()) {
@@ -200,7 +215,8 @@ impl SegmentMap {
         }
     }
 
-    /// Whether `p` lies in the first 4 MiB of a hopless segment or large mapping.
+    /// Whether `p` lies in a slot recorded in the map (for the segment map: the first 4 MiB of a hopless
+    /// segment or large mapping).
     #[inline]
     pub fn contains(&self, p: *const u8) -> bool {
         match Self::slot(p.addr()) {
@@ -276,6 +292,9 @@ pub enum Located {
 /// in the rest of the slot). A block whose alignment is 4 MiB or more starts at a slot boundary; its
 /// header lives one slot below it (see `large`), and nothing else of hopless starts at a slot boundary.
 ///
+/// A pointer in an arena (no segment-map bit: arenas are in the arena map instead) is resolved through the
+/// arena's span table (`arena::locate`).
+///
 /// A foreign pointer in the tail of a large block's slot is told apart by reading that block's header; if
 /// another thread unmaps that block at the same moment, the read can fault. Only a pointer hopless never
 /// handed out (an invalid free) can meet that window.
@@ -305,6 +324,9 @@ pub fn locate(p: *const u8) -> Located {
 #[cold]
 #[inline(never)]
 fn locate_slot_aligned(p: *mut u8) -> Located {
+    if crate::arena::ARENA_MAP.contains(p) {
+        return crate::arena::locate(p);
+    }
     if p.addr() & (SEGMENT_SIZE - 1) != 0 || p.addr() < SEGMENT_SIZE {
         return Located::Foreign;
     }

@@ -938,10 +938,12 @@ static int tsd_late_round(void) {
 /* ---------------------------------------------------------------------------------------------------
  * 9. a foreign page mapped right after a large block, inside the block's 4 MiB slot */
 
-/* Maps single pages at the first 8 page offsets after a 300000-byte block's end (the block is one page
- * past its 4 MiB-aligned header, so all of them lie in the block's 4 MiB slot); returns how many it got. */
+/* Maps single pages at the first 8 page offsets after a 300000-byte block's end (the block is 64 KiB
+ * past its 4 MiB-aligned header, so all of them lie in the block's 4 MiB slot); returns how many it got.
+ * Aligned to 64 KiB, the block gets a mapping of its own (arenas take alignments up to 32 KiB, and
+ * nothing foreign can be mapped inside an arena). */
 static int foreign_pages_after_large(char *pages[8]) {
-    char *p = malloc(300000);
+    char *p = memalign(65536, 300000);
     CHECK(p != NULL);
     memset(p, 1, 300000);
     sink = p;

@@ -577,6 +577,7 @@ impl<P: PageSource> Drop for Heap<P> {
     /// become dangling: drop a heap only when nothing it handed out is in use (tests, embedded arenas).
     fn drop(&mut self) {
         self.large.clear(&self.source);
+        self.large.release_arenas(&self.source, true);
         // SAFETY: `&mut self`: no thread cache or block of this heap is in use any more.
         unsafe {
             self.small.release_all(&self.source);

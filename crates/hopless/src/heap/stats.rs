@@ -59,3 +59,11 @@ impl<P: PageSource> Heap<P> {
         st
     }
 }
+
+#[cfg(test)]
+impl<P: PageSource> Heap<P> {
+    /// The large cache's counters, to drive its budget in tests.
+    pub(crate) fn large_counters_for_test<R>(&self, f: impl FnOnce(&mut crate::large::LargeInner) -> R) -> R {
+        self.large.with_counters_mut(f)
+    }
+}
