@@ -283,6 +283,20 @@ impl LargeInner {
     }
 }
 
+/// The header of a large block: a mapping or span of `len` bytes, the block `off` bytes in.
+const fn large_header(len: usize, off: usize, usable: usize) -> SegmentHeader {
+    SegmentHeader {
+        magic: SEGMENT_MAGIC,
+        kind: SegmentKind::Large,
+        slab_shift: 0,
+        first_slot: 0,
+        map_len: len,
+        data_offset: off,
+        usable,
+        next: ptr::null_mut(),
+    }
+}
+
 /// Where a large block of `align` starts after its header.
 #[inline]
 pub fn data_offset(align: usize) -> usize {
@@ -393,16 +407,7 @@ impl LargeCache {
         // SAFETY: `base` is a mapping of `len >= off + size` bytes that only this thread owns now; its
         // first page holds the header and the block starts at `off` inside it.
         unsafe {
-            seg.write(SegmentHeader {
-                magic: SEGMENT_MAGIC,
-                kind: SegmentKind::Large,
-                slab_shift: 0,
-                first_slot: 0,
-                map_len: len,
-                data_offset: off,
-                usable,
-                next: ptr::null_mut(),
-            });
+            seg.write(large_header(len, off, usable));
             let p = base.add(off);
             if guard != 0 {
                 // Hardened: the page after the block faults on any overflow.
@@ -508,16 +513,7 @@ impl LargeCache {
         // SAFETY: `take` made the span ours: `len` bytes of a live arena from `seg`, the block `off` bytes
         // in; `dirty` bounds the bytes an earlier user may have left non-zero.
         unsafe {
-            seg.write(SegmentHeader {
-                magic: SEGMENT_MAGIC,
-                kind: SegmentKind::Large,
-                slab_shift: 0,
-                first_slot: 0,
-                map_len: len,
-                data_offset: off,
-                usable,
-                next: ptr::null_mut(),
-            });
+            seg.write(large_header(len, off, usable));
             let p = seg.cast::<u8>().add(off);
             if zeroed && dirty > off {
                 ptr::write_bytes(p, 0, size.min(dirty - off));
