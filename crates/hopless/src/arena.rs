@@ -6,8 +6,9 @@
 //! mapped or the slice last purged, so possibly resident and non-zero), and per slice the length of the
 //! span in use that starts there. A large block is a span of whole slices: its [`SegmentHeader`] in the
 //! span's first page, the block from one page (or its alignment, at most [`MAX_ALIGN`]) in. Free spans
-//! are the runs of free bits, so neighbours coalesce by being freed; an allocation takes the smallest run
-//! that fits (best fit), a block grows in place into a free run after it.
+//! are the runs of free bits, so neighbours coalesce by being freed; an allocation takes the lowest place
+//! that faults in the fewest clean slices ([`first_fit`]); a block grows in place into a free run after
+//! it.
 //!
 //! From a pointer `p`: [`ARENA_MAP`] says whether `p`'s 64 MiB slot is an arena, `arena = p & !(64 MiB -
 //! 1)`, and the span is found from the slice table ([`locate`]); for a block start it is one load. The
@@ -183,29 +184,30 @@ fn last_bit(bits: &[u64; WORDS], s: usize, e: usize) -> Option<usize> {
 }
 
 /// Where to put a span of `n` slices in `a`: at the start or the end of a free run at least that long,
-/// taking as few clean slices as it can (each clean slice is 16 page faults to come), then from the
-/// shortest such run (best fit). Returns (start, clean slices taken, run length).
+/// taking as few clean slices as it can (each clean slice is 16 page faults to come), and among those the
+/// lowest address (first fit: it packs blocks low and leaves the long free runs high, where best fit by
+/// run length scattered them and faulted 4× as many pages per op on random churn). Returns (start, clean
+/// slices taken).
 ///
 /// # Safety
 ///
 /// `a` is a live arena and the caller holds the large cache's lock.
-pub unsafe fn best_fit(a: *mut Arena, n: usize) -> Option<(usize, usize, usize)> {
+pub unsafe fn first_fit(a: *mut Arena, n: usize) -> Option<(usize, usize)> {
     // SAFETY: per the caller.
     let (free, dirty) = unsafe { (&(*a).free, &(*a).dirty) };
     let word = |w: usize| free.get(w).copied().unwrap_or(0);
-    let mut best: Option<(usize, usize, usize)> = None;
+    let mut best: Option<(usize, usize)> = None;
     let mut i = 1;
     while let Some(s) = next_bit(word, i, false) {
         let e = next_bit(word, s, true).unwrap_or(SLICES);
-        let len = e - s;
-        if len >= n {
+        if e - s >= n {
             for at in [s, e - n] {
                 let clean = n - count_bits(dirty, at, at + n);
-                if best.is_none_or(|(_, c, l)| (clean, len) < (c, l)) {
-                    best = Some((at, clean, len));
+                if best.is_none_or(|(_, c)| clean < c) {
+                    best = Some((at, clean));
                 }
             }
-            if best.is_some_and(|(_, c, l)| c == 0 && l == n) {
+            if best.is_some_and(|(_, c)| c == 0) {
                 break;
             }
         }
@@ -219,7 +221,7 @@ pub unsafe fn best_fit(a: *mut Arena, n: usize) -> Option<(usize, usize, usize)>
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; the slices are free.
+/// As for [`first_fit`]; the slices are free.
 unsafe fn take_slices(a: *mut Arena, s: usize, n: usize) -> Option<usize> {
     let e = s + n;
     // SAFETY: per the caller; the header's fields are only written under the lock.
@@ -259,7 +261,7 @@ pub unsafe fn take(a: *mut Arena, s: usize, n: usize) -> usize {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; nothing uses the slices any more.
+/// As for [`first_fit`]; nothing uses the slices any more.
 unsafe fn give_slices(a: *mut Arena, s: usize, n: usize, clean: bool) {
     let e = s + n;
     // SAFETY: per the caller.
@@ -299,7 +301,7 @@ pub fn span_at(a: *mut Arena, s: usize) -> *mut SegmentHeader {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; nothing uses the span any more.
+/// As for [`first_fit`]; nothing uses the span any more.
 pub unsafe fn give(a: *mut Arena, s: usize) -> usize {
     // SAFETY: per the caller, `a` is live.
     let Some(entry) = (unsafe { span_entry(a, s) }) else {
@@ -319,7 +321,7 @@ pub unsafe fn give(a: *mut Arena, s: usize) -> usize {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; `0 < m < n`, `n` the span's length, and nothing uses the tail any more.
+/// As for [`first_fit`]; `0 < m < n`, `n` the span's length, and nothing uses the tail any more.
 pub unsafe fn shrink(a: *mut Arena, s: usize, n: usize, m: usize) {
     // SAFETY: per the caller, `a` is live.
     if let Some(e) = unsafe { span_entry(a, s) } {
@@ -334,7 +336,7 @@ pub unsafe fn shrink(a: *mut Arena, s: usize, n: usize, m: usize) {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; `n` is the span's length, `n < m <= want`.
+/// As for [`first_fit`]; `n` is the span's length, `n < m <= want`.
 pub unsafe fn grow(a: *mut Arena, s: usize, n: usize, m: usize, want: usize) -> Option<usize> {
     let from = s + n;
     // SAFETY: per the caller.
@@ -358,7 +360,7 @@ pub unsafe fn grow(a: *mut Arena, s: usize, n: usize, m: usize, want: usize) -> 
 ///
 /// # Safety
 ///
-/// As for [`best_fit`].
+/// As for [`first_fit`].
 pub unsafe fn take_purge(a: *mut Arena, max: usize) -> Option<(usize, usize)> {
     // SAFETY: per the caller.
     let (free, dirty) = unsafe { (&(*a).free, &(*a).dirty) };
@@ -381,7 +383,7 @@ pub unsafe fn take_purge(a: *mut Arena, max: usize) -> Option<(usize, usize)> {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`]; the run came from `take_purge` on `a` and its pages were decommitted.
+/// As for [`first_fit`]; the run came from `take_purge` on `a` and its pages were decommitted.
 pub unsafe fn return_purged(a: *mut Arena, s: usize, n: usize) {
     // SAFETY: per the caller.
     unsafe { give_slices(a, s, n, true) };
@@ -391,7 +393,7 @@ pub unsafe fn return_purged(a: *mut Arena, s: usize, n: usize) {
 ///
 /// # Safety
 ///
-/// As for [`best_fit`].
+/// As for [`first_fit`].
 pub unsafe fn is_empty(a: *mut Arena) -> bool {
     // SAFETY: per the caller.
     unsafe { (*a).free_slices == SLICES - 1 }

@@ -77,7 +77,7 @@ pub struct LargeCache {
 }
 
 /// The cache and the counters, under the cache's lock. Invariants (relied on by [`LargeCache::alloc`]'s
-/// best fit and [`LargeCache::free`]'s eviction):
+/// placement and [`LargeCache::free`]'s eviction):
 /// - `entries[..n]` are whole cached mappings, oldest first, `n <= CACHE_ENTRIES`; none is in use, none
 ///   is guarded (hardened) or segment-aligned (those are never cached), and each still holds the pages
 ///   its last user touched;
@@ -166,19 +166,20 @@ impl LargeInner {
         r
     }
 
-    /// Takes the best-fitting free run of `n` slices among the arenas as a span in use: (arena, start
-    /// slice, how many bytes from the span's start may be non-zero).
+    /// Takes a free run of `n` slices as a span in use, in the oldest arena where it faults in the fewest
+    /// clean slices (see [`arena::first_fit`]): (arena, start slice, how many bytes from the span's start
+    /// may be non-zero).
     fn arena_take(&mut self, n: usize) -> Option<(*mut Arena, usize, usize)> {
-        let mut best: Option<(*mut Arena, usize, usize, usize)> = None;
+        let mut best: Option<(*mut Arena, usize, usize)> = None;
         let mut a = self.arenas;
         while !a.is_null() {
             // SAFETY: the arenas on the list are live and, under the lock, ours to read.
             unsafe {
                 if (*a).free_slices >= n {
-                    if let Some((s, clean, len)) = arena::best_fit(a, n) {
-                        if best.is_none_or(|(_, _, c, l)| (clean, len) < (c, l)) {
-                            best = Some((a, s, clean, len));
-                            if clean == 0 && len == n {
+                    if let Some((s, clean)) = arena::first_fit(a, n) {
+                        if best.is_none_or(|(_, _, c)| clean < c) {
+                            best = Some((a, s, clean));
+                            if clean == 0 {
                                 break;
                             }
                         }
@@ -187,7 +188,7 @@ impl LargeInner {
                 a = (*a).next;
             }
         }
-        let (a, s, _, _) = best?;
+        let (a, s, _) = best?;
         // SAFETY: a listed arena; the run is free.
         let dirty = unsafe { self.track(a, || arena::take(a, s, n)) };
         Some((a, s, dirty))
@@ -501,9 +502,17 @@ impl LargeCache {
                 return ptr::null_mut();
             }
             let mut g = self.inner.lock();
-            // SAFETY: a new arena that only this thread knows; it joins the list under the lock.
-            unsafe { (*fresh).next = g.arenas };
-            g.arenas = fresh;
+            // The list stays oldest first, so that blocks pack into the oldest arenas and the newest
+            // empty out to be given back.
+            let mut link: *mut *mut Arena = &mut g.arenas;
+            // SAFETY: `link` points at the list head or a listed arena's `next` (live, under the lock);
+            // the new arena is ours alone until it is linked.
+            unsafe {
+                while !(*link).is_null() {
+                    link = &mut (**link).next;
+                }
+                *link = fresh;
+            }
             g.arena_count += 1;
             if let Some(t) = take(&mut g) {
                 break t;
