@@ -1,7 +1,7 @@
 //! Arenas: where large blocks of up to [`MAX_SPAN`] live, so that the pages a freed block leaves serve the
 //! next large block of any size without a page fault.
 //!
-//! An arena is a 64 MiB region aligned to its size and cut into 64 KiB slices. The first slice holds the
+//! An arena is a 64 MiB region aligned to its size and cut into 16 KiB slices. The first two slices hold the
 //! [`Arena`] header: a bitmap of free slices, a bitmap of dirty ones (handed out since the arena was
 //! mapped or the slice last purged, so possibly resident and non-zero), and per slice the length of the
 //! span in use that starts there. A large block is a span of whole slices: its [`SegmentHeader`] in the
@@ -36,7 +36,7 @@ use crate::segment::{map_bits, Located, SegmentHeader, SlotMap};
 pub const ARENA_SHIFT: usize = if cfg!(miri) { 23 } else { 26 };
 /// Size and alignment of an arena (8 MiB under Miri).
 pub const ARENA_SIZE: usize = 1 << ARENA_SHIFT;
-pub const SLICE_SHIFT: usize = 16;
+pub const SLICE_SHIFT: usize = 14;
 /// The unit spans are made of.
 pub const SLICE: usize = 1 << SLICE_SHIFT;
 /// Slices per arena, the header's included.
@@ -68,7 +68,10 @@ pub struct Arena {
     spans: [AtomicU32; SLICES],
 }
 
-const _: () = assert!(core::mem::size_of::<Arena>() <= SLICE && MAX_ALIGN >= PAGE_SIZE);
+/// The slices the header takes, at the arena's start.
+pub const HEADER_SLICES: usize = core::mem::size_of::<Arena>().div_ceil(SLICE);
+
+const _: () = assert!(HEADER_SLICES < 64 && MAX_ALIGN >= PAGE_SIZE);
 
 /// Maps a new arena: every slice but the header's free and clean. Null when out of memory.
 pub fn create<P: PageSource>(source: &P) -> *mut Arena {
@@ -82,11 +85,11 @@ pub fn create<P: PageSource>(source: &P) -> *mut Arena {
     unsafe {
         (*a).magic = ARENA_MAGIC;
         (*a).next = ptr::null_mut();
-        (*a).free_slices = SLICES - 1;
+        (*a).free_slices = SLICES - HEADER_SLICES;
         (*a).dirty_free = 0;
         (*a).free = [!0; WORDS];
         if let Some(w) = (*a).free.first_mut() {
-            *w = !1; // the header's slice
+            *w = !0 << HEADER_SLICES; // the header's slices
         }
     }
     if !ARENA_MAP.insert(base.cast()) {
@@ -184,7 +187,7 @@ fn last_bit(bits: &[u64; WORDS], s: usize, e: usize) -> Option<usize> {
 }
 
 /// Where to put a span of `n` slices in `a`: at the start or the end of a free run at least that long,
-/// taking as few clean slices as it can (each clean slice is 16 page faults to come), and among those the
+/// taking as few clean slices as it can (each clean slice is 4 page faults to come), and among those the
 /// lowest address (first fit: it packs blocks low and leaves the long free runs high, where best fit by
 /// run length scattered them and faulted 4× as many pages per op on random churn). Returns (start, clean
 /// slices taken).
@@ -197,7 +200,7 @@ pub unsafe fn first_fit(a: *mut Arena, n: usize) -> Option<(usize, usize)> {
     let (free, dirty) = unsafe { (&(*a).free, &(*a).dirty) };
     let word = |w: usize| free.get(w).copied().unwrap_or(0);
     let mut best: Option<(usize, usize)> = None;
-    let mut i = 1;
+    let mut i = HEADER_SLICES;
     while let Some(s) = next_bit(word, i, false) {
         let e = next_bit(word, s, true).unwrap_or(SLICES);
         if e - s >= n {
@@ -365,7 +368,7 @@ pub unsafe fn take_purge(a: *mut Arena, max: usize) -> Option<(usize, usize)> {
     // SAFETY: per the caller.
     let (free, dirty) = unsafe { (&(*a).free, &(*a).dirty) };
     let both = |w: usize| free.get(w).copied().unwrap_or(0) & dirty.get(w).copied().unwrap_or(0);
-    let s = next_bit(both, 1, false)?;
+    let s = next_bit(both, HEADER_SLICES, false)?;
     let e = next_bit(both, s, true)
         .unwrap_or(SLICES)
         .min(s.saturating_add(max.max(1)));
@@ -396,7 +399,7 @@ pub unsafe fn return_purged(a: *mut Arena, s: usize, n: usize) {
 /// As for [`first_fit`].
 pub unsafe fn is_empty(a: *mut Arena) -> bool {
     // SAFETY: per the caller.
-    unsafe { (*a).free_slices == SLICES - 1 }
+    unsafe { (*a).free_slices == SLICES - HEADER_SLICES }
 }
 
 /// The large block of an arena that `p` lies in (its span's header), or `Foreign` for an address in a free
@@ -410,7 +413,7 @@ pub fn locate(p: *const u8) -> Located {
     let a = arena_of(p.cast_mut());
     let i = (p.addr() - a.addr()) >> SLICE_SHIFT;
     let mut j = i;
-    while j > 0 {
+    while j >= HEADER_SLICES {
         // SAFETY: the map says `a` is a live arena.
         let v = unsafe { span_entry(a, j) }.map_or(0, |e| e.load(Ordering::Acquire));
         if v == FREED {

@@ -1,6 +1,6 @@
 //! Large blocks: above 256 KiB, or aligned to more than the largest class alignment.
 //!
-//! Up to [`MAX_SPAN`] (16 MiB) and aligned to at most 32 KiB, a block is a span of an arena (see
+//! Up to [`MAX_SPAN`] (16 MiB) and aligned to at most 8 KiB, a block is a span of an arena (see
 //! `arena`): its header in the span's first page, found from the block by the arena map and the
 //! arena's span table. A freed span's slices go back to the arena's free runs, coalescing with free
 //! neighbours, and keep their pages: the next large block of any size that fits there is served without
@@ -8,7 +8,7 @@
 //! with one mapping per block, cached; about 1.1× with arenas). A span grows in place into the free run
 //! after it, or moves with a quarter more room; it shrinks in place.
 //!
-//! Bigger blocks, and blocks aligned to 64 KiB or more, or with a guard page (hardened mode), are a
+//! Bigger blocks, and blocks aligned to 16 KiB or more, or with a guard page (hardened mode), are a
 //! mapping each, aligned to the segment size so that `free` finds its header the way it finds a slab's;
 //! the block starts one page (or one alignment) after the header. A block aligned to the segment size
 //! (4 MiB) or more would start at a segment boundary, where `free` would look for its header: such a

@@ -37,7 +37,7 @@
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
 //! | `large` | blocks above 256 KiB: up to 16 MiB in arenas, bigger ones one mapping each with a small cache of recent mappings; the budget of free pages kept |
-//! | `arena` | 64 MiB regions cut into 64 KiB slices: large blocks as spans, free spans coalescing in a bitmap |
+//! | `arena` | 64 MiB regions cut into 16 KiB slices: large blocks as spans, free spans coalescing in a bitmap |
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the spin lock, with the fork holder's pass |

@@ -258,7 +258,7 @@ fn large_blocks_are_aligned_cached_and_zeroed() {
 fn large_requests_take_the_closest_cached_mapping() {
     // SystemPages cannot resize: a mapping up to twice the request is reused whole, and one that would
     // have to grow (it is at least three quarters of the request) is given back. Aligned to 64 KiB, the
-    // blocks get mappings of their own (arenas take alignments up to 32 KiB).
+    // blocks get mappings of their own (arenas take alignments up to 8 KiB).
     const A: usize = 64 << 10;
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);
@@ -397,8 +397,8 @@ fn arena_blocks_reuse_coalesced_slices_and_are_located_exactly() {
     use crate::segment::{locate, Located};
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);
-    let size = 5 * SLICE; // six slices with the header page
-                          // SAFETY: `tc` is this test's cache; blocks freed once, used within their size.
+    let size = 20 * SLICE; // 21 slices with the header page
+                           // SAFETY: `tc` is this test's cache; blocks freed once, used within their size.
     unsafe {
         let [a, b, c] = [1u8, 2, 3].map(|t| {
             let p = heap.alloc(tc, size, 8, false);
@@ -408,10 +408,10 @@ fn arena_blocks_reuse_coalesced_slices_and_are_located_exactly() {
         assert!(ARENA_MAP.contains(a) && arena_of(a) == arena_of(c));
         assert_eq!(
             b.addr() - a.addr(),
-            6 * SLICE,
+            21 * SLICE,
             "spans are carved in address order"
         );
-        assert_eq!(c.addr() - b.addr(), 6 * SLICE);
+        assert_eq!(c.addr() - b.addr(), 21 * SLICE);
         assert!(heap.usable_size(a) >= size);
         assert!(
             matches!(locate(a.add(size - 1)), Located::Large(_)),
@@ -425,11 +425,11 @@ fn arena_blocks_reuse_coalesced_slices_and_are_located_exactly() {
         heap.free_ptr(tc, a);
         heap.free_ptr(tc, b);
         assert_eq!(heap.usable_size(a.add(SLICE)), 0, "free slices");
-        assert!(heap.stats().large_cached_bytes as usize >= 12 * SLICE);
+        assert!(heap.stats().large_cached_bytes as usize >= 42 * SLICE);
         // The two freed spans coalesced: a block of both fits where they were, its bytes zeroed.
-        let d = heap.alloc(tc, 11 * SLICE, 8, true);
+        let d = heap.alloc(tc, 41 * SLICE, 8, true);
         assert_eq!(d, a);
-        check_sampled(d, 11 * SLICE, 0);
+        check_sampled(d, 41 * SLICE, 0);
         check_sampled(c, size, 3);
         assert_eq!(heap.stats().large_cache_hits, 1);
         heap.free_ptr(tc, d);
@@ -449,29 +449,29 @@ fn arena_blocks_grow_in_place_move_when_blocked_and_shrink() {
     use crate::arena::SLICE;
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);
-    let size = 5 * SLICE;
+    let size = 20 * SLICE;
     // SAFETY: `tc` is this test's cache; each block is live when used.
     unsafe {
         let p = heap.alloc(tc, size, 8, false);
         fill(p, size, 7);
-        let q = heap.realloc(tc, p, size, 8, 9 * SLICE);
+        let q = heap.realloc(tc, p, size, 8, 36 * SLICE);
         assert_eq!(q, p, "grown into the free slices after it");
         check_sampled(q, size, 7);
-        fill(q, 9 * SLICE, 8);
+        fill(q, 36 * SLICE, 8);
         let wall = heap.alloc(tc, size, 8, false);
         fill(wall, size, 9);
-        let r = heap.realloc(tc, q, 9 * SLICE, 8, 30 * SLICE);
+        let r = heap.realloc(tc, q, 36 * SLICE, 8, 120 * SLICE);
         assert_ne!(r, q, "the next block is in the way: moved");
-        check_sampled(r, 9 * SLICE, 8);
+        check_sampled(r, 36 * SLICE, 8);
         check_sampled(wall, size, 9);
-        let s = heap.realloc(tc, r, 30 * SLICE, 8, 8 * SLICE);
+        let s = heap.realloc(tc, r, 120 * SLICE, 8, 32 * SLICE);
         assert_eq!(s, r, "shrunk in place");
-        check_sampled(s, 8 * SLICE, 8);
-        assert!(heap.usable_size(s) < 9 * SLICE);
-        let t = heap.alloc(tc, 10 * SLICE, 8, false);
+        check_sampled(s, 32 * SLICE, 8);
+        assert!(heap.usable_size(s) < 34 * SLICE);
+        let t = heap.alloc(tc, 40 * SLICE, 8, false);
         assert_eq!(
             t.addr() - s.addr(),
-            9 * SLICE,
+            33 * SLICE,
             "the freed tail serves the next block"
         );
         for x in [s, t, wall] {

@@ -940,7 +940,7 @@ static int tsd_late_round(void) {
 
 /* Maps single pages at the first 8 page offsets after a 300000-byte block's end (the block is 64 KiB
  * past its 4 MiB-aligned header, so all of them lie in the block's 4 MiB slot); returns how many it got.
- * Aligned to 64 KiB, the block gets a mapping of its own (arenas take alignments up to 32 KiB, and
+ * Aligned to 64 KiB, the block gets a mapping of its own (arenas take alignments up to 8 KiB, and
  * nothing foreign can be mapped inside an arena). */
 static int foreign_pages_after_large(char *pages[8]) {
     char *p = memalign(65536, 300000);
