@@ -5,7 +5,7 @@
 //! arena's span table. A freed span's slices go back to the arena's free runs, coalescing with free
 //! neighbours, and keep their pages: the next large block of any size that fits there is served without
 //! a page fault (a program churning blocks of random sizes up to 8 MiB paid 8.7× mimalloc's time per op
-//! with one mapping per block, cached; about 1.1× with arenas). A span grows in place into the free run
+//! with one mapping per block, cached; level with it in arenas). A span grows in place into the free run
 //! after it, or moves with a quarter more room; it shrinks in place.
 //!
 //! Bigger blocks, and blocks aligned to 16 KiB or more, or with a guard page (hardened mode), are a
