@@ -49,7 +49,6 @@ pub const MAX_SPAN: usize = ARENA_SIZE / 4;
 pub const MAX_ALIGN: usize = SLICE / 2;
 /// `spans[i]` of a free slice where a freed span started.
 const FREED: u32 = u32::MAX;
-const ARENA_MAGIC: u64 = 0x686f_706c_6172_656e; // "hoplaren"
 
 /// Which 64 MiB-aligned slots are arenas (process-wide, like the segment map).
 pub static ARENA_MAP: SlotMap<ARENA_SHIFT, { map_bits(ARENA_SHIFT) / 64 }> = SlotMap::new();
@@ -57,7 +56,6 @@ pub static ARENA_MAP: SlotMap<ARENA_SHIFT, { map_bits(ARENA_SHIFT) / 64 }> = Slo
 /// An arena's header, at its start.
 #[repr(C)]
 pub struct Arena {
-    magic: u64,
     /// The next arena of the same heap (under the large cache's lock).
     pub next: *mut Arena,
     pub free_slices: usize,
@@ -83,7 +81,6 @@ pub fn create<P: PageSource>(source: &P) -> *mut Arena {
     // SAFETY: a fresh zeroed reservation of ARENA_SIZE bytes, aligned, that only this thread knows; the
     // header fits in its first slice. Zero is a valid `spans` array (atomics of 0) and dirty bitmap.
     unsafe {
-        (*a).magic = ARENA_MAGIC;
         (*a).next = ptr::null_mut();
         (*a).free_slices = SLICES - HEADER_SLICES;
         (*a).dirty_free = 0;
@@ -344,8 +341,9 @@ pub unsafe fn grow(a: *mut Arena, s: usize, n: usize, m: usize, want: usize) -> 
     let from = s + n;
     // SAFETY: per the caller.
     let free = unsafe { &(*a).free };
+    // The end of the free run at `from` (`from` itself when that slice is not free).
     let end = next_bit(|w| free.get(w).copied().unwrap_or(0), from, true).unwrap_or(SLICES);
-    if end < s + m || !(from < SLICES && free.get(from / 64).is_some_and(|w| w & (1 << (from % 64)) != 0)) {
+    if end < s + m {
         return None;
     }
     let new = want.min(end - s);

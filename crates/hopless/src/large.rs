@@ -84,16 +84,13 @@ pub struct LargeCache {
 /// - `bytes` is the sum of their lengths, at most `CACHE_MAX_BYTES` (and at most the [`budget`] of the
 ///   last free);
 /// - `bytes_in_use` counts the usable bytes of the large blocks handed out and not freed;
-/// - `arenas` lists every arena of this heap (`arena_count` of them); `arena_dirty` is the sum of their
-///   `dirty_free` (free slices that may be resident), and `bytes + arena_dirty * SLICE` is what the
-///   budget bounds.
+/// - `arenas` lists every arena of this heap, oldest first; `bytes` plus their free dirty slices (which
+///   may be resident) is what the budget bounds ([`LargeInner::cached_bytes`]).
 pub struct LargeInner {
     entries: [Entry; CACHE_ENTRIES],
     n: usize,
     bytes: usize,
     arenas: *mut Arena,
-    arena_count: usize,
-    arena_dirty: usize,
     pub allocs: u64,
     pub frees: u64,
     pub hits: u64,
@@ -148,22 +145,16 @@ impl LargeInner {
 
     /// Bytes of free memory kept resident: the cached mappings and the arenas' free dirty slices.
     pub fn cached_bytes(&self) -> usize {
-        self.bytes + self.arena_dirty * SLICE
-    }
-
-    /// Runs an arena operation, keeping `arena_dirty` in step with the arena's `dirty_free`.
-    ///
-    /// # Safety
-    ///
-    /// `a` is one of this heap's arenas (the lock is held: `&mut self`).
-    unsafe fn track<R>(&mut self, a: *mut Arena, f: impl FnOnce() -> R) -> R {
-        // SAFETY: per the caller.
-        let before = unsafe { (*a).dirty_free };
-        let r = f();
-        // SAFETY: as above.
-        let after = unsafe { (*a).dirty_free };
-        self.arena_dirty = (self.arena_dirty + after).saturating_sub(before);
-        r
+        let mut slices = 0;
+        let mut a = self.arenas;
+        while !a.is_null() {
+            // SAFETY: the arenas on the list are live and, under the lock, ours to read.
+            unsafe {
+                slices += (*a).dirty_free;
+                a = (*a).next;
+            }
+        }
+        self.bytes + slices * SLICE
     }
 
     /// Takes a free run of `n` slices as a span in use, in the oldest arena where it faults in the fewest
@@ -190,7 +181,7 @@ impl LargeInner {
         }
         let (a, s, _) = best?;
         // SAFETY: a listed arena; the run is free.
-        let dirty = unsafe { self.track(a, || arena::take(a, s, n)) };
+        let dirty = unsafe { arena::take(a, s, n) };
         Some((a, s, dirty))
     }
 
@@ -226,7 +217,7 @@ impl LargeInner {
             return None;
         }
         // SAFETY: a listed arena, under the lock.
-        let (s, n) = unsafe { self.track(pick, || arena::take_purge(pick, max)) }?;
+        let (s, n) = unsafe { arena::take_purge(pick, max) }?;
         Some(Run {
             arena: pick,
             start: s,
@@ -234,28 +225,39 @@ impl LargeInner {
         })
     }
 
-    /// Unlinks `a` if it is empty and clean and another arena remains (`all`: whenever it is empty);
-    /// returns it to be unmapped once the lock is released, or null.
-    fn unlink_if_unused(&mut self, a: *mut Arena, all: bool) -> *mut Arena {
+    /// Unlinks `a` if it is empty and clean and another arena remains; returns it to be unmapped once
+    /// the lock is released, or null.
+    fn unlink_if_unused(&mut self, a: *mut Arena) -> *mut Arena {
         // SAFETY: listed arenas are live; the lock is held.
-        let unused = unsafe { arena::is_empty(a) && (all || ((*a).dirty_free == 0 && self.arena_count > 1)) };
-        if !unused {
-            return ptr::null_mut();
+        let unused = unsafe {
+            arena::is_empty(a) && (*a).dirty_free == 0 && (self.arenas != a || !(*a).next.is_null())
+        };
+        if unused {
+            self.unlink_where(|x| x == a)
+        } else {
+            ptr::null_mut()
         }
+    }
+
+    /// Unlinks every arena `pick` chooses; returns them chained through `next` (null: none).
+    fn unlink_where(&mut self, mut pick: impl FnMut(*mut Arena) -> bool) -> *mut Arena {
+        let mut gone: *mut Arena = ptr::null_mut();
         let mut link: *mut *mut Arena = &mut self.arenas;
-        // SAFETY: `link` points at the list head or a listed arena's `next`, all live under the lock.
+        // SAFETY: `link` points at the list head or a listed arena's `next`; listed arenas are live, and
+        // the lock is held (`&mut self`).
         unsafe {
             while !(*link).is_null() {
-                if *link == a {
+                let a = *link;
+                if pick(a) {
                     *link = (*a).next;
-                    self.arena_count -= 1;
-                    self.arena_dirty = self.arena_dirty.saturating_sub((*a).dirty_free);
-                    return a;
+                    (*a).next = gone;
+                    gone = a;
+                } else {
+                    link = &mut (*a).next;
                 }
-                link = &mut (**link).next;
             }
         }
-        ptr::null_mut()
+        gone
     }
 
     fn count_alloc(&mut self, usable: usize, hit: bool) {
@@ -317,8 +319,6 @@ impl LargeCache {
                 n: 0,
                 bytes: 0,
                 arenas: ptr::null_mut(),
-                arena_count: 0,
-                arena_dirty: 0,
                 allocs: 0,
                 frees: 0,
                 hits: 0,
@@ -513,7 +513,6 @@ impl LargeCache {
                 }
                 *link = fresh;
             }
-            g.arena_count += 1;
             if let Some(t) = take(&mut g) {
                 break t;
             }
@@ -546,7 +545,7 @@ impl LargeCache {
         let unused = {
             let mut g = self.inner.lock();
             // SAFETY: per the caller, a listed arena; the lock is held.
-            let n = unsafe { g.track(a, || arena::give(a, s)) };
+            let n = unsafe { arena::give(a, s) };
             if n == 0 {
                 drop(g);
                 crate::report::Msg::new()
@@ -558,7 +557,7 @@ impl LargeCache {
             let cap = budget(g.recent_in_use(now));
             g.count_free(usable);
             g.trim_to(cap, &mut evicted, &mut purge);
-            g.unlink_if_unused(a, false)
+            g.unlink_if_unused(a)
         };
         // SAFETY: evicted mappings and purge runs were taken out under the lock; an unlinked arena is
         // empty and on no list.
@@ -605,11 +604,11 @@ impl LargeCache {
             // SAFETY: a listed arena, under the lock; the span is ours (`n` slices from `s`).
             let k = unsafe {
                 if m < n {
-                    g.track(a, || arena::shrink(a, s, n, m));
+                    arena::shrink(a, s, n, m);
                     Some(m)
                 } else {
                     let want = m.max(n + n / 4).min(MAX_SPAN / SLICE);
-                    g.track(a, || arena::grow(a, s, n, m, want))
+                    arena::grow(a, s, n, m, want)
                 }
             };
             if let Some(k) = k {
@@ -773,28 +772,11 @@ impl LargeCache {
 
     /// Unmaps the empty arenas, or every arena if `all` (for a heap being dropped: its blocks are gone).
     pub fn release_arenas<P: PageSource>(&self, source: &P, all: bool) {
-        let mut gone: *mut Arena = ptr::null_mut();
-        {
-            let mut g = self.inner.lock();
-            let g = &mut *g;
-            let mut link: *mut *mut Arena = &mut g.arenas;
-            // SAFETY: `link` points at the list head or a listed arena's `next`; listed arenas are live,
-            // and the lock is held.
-            unsafe {
-                while !(*link).is_null() {
-                    let a = *link;
-                    if all || arena::is_empty(a) {
-                        *link = (*a).next;
-                        (*a).next = gone;
-                        gone = a;
-                        g.arena_count -= 1;
-                        g.arena_dirty = g.arena_dirty.saturating_sub((*a).dirty_free);
-                    } else {
-                        link = &mut (*a).next;
-                    }
-                }
-            }
-        }
+        // SAFETY: listed arenas are live; `unlink_where` calls this under the lock.
+        let mut gone = self
+            .inner
+            .lock()
+            .unlink_where(|a| all || unsafe { arena::is_empty(a) });
         while !gone.is_null() {
             // SAFETY: unlinked above, so no one else reaches it; per the caller nothing in it is used.
             unsafe {
@@ -885,8 +867,8 @@ impl Purge {
             let mut g = cache.inner.lock();
             for (r, u) in self.runs.iter().take(self.n).zip(unused.iter_mut()) {
                 // SAFETY: per the caller; the arena stays listed while a run of it is out.
-                unsafe { g.track(r.arena, || arena::return_purged(r.arena, r.start, r.len)) };
-                *u = g.unlink_if_unused(r.arena, false);
+                unsafe { arena::return_purged(r.arena, r.start, r.len) };
+                *u = g.unlink_if_unused(r.arena);
             }
         }
         for &u in unused.iter().filter(|u| !u.is_null()) {

@@ -108,14 +108,14 @@ const _: () = assert!(core::mem::size_of::<ThreadCache>() < u32::MAX as usize);
 // blocks never move between slots (a flush takes the top of the magazine, `take_newest`), so the look
 // is one slot, not a search.
 //
-// In memory a key is stored as it is ([`KEY_ROTATE`] is 0): the address part in the low 48 bits, where
+// In memory a key is stored as it is: the address part in the low 48 bits, where
 // the block went in the high 16. A program's first write to a block is most often to its first bytes
 // (a string's NUL, a flag byte), and that breaks the address part, so the free path tells "not a key"
 // (the common case) with one rotate and one compare (`(word ^ key).rotate_left(16) > 0xffff`). Stored
 // rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
 // as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
 // free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
-// `key_word` and `write_key`, which rotate by [`KEY_ROTATE`].
+// `key_word` and `write_key`.
 //
 // One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
 // block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
@@ -157,16 +157,6 @@ pub fn free_salt() -> usize {
 #[inline(always)]
 pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
     p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
-}
-
-/// How far a key is rotated left in the block's word (see above).
-pub const KEY_ROTATE: u32 = 0;
-
-/// [`slot_key`] as stored in the block (`slot_key(p, tag, slot).rotate_left(KEY_ROTATE)`, for a slot
-/// below [`MAG_MAX`]).
-#[inline(always)]
-fn stored_slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
-    (p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)).rotate_left(KEY_ROTATE)
 }
 
 /// The bit of `p` in a magazine's refill filter (0..128).
@@ -251,7 +241,7 @@ pub(crate) fn opaque(mut x: usize) -> usize {
 #[inline]
 fn unwritten() {}
 
-/// The first word of `p` read as a key (rotated back: see [`KEY_ROTATE`]), whatever it holds.
+/// The first word of `p` read as a key, whatever it holds.
 ///
 /// # Safety
 ///
@@ -259,10 +249,10 @@ fn unwritten() {}
 #[inline(always)]
 pub unsafe fn key_word(p: *mut u8) -> usize {
     // SAFETY: per the caller.
-    unsafe { p.cast::<usize>().read() }.rotate_right(KEY_ROTATE)
+    unsafe { p.cast::<usize>().read() }
 }
 
-/// Writes `key` into the first word of `p` (rotated: see [`KEY_ROTATE`]).
+/// Writes `key` into the first word of `p`.
 ///
 /// # Safety
 ///
@@ -270,7 +260,7 @@ pub unsafe fn key_word(p: *mut u8) -> usize {
 #[inline(always)]
 pub unsafe fn write_key(p: *mut u8, key: usize) {
     // SAFETY: per the caller.
-    unsafe { p.cast::<usize>().write(key.rotate_left(KEY_ROTATE)) }
+    unsafe { p.cast::<usize>().write(key) }
 }
 
 /// What [`ThreadCache::push_keyed`] did.
@@ -449,19 +439,15 @@ impl ThreadCache {
         if n >= cap {
             return Push::Full;
         }
-        let stored = stored_slot_key(p, tag, n as usize);
+        let key = slot_key(p, tag, n as usize);
         // SAFETY: per the caller, the block's first word is ours to read and write.
         unsafe {
-            // The word and the key this push writes, both as stored, rotated so that the address
-            // parts are the high 48 bits: above `0xffff` when they differ, so the word is not a key
-            // (the common case, one compare). Otherwise `d` (rotated back to a key's layout) is 0 for
-            // the very key this push writes (a block popped from this slot, unwritten since), else the
-            // difference from a key for another place.
-            let x = opaque(
-                (p.cast::<usize>().read() ^ stored)
-                    .rotate_right(KEY_ROTATE)
-                    .rotate_left(16),
-            );
+            // The word and the key this push writes, rotated so that the address parts are the high
+            // 48 bits: above `0xffff` when they differ, so the word is not a key (the common case, one
+            // compare). Otherwise `d` (rotated back) is 0 for the very key this push writes (a block
+            // popped from this slot, unwritten since), else the difference from a key for another
+            // place.
+            let x = opaque((key_word(p) ^ key).rotate_left(16));
             if x <= 0xffff {
                 // A key: the program did not write the block since it was handed out.
                 unwritten();
@@ -470,7 +456,7 @@ impl ThreadCache {
                     return Push::Suspect;
                 }
             }
-            p.cast::<usize>().write(stored);
+            write_key(p, key);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
         count.store(n + 1, Ordering::Release);
@@ -673,8 +659,10 @@ mod tests {
         }
     }
 
+    /// The free path's one-compare test: two keys of one block and magazine differ only in where the
+    /// block went, and rotated left by 16 their difference is exactly the slot difference.
     #[test]
-    fn stored_keys_are_the_keys_rotated() {
+    fn keys_of_one_block_differ_only_in_the_slot() {
         let mut x = 0x9e37_79b9_7f4a_7c15usize;
         for round in 0..64 {
             x = x.rotate_left(23).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ round;
@@ -682,8 +670,8 @@ mod tests {
             let tag = tag_of(round % MAX_CACHE_ID) ^ (x as u64 & 0xffff);
             for slot in 0..MAG_MAX {
                 assert_eq!(
-                    stored_slot_key(p, tag, slot),
-                    slot_key(p, tag, slot).rotate_left(KEY_ROTATE)
+                    (slot_key(p, tag, slot) ^ slot_key(p, tag, 0)).rotate_left(16),
+                    slot
                 );
             }
         }
