@@ -780,6 +780,30 @@ fn blocks_of_a_slab_back_in_its_pool_fail_the_fast_check() {
     }
 }
 
+/// `fork`'s handlers write only the lock pages while the transfer slots have never been on (the slots
+/// span 56 pages, each copied on write in both processes after every fork); once on, they hold the
+/// slots still like any lock, and give them back.
+#[test]
+fn fork_leaves_transfer_slots_alone_until_they_are_turned_on() {
+    let heap = Heap::new(SystemPages);
+    let frozen = |h: &Heap<SystemPages>| h.transfer.iter().map(|t| t.frozen()).sum::<usize>();
+    heap.lock_all();
+    assert_eq!(frozen(&heap), 0, "slots never on are not written");
+    // SAFETY: this thread took every lock just above.
+    unsafe { heap.unlock_all() };
+    heap.set_transfer(true);
+    heap.set_transfer(false);
+    heap.lock_all();
+    assert_eq!(
+        frozen(&heap),
+        heap.transfer.len() * crate::transfer::TRANSFER_SLOTS,
+        "slots that were on once may hold batches: every one is held still"
+    );
+    // SAFETY: as above.
+    unsafe { heap.unlock_all() };
+    assert_eq!(frozen(&heap), 0);
+}
+
 /// With the transfer slots on, a consumer's full magazine goes to a slot with the transfer mark on every
 /// block, the producer's next refill takes that batch back whole (no slab touched), and a block sitting
 /// in a slot is seen there by the double-free check's look (`Transfer::holds`).

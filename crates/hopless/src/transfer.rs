@@ -212,6 +212,15 @@ impl Transfer {
             slot.state.fetch_and(!FROZEN, Ordering::Release);
         }
     }
+
+    /// How many of the slots are held still (for tests).
+    #[cfg(test)]
+    pub fn frozen(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.state.load(Ordering::Relaxed) & FROZEN != 0)
+            .count()
+    }
 }
 
 impl Default for Transfer {

@@ -48,18 +48,25 @@ use crate::thread_cache::{read_key, KeySays, Push, ThreadCache};
 use crate::transfer::Transfer;
 use registry::Caches;
 
+/// The fields `fork`'s handlers write (every lock: the class heaps, the pools, the large cache, the
+/// registry) come first and together, from a page boundary, so a fork touches as few pages as they
+/// need (3): each one it writes is copied once in the parent and once in the child.
+#[repr(C, align(4096))]
 pub struct Heap<P: PageSource> {
-    source: P,
     classes: [ClassHeap; NUM_CLASSES],
-    /// Small classes' lock-free slots for half-magazines moving between threads (`transfer`).
-    pub(crate) transfer: [Transfer; size_class::NUM_SMALL],
-    /// Whether full magazines go to the transfer slots first (off by default; `HOPLESS_TRANSFER=1` turns
-    /// it on: see `transfer`).
-    transfer_on: AtomicBool,
     small: SlabPool,
     medium: SlabPool,
     large: LargeCache,
     caches: SpinLock<Caches>,
+    /// Whether full magazines go to the transfer slots first (off by default; `HOPLESS_TRANSFER=1` turns
+    /// it on: see `transfer`).
+    transfer_on: AtomicBool,
+    /// Set before `transfer_on` is first set, never cleared: whether any slot may hold a batch or be
+    /// in flight. While it is false, `fork` leaves the slots alone (see `lock_all`).
+    pub(crate) transfer_used: AtomicBool,
+    /// Small classes' lock-free slots for half-magazines moving between threads (`transfer`).
+    pub(crate) transfer: [Transfer; size_class::NUM_SMALL],
+    source: P,
 }
 
 /// How many blocks a refill moves: half a magazine (the seed's batch of 32 for small classes).
@@ -75,6 +82,7 @@ impl<P: PageSource> Heap<P> {
             classes: [const { ClassHeap::new() }; NUM_CLASSES],
             transfer: [const { Transfer::new() }; size_class::NUM_SMALL],
             transfer_on: AtomicBool::new(false),
+            transfer_used: AtomicBool::new(false),
             small: SlabPool::new(SegmentKind::Small),
             medium: SlabPool::new(SegmentKind::Medium),
             large: LargeCache::new(),
@@ -116,6 +124,9 @@ impl<P: PageSource> Heap<P> {
     /// Turns the transfer slots on or off (before the first allocation, or at any time: what sits in
     /// them stays found by the double-free check and goes to the slabs at the next [`Heap::trim`]).
     pub fn set_transfer(&self, on: bool) {
+        if on {
+            self.transfer_used.store(true, Ordering::SeqCst);
+        }
         self.transfer_on.store(on, Ordering::Relaxed);
     }
 
