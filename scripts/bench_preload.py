@@ -9,7 +9,14 @@ than it in every round. The table shows
 the median wall time and the median peak RSS (ru_maxrss of the measured process, from wait4), each with
 its ratio to mimalloc, and checks that every run printed exactly what the glibc run printed.
 
-    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH] [--before PATH]
+    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH] [--before PATH] [--scratch DIR]
+
+The programs' files (git's repositories, sort's input, redis's directory) go in a fresh directory under
+--scratch, by default /dev/shm when it is a writable tmpfs: on a virtual disk, git's writes and their
+writeback made one allocator's git run take anywhere from 0.23 to 0.79 s within one --quick run, for every
+allocator alike, which buried the allocators' differences. The last table line gives each allocator's
+per-round geomean against mimalloc's in the same round (runs next to each other in time), median and
+min-max over the rounds: the spread says how far one run's geomean can be trusted.
 
 --before adds another libhopless.so (an earlier build) as the peer "hopless-before", run in the same
 alternating rounds, for before/after comparisons of a change.
@@ -216,6 +223,16 @@ class Redis(Workload):
         return secs, hwm, f"{keys.decode()} keys, digest {digest.decode()}"
 
 
+def default_scratch():
+    """/dev/shm when it is a writable tmpfs (no disk writeback in the timings), else None (the default)."""
+    try:
+        with open("/proc/mounts") as f:
+            tmpfs = any(l.split()[1] == "/dev/shm" and l.split()[2] == "tmpfs" for l in f)
+    except OSError:
+        return None
+    return "/dev/shm" if tmpfs and os.access("/dev/shm", os.W_OK) else None
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
@@ -228,6 +245,8 @@ def main():
     ap.add_argument("--so", help="the libhopless.so to test (default: the release build, built if missing)")
     ap.add_argument("--before", help="an earlier libhopless.so, run as the peer hopless-before")
     ap.add_argument("--only", help="comma-separated workloads")
+    ap.add_argument("--scratch", help="where the programs' files go (default: /dev/shm if a writable tmpfs, "
+                                      "else the system's temporary directory)")
     args = ap.parse_args()
     if not args.so:
         meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
@@ -255,7 +274,9 @@ def main():
     samples = {(w.name, p): [] for w in workloads for p in names}
     digests = {}  # (workload, allocator) -> set of output digests
     failures = []
-    with tempfile.TemporaryDirectory() as tmp:
+    scratch = args.scratch or default_scratch()
+    print(f"scratch directory: {scratch or tempfile.gettempdir()}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         for w in workloads:
             w.setup(tmp, args.quick)
         total = rounds * len(workloads) * len(names)
@@ -300,11 +321,18 @@ def main():
                       / next(r[field] for r in results if r["workload"] == w.name and r["allocator"] == "mimalloc")
                       for w in workloads]
             print(f"{geomean(ratios):>18.3f}x", end=" ")
-    print("\n(ratios: relative to mimalloc in the same run; lower is better)")
+    print(f"\n{'per-round geomean':<17}", end="")
+    per_round = {p: [geomean([samples[(w.name, p)][r][0] / samples[(w.name, "mimalloc")][r][0]
+                              for w in workloads]) for r in range(rounds)] for p in names}
+    for p in names:
+        pr = per_round[p]
+        print(f"{statistics.median(pr):>6.3f}x [{min(pr):.2f}-{max(pr):.2f}]", end=" ")
+    print("\n(ratios: relative to mimalloc in the same run; lower is better. Per-round: time only, median "
+          "[min-max] over rounds)")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"results": results}, f, indent=2)
+            json.dump({"results": results, "per_round_geomean": per_round, "scratch": scratch}, f, indent=2)
         print(f"wrote {args.json}")
     if failures:
         print("\n".join(sorted(set(failures))), file=sys.stderr)
