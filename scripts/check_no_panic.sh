@@ -280,16 +280,32 @@ def short(fn):
         depth -= ch == ">" and depth > 0
     return plain.split("::")[-1] or fn
 
+# --- a library with no panic machinery at all ----------------------------------------------------------
+# Built without `std` (release, panic = "abort", x86-64 Linux: see hopless-malloc's lib.rs), the library
+# has no panic function for a path to reach: LTO keeps a panic only where some function calls it. Then
+# there is nothing for the walk to find, nor for its self-test: say so, having looked at every function
+# and every symbol the library imports.
+imported = [l.split()[-1] for l in open(f"{tmp}/rel") if re.match(r"^[0-9a-f]+\s+R_X86_64_", l)]
+if not any(is_panic(n) for n in names.values()) and not any(is_panic(n) for n in imported):
+    print(f"ok: no panic machinery in the library at all: none of its {len(names)} functions and "
+          f"{len(imported)} dynamic relocations names one ({len(PANIC_MARKS)} marks)")
+    sys.exit(0)
+
 # --- self-test: the walk must find a panic where one is known to be -----------------------------------
-parent, found = walk(selftest)
 present = [r for r in selftest if resolve(r) is not None]
-if not present:
-    print(f"check_no_panic: self-test roots not in the library: {' '.join(selftest)} "
-          "(set NO_PANIC_SELFTEST_ROOTS to functions that reach a panic)", file=sys.stderr)
-    sys.exit(2)
+parent, found = walk(present)
 if not found:
-    print(f"check_no_panic: SELF-TEST FAILED: no panic reachable from {' '.join(present)}, "
-          "so the walk is blind", file=sys.stderr)
+    # Without std (see above) the known roots may be missing or reach nothing; any function of this
+    # build with a call into a panic function serves (a blind walk finds no such call at all).
+    callers = sorted(n for n in edges if not isinstance(n, tuple) and not is_panic(names[n])
+                     and any(is_panic(name_of(c)) for _, c, _ in edges[n]))
+    if callers:
+        present = [names[callers[0]]]
+        parent, found = walk(present)
+if not found:
+    print(f"check_no_panic: SELF-TEST FAILED: the library has panic functions, but no panic is reachable "
+          f"from {' '.join(present) or 'the self-test roots'} and no call into one was found: the walk is "
+          "blind (set NO_PANIC_SELFTEST_ROOTS to functions that reach a panic)", file=sys.stderr)
     sys.exit(2)
 fn, site, callee, _ = found[0]
 print("self-test ok: " + " -> ".join(name_of(n) for n, _, _ in path_to(parent, fn)) + " -> " + name_of(callee))

@@ -15,7 +15,14 @@
 //! # Layout
 //! Everything is in this file: the exports, errno handling, foreign pointers, and process hooks.
 
-#![allow(clippy::missing_safety_doc)] // C ABI: each function's contract is the C standard's / glibc's.
+#![allow(clippy::missing_safety_doc)]
+// C ABI: each function's contract is the C standard's / glibc's.
+// Built with `panic = "abort"` (the release profile) on x86-64 Linux, where `hopless` needs no `std`,
+// the library is `no_std`: it then links neither `std` nor `libgcc_s`, and every process it is preloaded
+// into loads less (README, "What a preloaded library costs every process"). Builds that unwind (tests,
+// debug) keep `std`, which unwinding needs. An rlib built this way carries the panic handler below, so
+// link it only into programs without `std` (the cdylib and staticlib are what C programs use).
+#![cfg_attr(all(panic = "abort", target_arch = "x86_64", target_os = "linux"), no_std)]
 
 use core::ffi::c_void;
 use core::ptr;
@@ -26,6 +33,63 @@ use hl::Hopless;
 /// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
 const MALLOC_ALIGN: usize = 16;
 const PAGE: usize = hl::PAGE_SIZE;
+
+/// A Rust panic inside the library. `scripts/check_no_panic.sh` checks that no exported function can
+/// reach one; should one happen all the same, it is reported with its location through a raw `write(2)`
+/// (nothing is allocated or formatted) and the process aborts, as for any fatal report.
+#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+#[panic_handler]
+fn on_panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    fn put(b: &[u8]) {
+        // SAFETY: writes `b.len()` bytes of a live slice to stderr.
+        unsafe { libc::write(2, b.as_ptr().cast(), b.len()) };
+    }
+    put(b"hopless: internal error (a Rust panic)");
+    if let Some(loc) = info.location() {
+        put(b" at ");
+        put(loc.file().as_bytes());
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        let mut line = loc.line();
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (line % 10) as u8;
+            i -= 1;
+            line /= 10;
+            if line == 0 {
+                break;
+            }
+        }
+        put(b":");
+        put(digits.get(i..).unwrap_or(&digits));
+    }
+    put(b"\n");
+    // SAFETY: `abort` takes no arguments; it does not return.
+    unsafe { libc::abort() }
+}
+
+/// Built together with crates that need `alloc` (Cargo unifies features: `allocator-api2`'s `alloc`), the
+/// library links `alloc` too, which then needs a global allocator: hopless itself. Nothing in the library
+/// allocates through it (`scripts/check_no_panic.sh` walks every export).
+#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+#[global_allocator]
+static RUST_ALLOCATOR: Hopless = Hopless;
+
+// Without `std`, nothing asks the linker for the C library (`std` does it for itself): ask here, so the
+// library names `libc.so.6` as needed and binds to its versioned symbols.
+#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+#[link(name = "c")]
+extern "C" {}
+
+/// `core` comes precompiled with unwind tables that name Rust's personality routine, which `std` would
+/// define. Nothing unwinds through this library (it is built with `panic = "abort"`, and it calls no
+/// code of the program's), so the routine is never called; if it ever were, aborting is the only
+/// answer an allocator can give.
+#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+#[no_mangle]
+pub extern "C" fn rust_eh_personality() {
+    // SAFETY: `abort` takes no arguments; it does not return.
+    unsafe { libc::abort() }
+}
 
 #[inline(always)]
 fn set_errno(e: i32) {

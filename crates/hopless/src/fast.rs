@@ -6,17 +6,15 @@
 //! into the block (its free key, the double-free check: see `thread_cache`), a line the program just
 //! used. Everything else falls to `slow.rs`, out of line and `#[cold]`.
 //!
-//! A thread's cache pointer lives in thread-local storage that reading never allocates or registers
-//! anything for. On x86-64 Linux it is one 8-byte slot of the initial-exec TLS model, reached with a
-//! single `%fs`-relative load (`tls` below): rustc's `thread_local!` in a shared object would use the
-//! general-dynamic model, a call to `__tls_get_addr` on every malloc and free of `libhopless.so`.
-//! Elsewhere (and under Miri) it is a `const`-initialised `thread_local!` of a type without `Drop`. A new thread's pointer is the static empty cache,
+//! A thread's cache pointer is one of its words (`crate::tls`): on x86-64 Linux a single `%fs`-relative
+//! load of the initial-exec TLS model, never a call to `__tls_get_addr`. A new thread's pointer is the
+//! static empty cache,
 //! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
 //! cache from the heap's registry and registers the thread's exit hook. The checked modes keep every
 //! thread on the empty cache, so the fast path needs no mode test.
 
 use core::alloc::{GlobalAlloc, Layout};
-use core::cell::{Cell, UnsafeCell};
+use core::cell::UnsafeCell;
 use core::ptr;
 
 use crate::global::{Hopless, HEAP};
@@ -40,12 +38,30 @@ pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
 unsafe impl Sync for EmptyCache {}
 pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
 
-thread_local! {
-    /// Set once the exit destructor has run: later allocations of this thread bypass the cache.
-    pub(crate) static RETIRED: Cell<bool> = const { Cell::new(false) };
-    /// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
-    /// the fast path always falls through to them).
-    pub(crate) static HARDENED_CACHE: Cell<*mut ThreadCache> = const { Cell::new(ptr::null_mut()) };
+/// Whether the calling thread's exit destructor has run (its later allocations bypass the cache).
+#[inline]
+pub(crate) fn retired() -> bool {
+    crate::tls::read::<{ crate::tls::RETIRED }>() != 0
+}
+
+/// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
+/// the fast path always falls through to them); null until set up.
+#[inline]
+pub(crate) fn hardened_cache_of_thread() -> *mut ThreadCache {
+    crate::tls::read_ptr::<{ crate::tls::HARDENED }, ThreadCache>()
+}
+
+/// Sets the thread's hardened-mode cache.
+#[inline]
+pub(crate) fn set_hardened_cache(tc: *mut ThreadCache) {
+    crate::tls::write_ptr::<{ crate::tls::HARDENED }, ThreadCache>(tc);
+}
+
+/// Marks the thread as past its exit destructor and drops both its caches from its words.
+pub(crate) fn retire_thread() {
+    set_current(empty());
+    set_hardened_cache(ptr::null_mut());
+    crate::tls::write::<{ crate::tls::RETIRED }>(1);
 }
 
 /// The calling thread's cache (the empty one until its first slow-path operation).
@@ -71,138 +87,35 @@ pub(crate) fn set_current(tc: *mut ThreadCache) {
     }
 }
 
-/// The thread's two words: its cache pointer (null stands for the empty cache) and the last small or
-/// medium segment of the process heap its C free path found in the segment map, as the segment's last
-/// byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address ORed with the mask
-/// equals it needs no map lookup; no pointer's does while it is 0, so both slots start as zero (`.tbss`)
-/// and need no relocation. Such a segment is never unmapped (the process heap is never dropped), so the
-/// answer never goes stale. It is set only while the thread has a live cache, and cleared when the
-/// thread gives its cache up (`set_current`): a hit therefore means the cache pointer is not null.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+/// The thread's cache pointer and last segment live in its words (`crate::tls`). The segment is the
+/// last small or medium segment of the process heap its C free path found in the segment map, as the
+/// segment's last byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address
+/// ORed with the mask equals it needs no map lookup; no pointer's does while it is 0, so both words start
+/// as zero. Such a segment is never unmapped (the process heap is never dropped), so the answer never
+/// goes stale. It is set only while the thread has a live cache, and cleared when the thread gives its
+/// cache up (`set_current`): a hit therefore means the cache pointer is not null.
 mod tls {
     use super::ThreadCache;
-
-    // Two words in the initial-exec TLS model: their offset from the thread pointer is fixed when the
-    // library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a load
-    // from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using it
-    // must be loaded at start-up (`LD_PRELOAD`, or linked), as the README already requires of
-    // libhopless.so; glibc keeps some static TLS spare for a later `dlopen` too.
-    core::arch::global_asm!(
-        ".pushsection .tbss,\"awT\",@nobits",
-        ".p2align 4",
-        ".globl hopless_tls_cache",
-        ".hidden hopless_tls_cache",
-        ".type hopless_tls_cache, @object",
-        ".size hopless_tls_cache, 16",
-        "hopless_tls_cache:",
-        ".zero 16",
-        ".popsection",
-    );
-
-    /// The offset of the two words from the thread pointer.
-    #[inline(always)]
-    fn offset() -> usize {
-        let t: usize;
-        // SAFETY: reads the GOT entry the dynamic linker filled with the words' offset when it loaded
-        // this object; it never changes afterwards, so the answer is a constant of the process (hence
-        // `pure, nomem`: the compiler may reuse one load for both words). The stack and flags are
-        // untouched.
-        unsafe {
-            core::arch::asm!(
-                "mov {t}, qword ptr [rip + hopless_tls_cache@GOTTPOFF]",
-                t = out(reg) t,
-                options(pure, nomem, nostack, preserves_flags),
-            );
-        }
-        t
-    }
-
-    /// Word `W` (0: the cache pointer, 1: the segment end) of this thread's two.
-    #[inline(always)]
-    fn read<const W: usize>() -> usize {
-        const { assert!(W < 2) };
-        let t = offset();
-        let v: usize;
-        // SAFETY: reads this thread's own word `W` < 2 (`%fs` base plus the offset, plus 8 per word);
-        // nothing else is read or written; the stack and flags are untouched.
-        unsafe {
-            core::arch::asm!(
-                "mov {v}, qword ptr fs:[{t} + {w}]",
-                t = in(reg) t,
-                w = const 8 * W,
-                v = lateout(reg) v,
-                options(pure, readonly, nostack, preserves_flags),
-            );
-        }
-        v
-    }
-
-    /// Writes word `W` of this thread's two.
-    #[inline(always)]
-    fn write<const W: usize>(v: usize) {
-        const { assert!(W < 2) };
-        let t = offset();
-        // SAFETY: writes this thread's own word `W` < 2, found as in `read`; no other memory is touched.
-        unsafe {
-            core::arch::asm!(
-                "mov qword ptr fs:[{t} + {w}], {v}",
-                t = in(reg) t,
-                w = const 8 * W,
-                v = in(reg) v,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
+    use crate::tls::{read, read_ptr, write, write_ptr, CACHE, SEGMENT_END};
 
     #[inline(always)]
     pub(super) fn get() -> *mut ThreadCache {
-        core::ptr::with_exposed_provenance_mut(read::<0>())
+        read_ptr::<CACHE, ThreadCache>()
     }
 
     #[inline(always)]
     pub(super) fn set(tc: *mut ThreadCache) {
-        write::<0>(tc.expose_provenance());
+        write_ptr::<CACHE, ThreadCache>(tc);
     }
 
     #[inline(always)]
     pub(super) fn segment_end() -> usize {
-        read::<1>()
+        read::<SEGMENT_END>()
     }
 
     #[inline(always)]
     pub(super) fn set_segment_end(end: usize) {
-        write::<1>(end);
-    }
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
-mod tls {
-    use super::ThreadCache;
-    use core::cell::Cell;
-
-    thread_local! {
-        static CACHE: Cell<*mut ThreadCache> = const { Cell::new(core::ptr::null_mut()) };
-        static SEGMENT_END: Cell<usize> = const { Cell::new(0) };
-    }
-
-    #[inline(always)]
-    pub(super) fn get() -> *mut ThreadCache {
-        CACHE.with(|c| c.get())
-    }
-
-    #[inline(always)]
-    pub(super) fn set(tc: *mut ThreadCache) {
-        CACHE.with(|c| c.set(tc));
-    }
-
-    #[inline(always)]
-    pub(super) fn segment_end() -> usize {
-        SEGMENT_END.with(|c| c.get())
-    }
-
-    #[inline(always)]
-    pub(super) fn set_segment_end(end: usize) {
-        SEGMENT_END.with(|c| c.set(end));
+        write::<SEGMENT_END>(end);
     }
 }
 

@@ -3,7 +3,7 @@
 //! the child's thread id. A handler the program registered earlier may allocate: its calls come after
 //! ours in the prepare order, from the thread that holds every lock, which `lock` lets through.
 
-use crate::fast::{current, empty, HARDENED_CACHE};
+use crate::fast::{current, empty, hardened_cache_of_thread};
 use crate::global::HEAP;
 
 pub(crate) extern "C" fn fork_prepare() {
@@ -25,7 +25,7 @@ pub(crate) extern "C" fn fork_child() {
         unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };
     }
     {
-        let tc = HARDENED_CACHE.with(|c| c.get());
+        let tc = hardened_cache_of_thread();
         if !tc.is_null() {
             // SAFETY: as above.
             unsafe { HEAP.adopt_after_fork(tc, crate::platform::current_tid()) };

@@ -7,7 +7,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use crate::fast::{current, empty, set_current, HARDENED_CACHE, RETIRED};
+use crate::fast::{current, empty, hardened_cache_of_thread, retire_thread};
 use crate::fork::{fork_child, fork_parent, fork_prepare};
 use crate::heap::Heap;
 use crate::platform::OsPages;
@@ -89,9 +89,7 @@ pub(crate) fn register_exit(tc: *mut ThreadCache) {
 
 unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
     let tc = arg.cast::<ThreadCache>();
-    set_current(empty());
-    HARDENED_CACHE.with(|c| c.set(ptr::null_mut()));
-    RETIRED.with(|r| r.set(true));
+    retire_thread();
     // SAFETY:
     // 1. `arg` is the value this thread set for the key: its own cache from `new_thread_cache`
     //    (`register_exit` is the only setter), and the destructor runs once per thread and value.
@@ -394,7 +392,7 @@ impl Hopless {
             unsafe { HEAP.flush_all(tc) };
         }
         {
-            let tc = HARDENED_CACHE.with(|c| c.get());
+            let tc = hardened_cache_of_thread();
             if !tc.is_null() {
                 // SAFETY: as above.
                 unsafe { HEAP.flush_all(tc) };

@@ -41,6 +41,7 @@
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the spin lock, with the fork holder's pass |
+//! | `tls` | the thread's words (cache pointer, last segment, hardened cache, retired, report number): initial-exec TLS on x86-64 Linux |
 //! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
@@ -58,6 +59,13 @@
 // that come from the program are combined with checked operations. The `stats` feature's counters are
 // indexed by class (always in range) and excluded from the indexing lint.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+// No `std` where the thread's words need none (`tls`): everything else comes from `core` and `libc`, so
+// `libhopless.so` links neither `std` nor `libgcc_s`, and loads faster into every process. Tests (and
+// Miri, and other targets, whose thread-locals are `std`'s) have it.
+#![cfg_attr(
+    all(not(test), target_arch = "x86_64", target_os = "linux", not(miri)),
+    no_std
+)]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
 mod arena;
@@ -79,6 +87,7 @@ pub mod stats;
 mod strategy;
 mod sync;
 mod thread_cache;
+mod tls;
 mod transfer;
 
 /// The inside, for hopless's own benchmarks, tests and `libhopless.so`: not a stable API.

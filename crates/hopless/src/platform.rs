@@ -228,30 +228,36 @@ unsafe impl PageSource for OsPages {
     }
 }
 
-/// Pages from `std::alloc::System`, for tests and for Miri, which cannot run `mmap`.
+/// Pages from the C library's `posix_memalign`, for tests and for Miri, which cannot run `mmap`. (That
+/// is what `std::alloc::System` would call too; going to it straight keeps this crate free of `std`.)
 ///
 /// Decommit writes zeroes, so the heap sees the same contract as with [`OsPages`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SystemPages;
 
-// SAFETY: `System` is the platform allocator, never the global allocator hopless may be; alloc_zeroed gives
-// zeroed, aligned memory; decommit writes zeroes as the contract says.
+// SAFETY: `posix_memalign` gives aligned memory of the size asked for, zeroed here before it is returned;
+// decommit writes zeroes as the contract says. The C allocator is never a heap built on this source (a
+// `Heap<SystemPages>` is a test heap, not the process's malloc).
 unsafe impl PageSource for SystemPages {
     fn reserve(&self, size: usize, align: usize) -> *mut u8 {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        match Layout::from_size_align(size, align) {
-            // SAFETY: the layout has a non-zero size (callers reserve whole pages).
-            Ok(layout) if size != 0 => unsafe { System.alloc_zeroed(layout) },
-            _ => ptr::null_mut(),
+        if size == 0 || !align.is_power_of_two() {
+            return ptr::null_mut();
         }
+        let mut p: *mut libc::c_void = ptr::null_mut();
+        // SAFETY: `p` is a valid out-pointer; the alignment is a power of two, raised to at least a
+        // pointer's size as `posix_memalign` requires.
+        let rc = unsafe { libc::posix_memalign(&mut p, align.max(size_of::<usize>()), size) };
+        if rc != 0 || p.is_null() {
+            return ptr::null_mut();
+        }
+        // SAFETY: `p` is a fresh allocation of `size` bytes.
+        unsafe { ptr::write_bytes(p.cast::<u8>(), 0, size) };
+        p.cast()
     }
 
-    unsafe fn release(&self, ptr: *mut u8, size: usize, align: usize) {
-        use std::alloc::{GlobalAlloc, Layout, System};
-        if let Ok(layout) = Layout::from_size_align(size, align) {
-            // SAFETY: the caller passes the pointer and the very size and alignment it was reserved with.
-            unsafe { System.dealloc(ptr, layout) }
-        }
+    unsafe fn release(&self, ptr: *mut u8, _size: usize, _align: usize) {
+        // SAFETY: the caller passes a pointer `reserve` returned, released once.
+        unsafe { libc::free(ptr.cast()) }
     }
 
     unsafe fn decommit(&self, ptr: *mut u8, size: usize) {
@@ -331,7 +337,10 @@ pub fn thread_alive(tid: i32) -> bool {
 /// Gives the rest of the time slice away (used by the spin lock when the holder seems preempted).
 #[inline]
 pub fn yield_now() {
-    std::thread::yield_now();
+    // SAFETY: `sched_yield` takes no arguments and touches no memory of ours.
+    unsafe {
+        libc::sched_yield();
+    }
 }
 
 // ------------------------------------------------------------------------------------------------------

@@ -186,18 +186,16 @@ const EMPTY_ENTRY: RingEntry = RingEntry {
 };
 static RING_ENTRIES: [RingEntry; RING] = [EMPTY_ENTRY; RING];
 
+/// The calling thread's number in reports: 1, 2, 3... in the order threads first record an operation.
 fn thread_id() -> u64 {
-    use core::cell::Cell;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static ID: Cell<u64> = const { Cell::new(0) };
+    use crate::tls::THREAD_NUMBER;
+    static NEXT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1);
+    let mut id = crate::tls::read::<THREAD_NUMBER>();
+    if id == 0 {
+        id = NEXT.fetch_add(1, Ordering::Relaxed);
+        crate::tls::write::<THREAD_NUMBER>(id);
     }
-    ID.with(|id| {
-        if id.get() == 0 {
-            id.set(NEXT.fetch_add(1, Ordering::Relaxed));
-        }
-        id.get()
-    })
+    id as u64
 }
 
 /// Records one operation (lock-free: a slot is claimed with one fetch_add).

@@ -5,7 +5,9 @@
 
 use core::ptr;
 
-use crate::fast::{current, current_or_null, empty, set_current, HARDENED_CACHE, RETIRED};
+use crate::fast::{
+    current, current_or_null, empty, hardened_cache_of_thread, retired, set_current, set_hardened_cache,
+};
 use crate::global::{process_init, register_exit, HEAP};
 use crate::thread_cache::ThreadCache;
 
@@ -18,7 +20,7 @@ pub(crate) fn cache_or_init() -> *mut ThreadCache {
     if tc != empty() {
         return tc;
     }
-    if RETIRED.with(|r| r.get()) {
+    if retired() {
         return ptr::null_mut();
     }
     // The checked modes keep every thread on the empty cache, so every operation reaches a checked path.
@@ -41,8 +43,8 @@ pub(crate) fn cache_or_init() -> *mut ThreadCache {
 /// thread's exit destructor or out of memory (the checked paths then go uncached).
 #[cold]
 pub(crate) fn hardened_cache() -> *mut ThreadCache {
-    let tc = HARDENED_CACHE.with(|c| c.get());
-    if !tc.is_null() || RETIRED.with(|r| r.get()) {
+    let tc = hardened_cache_of_thread();
+    if !tc.is_null() || retired() {
         return tc;
     }
     process_init();
@@ -51,7 +53,7 @@ pub(crate) fn hardened_cache() -> *mut ThreadCache {
         return tc;
     }
     // Published first, as in `cache_or_init`.
-    HARDENED_CACHE.with(|c| c.set(tc));
+    set_hardened_cache(tc);
     register_exit(tc);
     tc
 }

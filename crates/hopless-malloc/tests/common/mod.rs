@@ -5,8 +5,15 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The libhopless.so cargo built beside this test binary (target/<profile>/deps/..).
+/// The libhopless.so under test: `HOPLESS_SO` when set (CI points it at the release build, the one that
+/// ships: built with `panic = "abort"`, without `std`, which a test build never is), else the one cargo
+/// built beside this test binary (target/<profile>/deps/..).
 pub fn libhopless() -> PathBuf {
+    if let Some(so) = std::env::var_os("HOPLESS_SO") {
+        let so = PathBuf::from(so);
+        assert!(so.exists(), "HOPLESS_SO={} does not exist", so.display());
+        return std::fs::canonicalize(so).unwrap();
+    }
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();
     for dir in [deps, deps.parent().unwrap()] {
