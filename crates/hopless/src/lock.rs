@@ -7,28 +7,26 @@
 //! most 64 pointers) and never allocate, so spinning is the right first response.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
-/// The thread (its `pthread_self`) that holds every allocator lock across a `fork()`, from hopless's
-/// prepare handler to its parent/child handlers; 0 otherwise. Other `pthread_atfork` handlers of the
-/// program run in that window on the same thread and may allocate (glibc allows it): their lock requests
-/// find the lock taken by this thread, between operations, and go ahead without taking it again.
-static FORK_HOLDER: AtomicUsize = AtomicUsize::new(0);
+// The thread that holds every allocator lock across a `fork()`, from hopless's prepare handler to its
+// parent/child handlers, has its `tls::HOLDS_FORK_LOCKS` word set. Other `pthread_atfork` handlers of
+// the program run in that window on the same thread and may allocate (glibc allows it): their lock
+// requests find the lock taken by this thread, between operations, and go ahead without taking it again.
 
 /// Marks the calling thread as the holder of every lock (after taking them all for `fork`).
 pub fn set_fork_holder() {
-    FORK_HOLDER.store(crate::platform::thread_self(), Ordering::Release);
+    crate::tls::write::<{ crate::tls::HOLDS_FORK_LOCKS }>(1);
 }
 
 /// Clears the mark (before releasing the locks after `fork`).
 pub fn clear_fork_holder() {
-    FORK_HOLDER.store(0, Ordering::Release);
+    crate::tls::write::<{ crate::tls::HOLDS_FORK_LOCKS }>(0);
 }
 
 #[cold]
 fn held_for_fork_by_me() -> bool {
-    let h = FORK_HOLDER.load(Ordering::Acquire);
-    h != 0 && h == crate::platform::thread_self()
+    crate::tls::read::<{ crate::tls::HOLDS_FORK_LOCKS }>() != 0
 }
 
 /// A spin lock protecting a `T`.

@@ -1,15 +1,18 @@
 //! The thread's words: thread-local storage that reading never allocates or registers anything for.
 //!
-//! Five words per thread, all zero in a new thread:
+//! Six words per thread, all zero in a new thread:
 //! - [`CACHE`]: the thread's cache pointer (null stands for the empty cache; see `fast`);
 //! - [`SEGMENT_END`]: the last small or medium segment the C free path found in the segment map, as the
 //!   segment's last byte address, 0 for none (see `fast::free_c`);
 //! - [`HARDENED`]: hardened mode's cache for the checked paths (the fast path's stays the empty one);
 //! - [`RETIRED`]: non-zero once the thread's exit destructor has run: later allocations of the thread go
 //!   uncached;
-//! - [`THREAD_NUMBER`]: a small number naming the thread in debug reports, 0 until first asked for.
+//! - [`THREAD_NUMBER`]: a small number naming the thread in debug reports, 0 until first asked for;
+//! - [`HOLDS_FORK_LOCKS`]: non-zero while the thread holds every allocator lock across a `fork` (see
+//!   `lock`). A word of the forking thread's own, not a global: a global written on both sides of every
+//!   fork costs a copy-on-write fault of its page in the parent and another in the child.
 //!
-//! On x86-64 Linux they are 40 bytes of the initial-exec TLS model, reached with a single `%fs`-relative
+//! On x86-64 Linux they are 48 bytes of the initial-exec TLS model, reached with a single `%fs`-relative
 //! load: rustc's `thread_local!` in a shared object would use the general-dynamic model, a call to
 //! `__tls_get_addr` on every malloc and free of `libhopless.so`. This needs nothing from `std`, so the
 //! crate builds there without it (`lib.rs`): `libhopless.so` then links neither `std` nor, through it,
@@ -26,11 +29,13 @@ pub(crate) const HARDENED: usize = 2;
 pub(crate) const RETIRED: usize = 3;
 /// The thread's number in debug reports.
 pub(crate) const THREAD_NUMBER: usize = 4;
-const WORDS: usize = 5;
+/// Whether the thread holds every lock for a `fork`.
+pub(crate) const HOLDS_FORK_LOCKS: usize = 5;
+const WORDS: usize = 6;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
 mod imp {
-    // Five words in the initial-exec TLS model: their offset from the thread pointer is fixed when the
+    // Six words in the initial-exec TLS model: their offset from the thread pointer is fixed when the
     // library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a load
     // from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using it
     // must be loaded at start-up (`LD_PRELOAD`, or linked), as the README already requires of
@@ -41,9 +46,9 @@ mod imp {
         ".globl hopless_tls_cache",
         ".hidden hopless_tls_cache",
         ".type hopless_tls_cache, @object",
-        ".size hopless_tls_cache, 40",
+        ".size hopless_tls_cache, 48",
         "hopless_tls_cache:",
-        ".zero 40",
+        ".zero 48",
         ".popsection",
     );
 
@@ -70,7 +75,7 @@ mod imp {
         const { assert!(W < super::WORDS) };
         let t = offset();
         let v: usize;
-        // SAFETY: reads this thread's own word `W` < 5 (`%fs` base plus the offset, plus 8 per word);
+        // SAFETY: reads this thread's own word `W` < 6 (`%fs` base plus the offset, plus 8 per word);
         // nothing else is read or written; the stack and flags are untouched.
         unsafe {
             core::arch::asm!(
@@ -88,7 +93,7 @@ mod imp {
     pub(super) fn write<const W: usize>(v: usize) {
         const { assert!(W < super::WORDS) };
         let t = offset();
-        // SAFETY: writes this thread's own word `W` < 5, found as in `read`; no other memory is touched.
+        // SAFETY: writes this thread's own word `W` < 6, found as in `read`; no other memory is touched.
         unsafe {
             core::arch::asm!(
                 "mov qword ptr fs:[{t} + {w}], {v}",
