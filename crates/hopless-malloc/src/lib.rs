@@ -80,13 +80,26 @@ static RUST_ALLOCATOR: Hopless = Hopless;
 #[link(name = "c")]
 extern "C" {}
 
-/// `core` comes precompiled with unwind tables that name Rust's personality routine, which `std` would
-/// define. Nothing unwinds through this library (it is built with `panic = "abort"`, and it calls no
-/// code of the program's), so the routine is never called; if it ever were, aborting is the only
-/// answer an allocator can give.
+// `core` comes precompiled with unwind tables that name Rust's personality routine, which `std` would
+// define. Nothing unwinds through this library (it is built with `panic = "abort"`, and it calls no code
+// of the program's), so the routine is never called; if it ever were, aborting is the only answer an
+// allocator can give. It is hidden: the link resolves core's references to it, and a program's own
+// `rust_eh_personality` (a Rust program with a shared `std`) is never interposed by this one.
 #[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-#[no_mangle]
-pub extern "C" fn rust_eh_personality() {
+core::arch::global_asm!(
+    ".pushsection .text.rust_eh_personality,\"ax\",@progbits",
+    ".globl rust_eh_personality",
+    ".hidden rust_eh_personality",
+    ".type rust_eh_personality, @function",
+    "rust_eh_personality:",
+    "jmp {abort}",
+    ".size rust_eh_personality, . - rust_eh_personality",
+    ".popsection",
+    abort = sym abort_now,
+);
+
+#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+extern "C" fn abort_now() -> ! {
     // SAFETY: `abort` takes no arguments; it does not return.
     unsafe { libc::abort() }
 }
