@@ -40,31 +40,12 @@ const PAGE: usize = hl::PAGE_SIZE;
 #[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
 #[panic_handler]
 fn on_panic(info: &core::panic::PanicInfo<'_>) -> ! {
-    fn put(b: &[u8]) {
-        // SAFETY: writes `b.len()` bytes of a live slice to stderr.
-        unsafe { libc::write(2, b.as_ptr().cast(), b.len()) };
-    }
-    put(b"hopless: internal error (a Rust panic)");
+    let mut m = hl::experiment::report::Msg::new();
+    m.str("hopless: internal error (a Rust panic)");
     if let Some(loc) = info.location() {
-        put(b" at ");
-        put(loc.file().as_bytes());
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        let mut line = loc.line();
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (line % 10) as u8;
-            i -= 1;
-            line /= 10;
-            if line == 0 {
-                break;
-            }
-        }
-        put(b":");
-        put(digits.get(i..).unwrap_or(&digits));
+        m.str(" at ").str(loc.file()).str(":").dec(u64::from(loc.line()));
     }
-    put(b"\n");
-    // SAFETY: `abort` takes no arguments; it does not return.
-    unsafe { libc::abort() }
+    m.str("\n").fatal()
 }
 
 /// Built together with crates that need `alloc` (Cargo unifies features: `allocator-api2`'s `alloc`), the

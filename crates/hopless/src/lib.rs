@@ -96,6 +96,9 @@ pub mod experiment {
     pub mod platform {
         pub use crate::platform::*;
     }
+    pub mod report {
+        pub use crate::report::Msg;
+    }
     pub mod segment {
         pub use crate::segment::*;
     }
