@@ -29,7 +29,7 @@
 //!
 //! The fast path does not change: as in debug mode, no thread gets a fast-path cache, so every operation
 //! reaches a slow path, which sees the mode and comes here. The thread's real cache is used only by
-//! these checked paths (`global`'s `HARDENED_CACHE`). `usable_size` reports the requested size.
+//! these checked paths (the thread's `tls::HARDENED` word). `usable_size` reports the requested size.
 
 use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
