@@ -15,13 +15,12 @@
 //! # Layout
 //! Everything is in this file: the exports, errno handling, foreign pointers, and process hooks.
 
-#![allow(clippy::missing_safety_doc)]
 // C ABI: each function's contract is the C standard's / glibc's.
+#![allow(clippy::missing_safety_doc)]
 // Built with `panic = "abort"` (the release profile) on x86-64 Linux, where `hopless` needs no `std`,
-// the library is `no_std`: it then links neither `std` nor `libgcc_s`, and every process it is preloaded
-// into loads less (README, "What a preloaded library costs every process"). Builds that unwind (tests,
-// debug) keep `std`, which unwinding needs. An rlib built this way carries the panic handler below, so
-// link it only into programs without `std` (the cdylib and staticlib are what C programs use).
+// the library is `no_std` (see `without_std`): it then links neither `std` nor `libgcc_s`, and every
+// process it is preloaded into loads less (README, "What a preloaded library costs every process").
+// Builds that unwind (tests, debug) keep `std`, which unwinding needs.
 #![cfg_attr(all(panic = "abort", target_arch = "x86_64", target_os = "linux"), no_std)]
 
 use core::ffi::c_void;
@@ -34,55 +33,57 @@ use hl::Hopless;
 const MALLOC_ALIGN: usize = 16;
 const PAGE: usize = hl::PAGE_SIZE;
 
-/// A Rust panic inside the library. `scripts/check_no_panic.sh` checks that no exported function can
-/// reach one; should one happen all the same, it is reported with its location through a raw `write(2)`
-/// (nothing is allocated or formatted) and the process aborts, as for any fatal report.
+/// What `std` would otherwise provide the library. An rlib built this way carries the panic handler, so
+/// link it only into programs without `std` (the cdylib and staticlib are what C programs use).
 #[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-#[panic_handler]
-fn on_panic(info: &core::panic::PanicInfo<'_>) -> ! {
-    let mut m = hl::experiment::report::Msg::new();
-    m.str("hopless: internal error (a Rust panic)");
-    if let Some(loc) = info.location() {
-        m.str(" at ").str(loc.file()).str(":").dec(u64::from(loc.line()));
+mod without_std {
+    use hl::Hopless;
+
+    /// A Rust panic inside the library. `scripts/check_no_panic.sh` checks that no exported function
+    /// can reach one; should one happen all the same, it is reported with its location through a raw
+    /// `write(2)` (nothing is allocated or formatted) and the process aborts, as for any fatal report.
+    #[panic_handler]
+    fn on_panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        let mut m = hl::experiment::report::Msg::new();
+        m.str("hopless: internal error (a Rust panic)");
+        if let Some(loc) = info.location() {
+            m.str(" at ").str(loc.file()).str(":").dec(u64::from(loc.line()));
+        }
+        m.str("\n").fatal()
     }
-    m.str("\n").fatal()
-}
 
-/// Built together with crates that need `alloc` (Cargo unifies features: `allocator-api2`'s `alloc`), the
-/// library links `alloc` too, which then needs a global allocator: hopless itself. Nothing in the library
-/// allocates through it (`scripts/check_no_panic.sh` walks every export).
-#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-#[global_allocator]
-static RUST_ALLOCATOR: Hopless = Hopless;
+    /// Built together with crates that need `alloc` (Cargo unifies features: `allocator-api2`'s
+    /// `alloc`), the library links `alloc` too, which then needs a global allocator: hopless itself.
+    /// Nothing in the library allocates through it (`scripts/check_no_panic.sh` walks every export).
+    #[global_allocator]
+    static RUST_ALLOCATOR: Hopless = Hopless;
 
-// Without `std`, nothing asks the linker for the C library (`std` does it for itself): ask here, so the
-// library names `libc.so.6` as needed and binds to its versioned symbols.
-#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-#[link(name = "c")]
-extern "C" {}
+    // Without `std`, nothing asks the linker for the C library (`std` does it for itself): ask here, so
+    // the library names `libc.so.6` as needed and binds to its versioned symbols.
+    #[link(name = "c")]
+    extern "C" {}
 
-// `core` comes precompiled with unwind tables that name Rust's personality routine, which `std` would
-// define. Nothing unwinds through this library (it is built with `panic = "abort"`, and it calls no code
-// of the program's), so the routine is never called; if it ever were, aborting is the only answer an
-// allocator can give. It is hidden: the link resolves core's references to it, and a program's own
-// `rust_eh_personality` (a Rust program with a shared `std`) is never interposed by this one.
-#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-core::arch::global_asm!(
-    ".pushsection .text.rust_eh_personality,\"ax\",@progbits",
-    ".globl rust_eh_personality",
-    ".hidden rust_eh_personality",
-    ".type rust_eh_personality, @function",
-    "rust_eh_personality:",
-    "jmp {abort}",
-    ".size rust_eh_personality, . - rust_eh_personality",
-    ".popsection",
-    abort = sym abort_now,
-);
+    // `core` comes precompiled with unwind tables that name Rust's personality routine, which `std`
+    // would define. Nothing unwinds through this library (it is built with `panic = "abort"`, and it
+    // calls no code of the program's), so the routine is never called; if it ever were, aborting is the
+    // only answer an allocator can give. It is hidden: the link resolves core's references to it, and a
+    // program's own `rust_eh_personality` (a Rust program with a shared `std`) is never interposed by
+    // this one.
+    core::arch::global_asm!(
+        ".pushsection .text.rust_eh_personality,\"ax\",@progbits",
+        ".globl rust_eh_personality",
+        ".hidden rust_eh_personality",
+        ".type rust_eh_personality, @function",
+        "rust_eh_personality:",
+        "jmp {abort}",
+        ".size rust_eh_personality, . - rust_eh_personality",
+        ".popsection",
+        abort = sym abort_now,
+    );
 
-#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
-extern "C" fn abort_now() -> ! {
-    // SAFETY: `abort` takes no arguments; it does not return.
-    unsafe { libc::abort() }
+    extern "C" fn abort_now() -> ! {
+        hl::experiment::platform::abort()
+    }
 }
 
 #[inline(always)]

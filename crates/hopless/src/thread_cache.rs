@@ -111,7 +111,7 @@ const _: () = assert!(core::mem::size_of::<ThreadCache>() < u32::MAX as usize);
 // In memory a key is stored as it is: the address part in the low 48 bits, where
 // the block went in the high 16. A program's first write to a block is most often to its first bytes
 // (a string's NUL, a flag byte), and that breaks the address part, so the free path tells "not a key"
-// (the common case) with one rotate and one compare (`(word ^ key).rotate_left(16) > 0xffff`). Stored
+// (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
 // rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
 // as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
 // free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
@@ -132,6 +132,10 @@ pub const MARK_ID: usize = 511;
 pub const TRANSFER_ID: usize = 510;
 const ID_SHIFT: u32 = 55;
 const SLOT_SHIFT: u32 = 48;
+/// The rotation that brings where a block went (the key's bits from [`SLOT_SHIFT`] up) to the low bits,
+/// and the mask of those bits then: the free path's one-compare test (see above).
+const WHERE_ROTATE: u32 = usize::BITS - SLOT_SHIFT;
+const WHERE_MASK: usize = (1 << WHERE_ROTATE) - 1;
 
 /// Every thread cache with an id, by id (never unmapped once here).
 pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
@@ -443,15 +447,15 @@ impl ThreadCache {
         // SAFETY: per the caller, the block's first word is ours to read and write.
         unsafe {
             // The word and the key this push writes, rotated so that the address parts are the high
-            // 48 bits: above `0xffff` when they differ, so the word is not a key (the common case, one
+            // bits: above `WHERE_MASK` when they differ, so the word is not a key (the common case, one
             // compare). Otherwise `d` (rotated back) is 0 for the very key this push writes (a block
             // popped from this slot, unwritten since), else the difference from a key for another
             // place.
-            let x = opaque((key_word(p) ^ key).rotate_left(16));
-            if x <= 0xffff {
+            let x = opaque((key_word(p) ^ key).rotate_left(WHERE_ROTATE));
+            if x <= WHERE_MASK {
                 // A key: the program did not write the block since it was handed out.
                 unwritten();
-                let d = x.rotate_right(16);
+                let d = x.rotate_right(WHERE_ROTATE);
                 if d != 0 && !Self::taken_from_another_slot(tc, m, n, p, d) {
                     return Push::Suspect;
                 }
@@ -670,7 +674,7 @@ mod tests {
             let tag = tag_of(round % MAX_CACHE_ID) ^ (x as u64 & 0xffff);
             for slot in 0..MAG_MAX {
                 assert_eq!(
-                    (slot_key(p, tag, slot) ^ slot_key(p, tag, 0)).rotate_left(16),
+                    (slot_key(p, tag, slot) ^ slot_key(p, tag, 0)).rotate_left(WHERE_ROTATE),
                     slot
                 );
             }

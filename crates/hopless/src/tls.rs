@@ -71,7 +71,7 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn read<const W: usize>() -> usize {
+    fn read_raw<const W: usize>() -> usize {
         const { assert!(W < super::WORDS) };
         let t = offset();
         let v: usize;
@@ -90,10 +90,10 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn write<const W: usize>(v: usize) {
+    fn write_raw<const W: usize>(v: usize) {
         const { assert!(W < super::WORDS) };
         let t = offset();
-        // SAFETY: writes this thread's own word `W` < 6, found as in `read`; no other memory is touched.
+        // SAFETY: writes this thread's own word `W` < 6, found as in `read_raw`; no other memory is touched.
         unsafe {
             core::arch::asm!(
                 "mov qword ptr fs:[{t} + {w}], {v}",
@@ -105,14 +105,16 @@ mod imp {
         }
     }
 
+    // Pointers go out with their provenance exposed and come back with it: the words are plain memory
+    // to `asm!`.
     #[inline(always)]
-    pub(super) fn read_ptr<const W: usize, T>() -> *mut T {
-        core::ptr::with_exposed_provenance_mut(read::<W>())
+    pub(super) fn read<const W: usize>() -> *mut u8 {
+        core::ptr::with_exposed_provenance_mut(read_raw::<W>())
     }
 
     #[inline(always)]
-    pub(super) fn write_ptr<const W: usize, T>(p: *mut T) {
-        write::<W>(p.expose_provenance());
+    pub(super) fn write<const W: usize>(p: *mut u8) {
+        write_raw::<W>(p.expose_provenance());
     }
 }
 
@@ -129,27 +131,17 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn read<const W: usize>() -> usize {
-        read_ptr::<W, u8>().addr()
-    }
-
-    #[inline(always)]
-    pub(super) fn write<const W: usize>(v: usize) {
-        write_ptr::<W, u8>(core::ptr::without_provenance_mut(v));
-    }
-
-    #[inline(always)]
-    pub(super) fn read_ptr<const W: usize, T>() -> *mut T {
+    pub(super) fn read<const W: usize>() -> *mut u8 {
         const { assert!(W < super::WORDS) };
-        WORDS.with(|w| w.get(W).map_or(core::ptr::null_mut(), |c| c.get().cast()))
+        WORDS.with(|w| w.get(W).map_or(core::ptr::null_mut(), |c| c.get()))
     }
 
     #[inline(always)]
-    pub(super) fn write_ptr<const W: usize, T>(p: *mut T) {
+    pub(super) fn write<const W: usize>(p: *mut u8) {
         const { assert!(W < super::WORDS) };
         WORDS.with(|w| {
             if let Some(c) = w.get(W) {
-                c.set(p.cast());
+                c.set(p);
             }
         });
     }
@@ -158,23 +150,23 @@ mod imp {
 /// Word `W` of the calling thread, as a number.
 #[inline(always)]
 pub(crate) fn read<const W: usize>() -> usize {
-    imp::read::<W>()
+    imp::read::<W>().addr()
 }
 
 /// Sets word `W` of the calling thread to a number.
 #[inline(always)]
 pub(crate) fn write<const W: usize>(v: usize) {
-    imp::write::<W>(v)
+    imp::write::<W>(core::ptr::without_provenance_mut(v))
 }
 
 /// Word `W` of the calling thread, as a pointer (one stored with [`write_ptr`]).
 #[inline(always)]
 pub(crate) fn read_ptr<const W: usize, T>() -> *mut T {
-    imp::read_ptr::<W, T>()
+    imp::read::<W>().cast()
 }
 
 /// Sets word `W` of the calling thread to a pointer.
 #[inline(always)]
 pub(crate) fn write_ptr<const W: usize, T>(p: *mut T) {
-    imp::write_ptr::<W, T>(p)
+    imp::write::<W>(p.cast())
 }
