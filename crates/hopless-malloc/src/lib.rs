@@ -303,6 +303,18 @@ pub unsafe extern "C" fn __libc_memalign(align: usize, size: usize) -> *mut c_vo
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn __libc_valloc(size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { valloc(size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_pvalloc(size: usize) -> *mut c_void {
+    // SAFETY: same contract.
+    unsafe { pvalloc(size) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn __posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
     // SAFETY: same contract.
     unsafe { posix_memalign(out, align, size) }

@@ -18,6 +18,8 @@ void __libc_free(void *);
 void *__libc_calloc(size_t, size_t);
 void *__libc_realloc(void *, size_t);
 void *__libc_memalign(size_t, size_t);
+void *__libc_valloc(size_t);
+void *__libc_pvalloc(size_t);
 /* glibc no longer links these for new programs; hopless exports them, so look them up at run time. */
 static void (*cfree_fn)(void *);
 static int (*posix_memalign_fn)(void **, size_t, size_t);
@@ -140,6 +142,14 @@ static void alignments(void) {
     CHECK(p && (uintptr_t)p % 4096 == 0);
     free(p);
     p = pvalloc(5000);
+    CHECK(p && (uintptr_t)p % 4096 == 0 && malloc_usable_size(p) >= 8192);
+    free(p);
+    /* glibc's internal names of these two: what they return is freed with free(), so they must be
+       hopless's too (once, only valloc and pvalloc were, and this free stopped the process). */
+    p = __libc_valloc(100);
+    CHECK(p && (uintptr_t)p % 4096 == 0 && malloc_usable_size(p) >= 100);
+    free(p);
+    p = __libc_pvalloc(5000);
     CHECK(p && (uintptr_t)p % 4096 == 0 && malloc_usable_size(p) >= 8192);
     free(p);
 }
