@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The drop-in reliability figures, measured side by side: large-block growth by realloc and the memory
-2000 joined threads leave, under glibc, jemalloc, mimalloc and hopless (each preloaded, alternating).
+"""The drop-in reliability figures, measured side by side: large-block growth by realloc, the memory
+2000 joined threads leave and the cost of a short-lived thread, under glibc, jemalloc, mimalloc and
+hopless (each preloaded, alternating).
 
     scripts/bench_reliability.py [--rounds N] [--so PATH] [--before PATH]
 
-Runs two cases of crates/hopless-malloc/tests/c/reliability.c (compiled with -O2):
+Runs three cases of crates/hopless-malloc/tests/c/reliability.c (compiled with -O2):
   realloc_grow  a buffer grown from 1 byte to 64 MiB in 4 KiB steps, every new byte written, then shrunk
                 back in 4 KiB steps (seconds for the growth, and for the shrink);
-  thread_rss    2000 threads alive at once, each with one 64-byte block, then joined (VmRSS after, kB).
+  thread_rss    2000 threads alive at once, each with one 64-byte block, then joined (VmRSS after, kB);
+  thread_churn  2000 short-lived threads one after another (64 blocks of 16..3000 bytes each, contents
+                checked) while another thread keeps a core busy (microseconds per thread).
 Prints the median of the rounds with the min-max beside it.
 """
 import argparse
@@ -61,12 +64,13 @@ def main():
             ("realloc_grow", "grow_seconds"): {},
             ("realloc_grow", "shrink_seconds"): {},
             ("thread_rss", "vmrss_kb"): {},
+            ("thread_churn", "us_per_thread"): {},
         }
         names = list(peers)
         for r in range(args.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
-                for case in ("realloc_grow", "thread_rss"):
+                for case in ("realloc_grow", "thread_rss", "thread_churn"):
                     try:
                         got = run(binary, case, peers[name])
                     except (RuntimeError, subprocess.TimeoutExpired) as e:

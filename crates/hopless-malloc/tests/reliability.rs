@@ -497,6 +497,13 @@ fn thread_rss() {
     );
 }
 
+/// 2000 short-lived threads, one after another beside a busy one, each checking the contents of its
+/// 64 blocks (the time per thread is a benchmark figure: `scripts/bench_reliability.py`).
+#[test]
+fn thread_churn() {
+    ok_preload_and_linked(&["thread_churn"]);
+}
+
 /// Frees over many segments from many threads, destructors that allocate and free after the allocator's
 /// exit hook, and a forked child freeing the parent's blocks (free's remembered segment).
 #[test]

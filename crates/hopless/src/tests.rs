@@ -141,6 +141,72 @@ fn magazine_refills_half_and_flushes_the_older_half() {
 }
 
 #[test]
+fn a_few_parked_caches_keep_their_magazine_pages_until_trim() {
+    use crate::heap::MAX_WARM;
+    use crate::platform::PAGE_SIZE;
+    use crate::thread_cache::mag_offset;
+    let heap = Heap::new(SystemPages);
+    // A class whose magazine lies past the cache's first page (the page a parked cache always keeps).
+    let class = (0..NUM_CLASSES)
+        .find(|&c| mag_offset(c) as usize >= PAGE_SIZE && class_size(c) <= 1024)
+        .unwrap();
+    let size = class_size(class);
+    // `SystemPages` zeroes what it decommits: a magazine whose capacity reads 0 again was given back.
+    // SAFETY: each cache is used by this test alone, as one thread's; every block is freed once.
+    let cap = |tc: *mut ThreadCache| unsafe { (*ThreadCache::mag(tc, class)).cap };
+    let caches: Vec<_> = (0..MAX_WARM + 2)
+        .map(|i| {
+            let tc = heap.new_thread_cache(i as i32 + 1);
+            // SAFETY: as above.
+            unsafe {
+                let p = heap.alloc(tc, size, 8, false);
+                assert!(!p.is_null());
+                heap.free_ptr(tc, p);
+            }
+            assert_ne!(cap(tc), 0, "the class's magazine is open");
+            tc
+        })
+        .collect();
+    for &tc in &caches {
+        // SAFETY: as above; nothing uses the cache afterwards.
+        unsafe { heap.retire_thread_cache(tc) };
+    }
+    let kept: Vec<bool> = caches.iter().map(|&tc| cap(tc) != 0).collect();
+    let mut want = vec![true; MAX_WARM];
+    want.extend([false, false]);
+    assert_eq!(kept, want, "the first {MAX_WARM} retired keep their pages, later ones give them back");
+    // A new thread takes a parked cache (the newest, given back); the warm ones are still parked.
+    let next = heap.new_thread_cache(100);
+    assert!(caches.contains(&next));
+    // Trim gives back the pages of every warm parked cache, and they stay parked for reuse.
+    heap.trim();
+    for &tc in &caches {
+        if tc != next {
+            assert_eq!(cap(tc), 0, "trim left a parked cache's magazines resident");
+        }
+    }
+    let mut again: Vec<_> = (0..MAX_WARM + 1).map(|i| heap.new_thread_cache(200 + i as i32)).collect();
+    again.push(next);
+    again.sort();
+    let mut all = caches.clone();
+    all.sort();
+    assert_eq!(again, all, "every parked cache is reused");
+    // Once retired again, the count of warm caches starts over: the first retired keep their pages.
+    for &tc in &caches {
+        // SAFETY: as above (each is now a cache this test made for a new "thread").
+        unsafe {
+            let p = heap.alloc(tc, size, 8, false);
+            heap.free_ptr(tc, p);
+        }
+    }
+    for &tc in &caches {
+        // SAFETY: as above.
+        unsafe { heap.retire_thread_cache(tc) };
+    }
+    assert_eq!(caches.iter().filter(|&&tc| cap(tc) != 0).count(), MAX_WARM);
+}
+
+#[test]
 fn every_class_round_trips_with_contents_intact() {
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);

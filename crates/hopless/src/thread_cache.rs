@@ -54,6 +54,9 @@ pub struct ThreadCache {
     pub owner_tid: AtomicI32,
     /// This cache's number in [`CACHE_TABLE`] (1..[`MAX_CACHE_ID`]), or 0 when the table was full.
     pub id: u32,
+    /// 1 while the cache is parked with its magazine pages resident (counted in the registry's `warm`);
+    /// guarded by the registry lock.
+    pub warm: u32,
     /// A thread uses this cache (false while parked).
     pub live: AtomicBool,
     #[cfg(feature = "stats")]
@@ -551,6 +554,12 @@ impl ThreadCache {
         let count = Self::count_of(m);
         let n = (count.load(Ordering::Relaxed) as usize).min(MAG_MAX);
         let k = k.min(n).min(out.len());
+        if k == 0 {
+            // Nothing written: a thread's exit looks at every class's magazine, and a store to one it
+            // never used would turn a page that reads as the zero page into a copy (a write fault, and
+            // a TLB shootdown on every core running the process), to be given back again at once.
+            return 0;
+        }
         // The slots keep their blocks until later pushes overwrite them, so a reader (the double-free
         // check) that saw the old count finds what it saw.
         count.store((n - k) as u32, Ordering::Release);

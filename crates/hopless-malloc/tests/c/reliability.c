@@ -890,6 +890,57 @@ static int thread_rss(void) {
     return 0;
 }
 
+/* Short-lived threads, one at a time, while another thread keeps running (a thread per task or per
+   connection, in a process that is busy elsewhere): each allocates 64 blocks of 16..3000 bytes, checks
+   their contents, frees them, and exits. Prints the time per thread. Every exit and the next thread's
+   start are on this path: a page given back with madvise interrupts the busy core (a TLB shootdown),
+   and a page read as the zero page and then written costs a fault and another shootdown. */
+#define CHURN_THREADS 2000
+static atomic_int churn_stop;
+
+static void *churn_spin(void *arg) {
+    (void)arg;
+    volatile unsigned long x = 0;
+    while (!atomic_load_explicit(&churn_stop, memory_order_relaxed)) x++;
+    return NULL;
+}
+
+static void *churn_body(void *arg) {
+    uintptr_t i = (uintptr_t)arg;
+    unsigned char *v[64];
+    for (int k = 0; k < 64; k++) {
+        size_t n = 16 + (i * 7 + (size_t)k * 97) % 3000;
+        v[k] = malloc(n);
+        if (!v[k]) abort();
+        memset(v[k], k, n);
+    }
+    for (int k = 0; k < 64; k++) {
+        size_t n = 16 + (i * 7 + (size_t)k * 97) % 3000;
+        for (size_t j = 0; j < n; j += 61)
+            if (v[k][j] != (unsigned char)k) return (void *)1;
+        free(v[k]);
+    }
+    return NULL;
+}
+
+static int thread_churn(void) {
+    pthread_t busy;
+    CHECK(pthread_create(&busy, NULL, churn_spin, NULL) == 0);
+    double t0 = now();
+    for (uintptr_t i = 0; i < CHURN_THREADS; i++) {
+        pthread_t t;
+        void *bad = NULL;
+        CHECK(pthread_create(&t, NULL, churn_body, (void *)i) == 0);
+        CHECK(pthread_join(t, &bad) == 0);
+        CHECK(bad == NULL);
+    }
+    double us = (now() - t0) * 1e6 / CHURN_THREADS;
+    atomic_store(&churn_stop, 1);
+    CHECK(pthread_join(busy, NULL) == 0);
+    fprintf(stderr, "us_per_thread %.1f\n", us);
+    return 0;
+}
+
 static pthread_key_t late_key;
 static int late_mallocs;
 
@@ -1231,6 +1282,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "realloc_grow")) rc = realloc_grow();
     else if (!strcmp(c, "enomem")) rc = enomem();
     else if (!strcmp(c, "thread_rss")) rc = thread_rss();
+    else if (!strcmp(c, "thread_churn")) rc = thread_churn();
     else if (!strcmp(c, "tsd_late_round")) rc = tsd_late_round();
     else if (!strcmp(c, "foreign_in_slot")) rc = foreign_in_slot();
     else if (!strcmp(c, "foreign_free_in_slot")) rc = foreign_free_in_slot();

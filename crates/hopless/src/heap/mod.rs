@@ -34,6 +34,8 @@ mod fork;
 mod free;
 mod hardened;
 mod registry;
+#[cfg(test)]
+pub(crate) use registry::MAX_WARM;
 mod stats;
 
 use crate::central::{Checks, ClassHeap, SlabPool};
@@ -90,6 +92,7 @@ impl<P: PageSource> Heap<P> {
                 all: ptr::null_mut(),
                 parked: ptr::null_mut(),
                 parked_len: 0,
+                warm: 0,
                 cursor: ptr::null_mut(),
                 next_id: 1,
                 made: 0,
@@ -525,8 +528,9 @@ impl<P: PageSource> Heap<P> {
     }
 
     /// Gives back to the OS everything it can: the batches in transfer slots go to their slabs, then
-    /// fully free slabs every class keeps, every dirty slab in the pools, and the large-mapping cache.
-    /// Blocks in thread caches stay there (flush your own first).
+    /// fully free slabs every class keeps, every dirty slab in the pools, the large-mapping cache, and
+    /// the magazine pages parked caches keep for the next threads. Blocks in thread caches stay there
+    /// (flush your own first).
     pub fn trim(&self) {
         let mut buf = [ptr::null_mut(); MAG_MAX];
         for (class, t) in self.transfer.iter().enumerate() {
@@ -580,6 +584,7 @@ impl<P: PageSource> Heap<P> {
             }
         }
         self.large.clear(&self.source);
+        self.cool_parked();
     }
 }
 
@@ -607,5 +612,7 @@ impl<P: PageSource> Drop for Heap<P> {
         }
         g.all = ptr::null_mut();
         g.parked = ptr::null_mut();
+        g.parked_len = 0;
+        g.warm = 0;
     }
 }

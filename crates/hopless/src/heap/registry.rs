@@ -20,6 +20,8 @@ pub(super) struct Caches {
     pub(super) parked: *mut ThreadCache,
     /// Caches on `parked`.
     pub(super) parked_len: usize,
+    /// Parked caches (or caches being parked) that keep their magazine pages: at most [`MAX_WARM`].
+    pub(super) warm: usize,
     /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
     pub(super) cursor: *mut ThreadCache,
     /// The next cache id to give out (ids start at 1).
@@ -30,6 +32,11 @@ pub(super) struct Caches {
 /// Parked caches kept for new threads (their first page stays mapped); a thread that exits past this
 /// unmaps its cache. With the `stats` feature caches are never unmapped: their counters are the stats.
 const MAX_PARKED: usize = 64;
+
+/// Parked caches that keep their magazine pages resident (see [`Heap::retire_thread_cache`]): at most
+/// this many times a cache's magazines (about 78 KiB, only the pages its thread used) stay mapped for
+/// threads that are not there.
+pub(crate) const MAX_WARM: usize = 4;
 
 /// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
 const ORPHAN_PROBES: usize = 4;
@@ -50,6 +57,8 @@ impl<P: PageSource> Heap<P> {
                 unsafe {
                     g.parked = (*tc).next_parked;
                     g.parked_len = g.parked_len.saturating_sub(1);
+                    g.warm -= (*tc).warm as usize;
+                    (*tc).warm = 0;
                     (*tc).owner_tid.store(tid, Ordering::Relaxed);
                     (*tc).live.store(true, Ordering::Relaxed);
                 }
@@ -148,15 +157,19 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: per the caller.
         unsafe { self.flush_all(tc) };
         let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
-        // The magazines after the first page: zero again, so each class reopens on first use. Concurrent
-        // readers (the double-free check) see empty magazines either way.
-        // SAFETY: whole pages of the cache's own reservation, holding only magazines, all empty now.
-        unsafe {
-            let first = (&raw mut (*tc).mags).cast::<u8>();
-            let from = first.addr().next_multiple_of(PAGE_SIZE) - tc.addr();
-            if from < size {
-                self.source.decommit(tc.cast::<u8>().add(from), size - from);
-            }
+        // The next thread most often comes soon (a thread per task or connection): a few parked caches
+        // keep their magazine pages, so that thread neither faults them in again nor waits on the
+        // `madvise` that gave them back, whose TLB shootdown interrupts every core running the process.
+        // Past those few, the pages go back to the OS.
+        let warm = {
+            let mut g = self.caches.lock();
+            let warm = g.warm < MAX_WARM;
+            g.warm += usize::from(warm);
+            warm
+        };
+        if !warm {
+            // SAFETY: the cache is ours alone until it is parked below.
+            unsafe { self.decommit_magazines(tc) };
         }
         let mut release = false;
         {
@@ -164,9 +177,11 @@ impl<P: PageSource> Heap<P> {
             // SAFETY: the cache is ours to file; the registry lock guards the lists.
             unsafe {
                 (*tc).live.store(false, Ordering::Relaxed);
+                (*tc).warm = u32::from(warm);
                 // A cache with an id is never unmapped: free keys may name it, and other threads read
-                // its magazines to check them. Its first page stays resident; ids are bounded.
-                if g.parked_len < MAX_PARKED || (*tc).id != 0 || cfg!(feature = "stats") {
+                // its magazines to check them. Its first page stays resident; ids are bounded. A warm
+                // cache is always parked (it is counted in `warm`).
+                if warm || g.parked_len < MAX_PARKED || (*tc).id != 0 || cfg!(feature = "stats") {
                     (*tc).next_parked = g.parked;
                     g.parked = tc;
                     g.parked_len += 1;
@@ -189,6 +204,66 @@ impl<P: PageSource> Heap<P> {
         if release {
             // SAFETY: unlinked from every list under the lock; nobody can reach it any more.
             unsafe { self.source.release(tc.cast(), size, PAGE_SIZE) };
+        }
+    }
+
+    /// Gives a cache's magazine pages after the first back to the OS; they read as zero again, so each of
+    /// their classes reopens on first use. Concurrent readers (the double-free check) see empty magazines
+    /// either way.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a cache from [`Heap::new_thread_cache`] whose magazines are all empty, and no thread uses
+    /// it (it is being retired, or it was taken off the parked list).
+    unsafe fn decommit_magazines(&self, tc: *mut ThreadCache) {
+        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+        // SAFETY: whole pages of the cache's own reservation, holding only magazines, all empty.
+        unsafe {
+            let first = (&raw mut (*tc).mags).cast::<u8>();
+            let from = first.addr().next_multiple_of(PAGE_SIZE) - tc.addr();
+            if from < size {
+                self.source.decommit(tc.cast::<u8>().add(from), size - from);
+            }
+        }
+    }
+
+    /// Gives the magazine pages of every warm parked cache back to the OS (`malloc_trim`). The caches
+    /// are taken off the parked list while their pages go, so no new thread adopts one meanwhile, and
+    /// no lock is held across the `madvise`.
+    pub(super) fn cool_parked(&self) {
+        let mut taken: *mut ThreadCache = ptr::null_mut();
+        {
+            let mut g = self.caches.lock();
+            let mut link: *mut *mut ThreadCache = &raw mut g.parked;
+            // SAFETY: the parked list and its caches' `warm` are guarded by the registry lock we hold.
+            unsafe {
+                while !(*link).is_null() {
+                    let tc = *link;
+                    if (*tc).warm != 0 {
+                        *link = (*tc).next_parked;
+                        (*tc).next_parked = taken;
+                        taken = tc;
+                        (*tc).warm = 0;
+                        g.warm -= 1;
+                        g.parked_len -= 1;
+                    } else {
+                        link = &raw mut (*tc).next_parked;
+                    }
+                }
+            }
+        }
+        while !taken.is_null() {
+            // SAFETY: off every list but `all` (which only the registry walks, never touching magazines
+            // of a cache that is not live), parked so empty, and ours alone until parked again.
+            unsafe {
+                let next = (*taken).next_parked;
+                self.decommit_magazines(taken);
+                let mut g = self.caches.lock();
+                (*taken).next_parked = g.parked;
+                g.parked = taken;
+                g.parked_len += 1;
+                taken = next;
+            }
         }
     }
 
