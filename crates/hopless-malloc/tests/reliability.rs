@@ -504,6 +504,19 @@ fn thread_churn() {
     ok_preload_and_linked(&["thread_churn"]);
 }
 
+/// A SCHED_FIFO thread and an ordinary one pinned to one core, both flushing to the same class: the lock
+/// must let a preempted holder run (the old spin-then-yield lock waited forever here). Skipped where a
+/// real-time thread cannot be made (no CAP_SYS_NICE).
+#[test]
+fn realtime_beside_ordinary() {
+    for how in [How::Preload, How::Linked] {
+        let r = expect_ok(how, &["realtime_beside_ordinary"]);
+        if r.stdout.starts_with("skip") {
+            eprintln!("realtime_beside_ordinary: skipped (no real-time scheduling here)");
+        }
+    }
+}
+
 /// Frees over many segments from many threads, destructors that allocate and free after the allocator's
 /// exit hook, and a forked child freeing the parent's blocks (free's remembered segment).
 #[test]

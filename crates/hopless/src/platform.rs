@@ -334,7 +334,42 @@ pub fn thread_alive(tid: i32) -> bool {
     }
 }
 
-/// Gives the rest of the time slice away (used by the spin lock when the holder seems preempted).
+/// Sleeps while `word` holds `expected` (the kernel checks it atomically with going to sleep), until a
+/// [`futex_wake`] on it, or a spurious return. Leaves `errno` as it was.
+pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
+    // SAFETY: `word` is a live, aligned 32-bit atomic for the call's length; a private FUTEX_WAIT with no
+    // timeout only reads it. __errno_location is this thread's errno.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ptr::null::<libc::timespec>(),
+        );
+        *errno = saved;
+    }
+}
+
+/// Wakes one thread sleeping in [`futex_wait`] on `word`. Leaves `errno` as it was.
+pub fn futex_wake_one(word: &core::sync::atomic::AtomicU32) {
+    // SAFETY: `word` is a live, aligned 32-bit atomic; FUTEX_WAKE touches no memory.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+        *errno = saved;
+    }
+}
+
+/// Gives the rest of the time slice away.
 #[inline]
 pub fn yield_now() {
     // SAFETY: `sched_yield` takes no arguments and touches no memory of ours.

@@ -174,7 +174,10 @@ fn a_few_parked_caches_keep_their_magazine_pages_until_trim() {
     let kept: Vec<bool> = caches.iter().map(|&tc| cap(tc) != 0).collect();
     let mut want = vec![true; MAX_WARM];
     want.extend([false, false]);
-    assert_eq!(kept, want, "the first {MAX_WARM} retired keep their pages, later ones give them back");
+    assert_eq!(
+        kept, want,
+        "the first {MAX_WARM} retired keep their pages, later ones give them back"
+    );
     // A new thread takes a parked cache (the newest, given back); the warm ones are still parked.
     let next = heap.new_thread_cache(100);
     assert!(caches.contains(&next));
@@ -185,7 +188,9 @@ fn a_few_parked_caches_keep_their_magazine_pages_until_trim() {
             assert_eq!(cap(tc), 0, "trim left a parked cache's magazines resident");
         }
     }
-    let mut again: Vec<_> = (0..MAX_WARM + 1).map(|i| heap.new_thread_cache(200 + i as i32)).collect();
+    let mut again: Vec<_> = (0..MAX_WARM + 1)
+        .map(|i| heap.new_thread_cache(200 + i as i32))
+        .collect();
     again.push(next);
     again.sort();
     let mut all = caches.clone();

@@ -941,6 +941,69 @@ static int thread_churn(void) {
     return 0;
 }
 
+/* A real-time thread and an ordinary one on the same core, both allocating and freeing enough to
+   overflow their magazines (so both take a class lock often). When the real-time thread wakes while the
+   ordinary one holds the lock, it preempts the holder; a lock whose waiters spin and then only yield
+   (sched_yield gives the core to threads of the same real-time priority, never to an ordinary one)
+   waits forever. Needs CAP_SYS_NICE (root) to make a SCHED_FIFO thread; prints "skip" without it. */
+static atomic_int rt_stop;
+static atomic_int rt_refused;
+
+static void pin_to_cpu0(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *rt_ordinary(void *arg) {
+    (void)arg;
+    pin_to_cpu0();
+    void *v[300];
+    while (!atomic_load(&rt_stop)) {
+        for (int i = 0; i < 300; i++) {
+            v[i] = malloc(48);
+            if (!v[i]) abort();
+            memset(v[i], 1, 48);
+        }
+        for (int i = 0; i < 300; i++) free(v[i]);
+    }
+    return NULL;
+}
+
+static void *rt_realtime(void *arg) {
+    (void)arg;
+    pin_to_cpu0();
+    struct sched_param prio = {.sched_priority = 10};
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &prio) != 0) {
+        atomic_store(&rt_refused, 1);
+        return NULL;
+    }
+    void *v[300];
+    for (int round = 0; round < 2000; round++) {
+        usleep(100);
+        for (int i = 0; i < 300; i++) {
+            v[i] = malloc(48);
+            if (!v[i]) abort();
+            memset(v[i], 2, 48);
+        }
+        for (int i = 0; i < 300; i++) free(v[i]);
+    }
+    return NULL;
+}
+
+static int realtime_beside_ordinary(void) {
+    pthread_t a, b;
+    CHECK(pthread_create(&a, NULL, rt_ordinary, NULL) == 0);
+    usleep(10000);
+    CHECK(pthread_create(&b, NULL, rt_realtime, NULL) == 0);
+    CHECK(pthread_join(b, NULL) == 0);
+    atomic_store(&rt_stop, 1);
+    CHECK(pthread_join(a, NULL) == 0);
+    if (atomic_load(&rt_refused)) printf("skip\n");
+    return 0;
+}
+
 static pthread_key_t late_key;
 static int late_mallocs;
 
@@ -1283,6 +1346,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(c, "enomem")) rc = enomem();
     else if (!strcmp(c, "thread_rss")) rc = thread_rss();
     else if (!strcmp(c, "thread_churn")) rc = thread_churn();
+    else if (!strcmp(c, "realtime_beside_ordinary")) rc = realtime_beside_ordinary();
     else if (!strcmp(c, "tsd_late_round")) rc = tsd_late_round();
     else if (!strcmp(c, "foreign_in_slot")) rc = foreign_in_slot();
     else if (!strcmp(c, "foreign_free_in_slot")) rc = foreign_free_in_slot();

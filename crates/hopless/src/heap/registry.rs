@@ -57,7 +57,7 @@ impl<P: PageSource> Heap<P> {
                 unsafe {
                     g.parked = (*tc).next_parked;
                     g.parked_len = g.parked_len.saturating_sub(1);
-                    g.warm -= (*tc).warm as usize;
+                    g.warm = g.warm.saturating_sub((*tc).warm as usize);
                     (*tc).warm = 0;
                     (*tc).owner_tid.store(tid, Ordering::Relaxed);
                     (*tc).live.store(true, Ordering::Relaxed);
@@ -234,8 +234,10 @@ impl<P: PageSource> Heap<P> {
         let mut taken: *mut ThreadCache = ptr::null_mut();
         {
             let mut g = self.caches.lock();
+            let mut n = 0;
             let mut link: *mut *mut ThreadCache = &raw mut g.parked;
-            // SAFETY: the parked list and its caches' `warm` are guarded by the registry lock we hold.
+            // SAFETY: the parked list and its caches' `warm` are guarded by the registry lock we hold;
+            // `g` is not used while `link` is (the counts are updated after the walk).
             unsafe {
                 while !(*link).is_null() {
                     let tc = *link;
@@ -244,13 +246,14 @@ impl<P: PageSource> Heap<P> {
                         (*tc).next_parked = taken;
                         taken = tc;
                         (*tc).warm = 0;
-                        g.warm -= 1;
-                        g.parked_len -= 1;
+                        n += 1;
                     } else {
                         link = &raw mut (*tc).next_parked;
                     }
                 }
             }
+            g.warm = g.warm.saturating_sub(n);
+            g.parked_len = g.parked_len.saturating_sub(n);
         }
         while !taken.is_null() {
             // SAFETY: off every list but `all` (which only the registry walks, never touching magazines
