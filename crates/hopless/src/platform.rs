@@ -317,56 +317,60 @@ pub fn current_tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+/// Runs `f` and puts `errno` back as it was: the allocator's own system calls must not change what a
+/// successful `malloc` leaves in it.
+fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: __errno_location is this thread's errno, valid for the thread's life.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+    r
+}
+
 /// Whether a thread of this process with kernel id `tid` exists (a dead thread's id is reused only after
 /// the kernel's pid counter wraps). Leaves `errno` as it was.
 pub fn thread_alive(tid: i32) -> bool {
     if tid <= 0 {
         return true;
     }
-    // SAFETY: __errno_location is this thread's errno; tgkill with signal 0 only checks the target.
-    unsafe {
-        let errno = libc::__errno_location();
-        let saved = *errno;
-        let rc = libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0);
-        let dead = rc != 0 && *errno == libc::ESRCH;
-        *errno = saved;
-        !dead
-    }
+    keeping_errno(|| {
+        // SAFETY: tgkill with signal 0 only checks the target; __errno_location is this thread's errno.
+        unsafe {
+            let rc = libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0);
+            !(rc != 0 && *libc::__errno_location() == libc::ESRCH)
+        }
+    })
+}
+
+/// One private futex operation on `word`, with no timeout. Leaves `errno` as it was.
+fn futex(word: &core::sync::atomic::AtomicU32, op: libc::c_int, val: u32) {
+    keeping_errno(|| {
+        // SAFETY: `word` is a live, aligned 32-bit atomic for the call's length; FUTEX_WAIT only reads it
+        // and FUTEX_WAKE touches no memory; a null timeout is "none" (FUTEX_WAKE ignores it).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                op | libc::FUTEX_PRIVATE_FLAG,
+                val,
+                ptr::null::<libc::timespec>(),
+            )
+        }
+    });
 }
 
 /// Sleeps while `word` holds `expected` (the kernel checks it atomically with going to sleep), until a
-/// [`futex_wake`] on it, or a spurious return. Leaves `errno` as it was.
+/// [`futex_wake_one`] on it, or a spurious return. Leaves `errno` as it was.
 pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
-    // SAFETY: `word` is a live, aligned 32-bit atomic for the call's length; a private FUTEX_WAIT with no
-    // timeout only reads it. __errno_location is this thread's errno.
-    unsafe {
-        let errno = libc::__errno_location();
-        let saved = *errno;
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            ptr::null::<libc::timespec>(),
-        );
-        *errno = saved;
-    }
+    futex(word, libc::FUTEX_WAIT, expected);
 }
 
 /// Wakes one thread sleeping in [`futex_wait`] on `word`. Leaves `errno` as it was.
 pub fn futex_wake_one(word: &core::sync::atomic::AtomicU32) {
-    // SAFETY: `word` is a live, aligned 32-bit atomic; FUTEX_WAKE touches no memory.
-    unsafe {
-        let errno = libc::__errno_location();
-        let saved = *errno;
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        );
-        *errno = saved;
-    }
+    futex(word, libc::FUTEX_WAKE, 1);
 }
 
 /// Gives the rest of the time slice away.
@@ -436,4 +440,26 @@ pub unsafe fn set_thread_value(key: u32, value: *mut libc::c_void) -> bool {
 pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
     // SAFETY: plain extern "C" handlers that live as long as the process.
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::sync::atomic::AtomicU32;
+
+    /// A futex call that fails (the word does not hold the value: EAGAIN) and one with nobody to wake
+    /// leave `errno` as the program set it.
+    #[test]
+    fn futex_calls_leave_errno_alone() {
+        // SAFETY: this thread's errno.
+        let errno = || unsafe { *libc::__errno_location() };
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = 1234 };
+        let word = AtomicU32::new(7);
+        super::futex_wait(&word, 8);
+        assert_eq!(errno(), 1234);
+        super::futex_wake_one(&word);
+        assert_eq!(errno(), 1234);
+        assert!(super::thread_alive(super::current_tid()));
+        assert_eq!(errno(), 1234);
+    }
 }
