@@ -138,6 +138,22 @@ pub unsafe extern "C" fn cfree(p: *mut c_void) {
     unsafe { free(p) }
 }
 
+/// C23's sized free. The size is not needed (the slab header knows the class) and not checked: a
+/// wrong one is the program's undefined behaviour, as in C23. Exported ahead of glibc 2.43, whose own
+/// would otherwise take hopless's blocks to glibc's free.
+#[no_mangle]
+pub unsafe extern "C" fn free_sized(p: *mut c_void, _size: usize) {
+    // SAFETY: same contract as free.
+    unsafe { free(p) }
+}
+
+/// C23's sized free of a block from `aligned_alloc` (see [`free_sized`]).
+#[no_mangle]
+pub unsafe extern "C" fn free_aligned_sized(p: *mut c_void, _align: usize, _size: usize) {
+    // SAFETY: same contract as free.
+    unsafe { free(p) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     match n.checked_mul(size) {

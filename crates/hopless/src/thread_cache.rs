@@ -232,6 +232,7 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
 /// then works from `x` alone, instead of keeping the word and the key alive in two more registers on
 /// the common path.
 #[inline(always)]
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(unused_mut))]
 pub(crate) fn opaque(mut x: usize) -> usize {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: an empty template: no instruction, no memory, stack or flags touched; `x` comes out as it

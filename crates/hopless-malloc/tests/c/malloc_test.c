@@ -23,6 +23,9 @@ void *__libc_pvalloc(size_t);
 /* glibc no longer links these for new programs; hopless exports them, so look them up at run time. */
 static void (*cfree_fn)(void *);
 static int (*posix_memalign_fn)(void **, size_t, size_t);
+/* C23's sized frees: glibc 2.36 has neither, so they are looked up too. */
+static void (*free_sized_fn)(void *, size_t);
+static void (*free_aligned_sized_fn)(void *, size_t, size_t);
 
 static int failures = 0;
 #define CHECK(c)                                                              \
@@ -100,6 +103,21 @@ static void basics(void) {
     CHECK(c != NULL && c[31] == 0);
     CHECK(cfree_fn != NULL);
     if (cfree_fn) cfree_fn(c);
+
+    /* C23 sized frees, of small, medium, large and aligned blocks */
+    CHECK(free_sized_fn != NULL && free_aligned_sized_fn != NULL);
+    if (free_sized_fn && free_aligned_sized_fn) {
+        size_t sizes[] = {0, 24, 3000, 200000, 5 << 20};
+        for (int k = 0; k < 5; k++) {
+            void *s = malloc(sizes[k]);
+            CHECK(s != NULL);
+            free_sized_fn(s, sizes[k]);
+            void *al = aligned_alloc(4096, sizes[k] + 4096);
+            CHECK(al != NULL && (uintptr_t)al % 4096 == 0);
+            free_aligned_sized_fn(al, 4096, sizes[k] + 4096);
+        }
+        free_sized_fn(NULL, 10);
+    }
 }
 
 static void alignments(void) {
@@ -253,6 +271,8 @@ static void trim(void) {
 int main(void) {
     cfree_fn = (void (*)(void *))dlsym(RTLD_DEFAULT, "cfree");
     posix_memalign_fn = (int (*)(void **, size_t, size_t))dlsym(RTLD_DEFAULT, "__posix_memalign");
+    free_sized_fn = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+    free_aligned_sized_fn = (void (*)(void *, size_t, size_t))dlsym(RTLD_DEFAULT, "free_aligned_sized");
     CHECK(posix_memalign_fn != NULL);
     basics();
     alignments();
