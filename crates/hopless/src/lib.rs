@@ -41,7 +41,7 @@
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the spin lock, with the fork holder's pass |
-//! | `tls` | the thread's words (cache pointer, last segment, hardened cache, retired, report number): initial-exec TLS on x86-64 Linux |
+//! | `tls` | the thread's words (cache pointer, last segment, hardened cache, retired, report number, fork-lock mark): initial-exec TLS on x86-64 Linux |
 //! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |

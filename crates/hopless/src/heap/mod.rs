@@ -22,7 +22,7 @@
 //! - a thread cache with an id is never unmapped (`registry.rs`; free keys name it, `free_suspect` reads
 //!   it);
 //! - a small or medium segment is unmapped only when its heap is dropped, so never in the process heap
-//!   (the C free path keeps the thread's last one in `ThreadCache::last_segment` without looking it up
+//!   (the C free path keeps the thread's last one in its `tls::SEGMENT_END` word without looking it up
 //!   again);
 //! - locks nest registry → class → pool, never the other way (`fork.rs` takes them in that order).
 
@@ -599,14 +599,13 @@ impl<P: PageSource> Drop for Heap<P> {
             self.small.release_all(&self.source);
             self.medium.release_all(&self.source);
         }
-        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
         let g = self.caches.get_mut();
         let mut tc = g.all;
         while !tc.is_null() {
-            // SAFETY: every cache on `all` came from `reserve(size, PAGE_SIZE)` and is unused now.
+            // SAFETY: every cache on `all` came from `reserve(CACHE_BYTES, PAGE_SIZE)` and is unused now.
             unsafe {
                 let next = (*tc).next_all;
-                self.source.release(tc.cast(), size, PAGE_SIZE);
+                self.source.release(tc.cast(), registry::CACHE_BYTES, PAGE_SIZE);
                 tc = next;
             }
         }

@@ -38,6 +38,9 @@ const MAX_PARKED: usize = 64;
 /// threads that are not there.
 pub(crate) const MAX_WARM: usize = 4;
 
+/// The bytes a thread cache takes from the page source: whole pages.
+pub(super) const CACHE_BYTES: usize = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+
 /// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
 const ORPHAN_PROBES: usize = 4;
 
@@ -72,8 +75,7 @@ impl<P: PageSource> Heap<P> {
             unsafe { self.flush_all(orphan) };
             return orphan;
         }
-        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
-        let tc = self.source.reserve(size, PAGE_SIZE).cast::<ThreadCache>();
+        let tc = self.source.reserve(CACHE_BYTES, PAGE_SIZE).cast::<ThreadCache>();
         if tc.is_null() {
             return tc;
         }
@@ -156,7 +158,6 @@ impl<P: PageSource> Heap<P> {
     pub unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
         // SAFETY: per the caller.
         unsafe { self.flush_all(tc) };
-        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
         // The next thread most often comes soon (a thread per task or connection): a few parked caches
         // keep their magazine pages, so that thread neither faults them in again nor waits on the
         // `madvise` that gave them back, whose TLB shootdown interrupts every core running the process.
@@ -203,7 +204,7 @@ impl<P: PageSource> Heap<P> {
         }
         if release {
             // SAFETY: unlinked from every list under the lock; nobody can reach it any more.
-            unsafe { self.source.release(tc.cast(), size, PAGE_SIZE) };
+            unsafe { self.source.release(tc.cast(), CACHE_BYTES, PAGE_SIZE) };
         }
     }
 
@@ -216,13 +217,13 @@ impl<P: PageSource> Heap<P> {
     /// `tc` is a cache from [`Heap::new_thread_cache`] whose magazines are all empty, and no thread uses
     /// it (it is being retired, or it was taken off the parked list).
     unsafe fn decommit_magazines(&self, tc: *mut ThreadCache) {
-        let size = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
         // SAFETY: whole pages of the cache's own reservation, holding only magazines, all empty.
         unsafe {
             let first = (&raw mut (*tc).mags).cast::<u8>();
             let from = first.addr().next_multiple_of(PAGE_SIZE) - tc.addr();
-            if from < size {
-                self.source.decommit(tc.cast::<u8>().add(from), size - from);
+            if from < CACHE_BYTES {
+                self.source
+                    .decommit(tc.cast::<u8>().add(from), CACHE_BYTES - from);
             }
         }
     }
@@ -255,18 +256,31 @@ impl<P: PageSource> Heap<P> {
             g.warm = g.warm.saturating_sub(n);
             g.parked_len = g.parked_len.saturating_sub(n);
         }
-        while !taken.is_null() {
+        let mut c = taken;
+        while !c.is_null() {
             // SAFETY: off every list but `all` (which only the registry walks, never touching magazines
             // of a cache that is not live), parked so empty, and ours alone until parked again.
             unsafe {
-                let next = (*taken).next_parked;
-                self.decommit_magazines(taken);
-                let mut g = self.caches.lock();
-                (*taken).next_parked = g.parked;
-                g.parked = taken;
-                g.parked_len += 1;
-                taken = next;
+                self.decommit_magazines(c);
+                c = (*c).next_parked;
             }
+        }
+        if taken.is_null() {
+            return;
+        }
+        let mut g = self.caches.lock();
+        // SAFETY: the taken caches are ours (linked through `next_parked`); the registry lock guards the
+        // parked list they go back on, in one piece.
+        unsafe {
+            let mut n = 1;
+            let mut last = taken;
+            while !(*last).next_parked.is_null() {
+                last = (*last).next_parked;
+                n += 1;
+            }
+            (*last).next_parked = g.parked;
+            g.parked = taken;
+            g.parked_len += n;
         }
     }
 
