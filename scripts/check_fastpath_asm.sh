@@ -1,36 +1,45 @@
 #!/usr/bin/env bash
 # The seed's "look at the assembly": the fast path must not load from the block it hands out.
-# Builds libhopless.so (release) and reads the machine code of two out-of-line probes:
-#   hopless_probe_fast_pop       the global allocator's pop (array strategy): must pass;
-#   hopless_probe_intrusive_pop  the SLUB model's pop (strategy::Slub<PLAIN>): must be caught (it reads the next pointer
-#                                out of the popped block), which shows the check can fail.
+# Builds libhopless.so and the SLUB experiment's libhopless_lab.so (release) and reads the machine code of
+# the experiment's two out-of-line probes:
+#   hopless_probe_fast_pop       the global allocator's magazine pop: must pass;
+#   hopless_probe_intrusive_pop  the SLUB model's pop (hopless_lab::Slub<PLAIN>): must be caught (it reads the next
+#                                pointer out of the popped block), which shows the check can fail;
+# then the shipped library's exported malloc and free, which must carry no probe.
 # The check follows registers through the straight-line code: the arguments (%rdi, %rsi) and registers
 # copied or computed from them are metadata addresses; a register loaded from memory holds a value read
 # from memory (a count, or a block pointer). A memory operand based on such a register is a load through
 # a pointer the code read: the extra hop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p hopless-malloc --quiet
-# Where cargo put it (CARGO_TARGET_DIR or a config may move the target directory).
+cargo build --release -p hopless-malloc -p hopless-lab --quiet
+# Where cargo put them (CARGO_TARGET_DIR or a config may move the target directory).
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 so=$target_dir/release/libhopless.so
-dis=$(mktemp)
-objdump -d --no-show-raw-insn "$so" > "$dis"
-syms=$(mktemp)
-trap 'rm -f "$dis" "$syms"' EXIT
-nm -D --defined-only "$so" > "$syms"
-python3 - "$dis" "$syms" <<'PY'
+lab=$target_dir/release/libhopless_lab.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+objdump -d --no-show-raw-insn "$so" > "$tmp/so.dis"
+nm -D --defined-only "$so" > "$tmp/so.syms"
+objdump -d --no-show-raw-insn "$lab" > "$tmp/lab.dis"
+nm -D --defined-only "$lab" > "$tmp/lab.syms"
+python3 - "$tmp" <<'PY'
 import re, sys
-dis = open(sys.argv[1]).read().splitlines()
-# Exported names by address: the linker may fold identical functions (malloc and __libc_malloc), and
-# objdump then labels the code with only one of the names.
-exported = {}
-for l in open(sys.argv[2]):
-    f = l.split()
-    if len(f) == 3:
-        exported.setdefault(f[2], int(f[0], 16))
+tmp = sys.argv[1]
 
-def body(name):
+def load(which):
+    dis = open(f"{tmp}/{which}.dis").read().splitlines()
+    # Exported names by address: the linker may fold identical functions (malloc and __libc_malloc), and
+    # objdump then labels the code with only one of the names.
+    exported = {}
+    for l in open(f"{tmp}/{which}.syms"):
+        f = l.split()
+        if len(f) == 3:
+            exported.setdefault(f[2], int(f[0], 16))
+    return dis, exported
+
+def body(name, lib):
+    dis, exported = lib
     out, on = [], False
     addr = exported.get(name)
     for l in dis:
@@ -85,9 +94,12 @@ def hops(code):
             pass  # arithmetic keeps what the register was (an address from an address stays one)
     return bad
 
-fast, intr = body("hopless_probe_fast_pop"), body("hopless_probe_intrusive_pop")
+so, lab = load("so"), load("lab")
+if any(n.startswith("hopless_probe") for n in so[1]):
+    sys.exit("FAIL: libhopless.so exports the experiment's probes: " + ", ".join(n for n in so[1] if n.startswith("hopless_probe")))
+fast, intr = body("hopless_probe_fast_pop", lab), body("hopless_probe_intrusive_pop", lab)
 if not fast or not intr:
-    sys.exit("probes not found in libhopless.so")
+    sys.exit("probes not found in libhopless_lab.so")
 print("fast path pop (array):"); print("\n".join("  " + l for l in fast if not l.startswith("int3")))
 print("intrusive pop:"); print("\n".join("  " + l for l in intr if not l.startswith("int3")))
 if hops(fast):
@@ -104,7 +116,7 @@ print("ok: the fast path reads only its metadata; the intrusive pop loads throug
 # unnoticed.
 LIMITS = {"malloc": 20, "free": 44}
 for name, limit in LIMITS.items():
-    code = [l for l in body(name) if not l.startswith("int3")]
+    code = [l for l in body(name, so) if not l.startswith("int3")]
     if not code:
         sys.exit(f"FAIL: {name} not found in libhopless.so")
     if any("__tls_get_addr" in l for l in code):

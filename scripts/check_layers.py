@@ -95,6 +95,10 @@ class Crate:
             if parts and parts[0] == "bin":
                 continue
             self.modules["::".join(parts)] = f
+        # Modules declared only for tests (`#[cfg(test)] mod x;`) are tests too.
+        for m, f in list(self.modules.items()):
+            for t in re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", f.read_text()):
+                self.modules.pop("::".join([x for x in [m, t] if x]), None)
         self.code = {m: strip_test_module(strip_comments(p.read_text())) for m, p in self.modules.items()}
         self.reexports = {m: self._reexports(m) for m in self.modules}
 
@@ -181,7 +185,7 @@ class Crate:
         text = lib.read_text()
         if "//! Layers, top to bottom" not in text:
             return None
-        rows = re.findall(r"^//! \| `([a-z_:/]+)/?` \|", text, flags=re.M)
+        rows = re.findall(r"^//! \| \[?`(?:mod@)?([a-z_:/]+)/?`\]? \|", text, flags=re.M)
         return [r.rstrip("/").replace("/", "::") for r in rows] or None
 
 

@@ -367,31 +367,3 @@ static INIT: extern "C" fn() = on_load;
 static FINI: extern "C" fn() = on_unload;
 
 // ------------------------------------------------------------------------------------------------------
-// Probes for scripts/check_fastpath_asm.sh: the fast path's pop and the intrusive strategy's pop, out of
-// line so their machine code can be read. Not part of the C API.
-
-/// # Safety
-///
-/// As for `ThreadCache::pop`: `tc` is a live thread cache only the caller uses, `class < NUM_CLASSES`.
-#[no_mangle]
-#[inline(never)]
-pub unsafe extern "C" fn hopless_probe_fast_pop(
-    tc: *mut hl::experiment::thread_cache::ThreadCache,
-    class: usize,
-) -> *mut u8 {
-    // SAFETY: per the caller.
-    unsafe { hl::experiment::thread_cache::ThreadCache::pop(tc, class) }
-}
-
-/// # Safety
-///
-/// `l` points to a valid SLUB-model thread cache that only the caller uses.
-#[no_mangle]
-#[inline(never)]
-pub unsafe extern "C" fn hopless_probe_intrusive_pop(
-    l: *mut hl::experiment::strategy::Slub<'static, hl::OsPages, { hl::experiment::strategy::PLAIN }>,
-) -> *mut u8 {
-    use hl::experiment::strategy::Strategy;
-    // SAFETY: per the caller.
-    unsafe { (*l).alloc() }
-}

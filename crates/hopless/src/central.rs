@@ -408,7 +408,7 @@ impl SlabPool {
             return ptr::null_mut();
         }
         let seg = base.cast::<SegmentHeader>();
-        if !SEGMENT_MAP.insert(seg) {
+        if !SEGMENT_MAP.insert(seg.cast()) {
             // SAFETY: the reservation just made, unused.
             unsafe { source.release(base, SEGMENT_SIZE, SEGMENT_SIZE) };
             return ptr::null_mut();
@@ -514,7 +514,7 @@ impl SlabPool {
             // SAFETY: per the caller, the segment is unused; read its link before releasing it.
             unsafe {
                 let next = (*seg).next;
-                SEGMENT_MAP.remove(seg);
+                SEGMENT_MAP.remove(seg.cast());
                 source.release(seg.cast(), SEGMENT_SIZE, SEGMENT_SIZE);
                 seg = next;
             }

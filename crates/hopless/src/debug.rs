@@ -147,12 +147,12 @@ pub fn first_not(bytes: &[u8], pattern: u8) -> Option<usize> {
 ///
 /// None beyond `p` being the program's claim of a hopless block.
 pub unsafe fn check_headers(p: *mut u8) -> Option<usize> {
-    let (seg, large) = match crate::segment::locate(p) {
-        crate::segment::Located::Foreign => {
+    let (seg, large) = match crate::address::locate(p) {
+        crate::address::Located::Foreign => {
             fault("free of a pointer hopless did not allocate", p, usize::MAX, None)
         }
-        crate::segment::Located::Large(seg) => (seg, true),
-        crate::segment::Located::Slab(seg) => (seg, false),
+        crate::address::Located::Large(seg) => (seg, true),
+        crate::address::Located::Slab(seg) => (seg, false),
     };
     // SAFETY: `locate` found the header in the segment map or an arena: it is mapped. Only the magic is
     // read before it is known to be intact (a freed arena block's header may be zeroes).

@@ -1,128 +1,23 @@
-//! The fast path: the thread's cache pointer and `GlobalAlloc`'s alloc and free, a screenful of code.
+//! The fast paths: an allocation pops a pointer from the thread's magazine of its class, a free pushes
+//! one. This is the screenful a reviewer reads first; everything else falls to `slow`, out of line and
+//! `#[cold]`.
 //!
 //! **Neither path touches the block it hands out.** Allocation pops a pointer from the thread's magazine
 //! (`slots[--count]`); nothing is read from or written to the block, so the next allocation does not
 //! wait on a cache line of free memory, unlike SLUB's next-free-pointer load. A free writes one word
-//! into the block (its free key, the double-free check: see `thread_cache`), a line the program just
-//! used. Everything else falls to `slow.rs`, out of line and `#[cold]`.
+//! into the block (its free key, the double-free check: see `cache::free_key`), a line the program just
+//! used.
 //!
-//! A thread's cache pointer is one of its words (`crate::tls`): on x86-64 Linux a single `%fs`-relative
-//! load of the initial-exec TLS model, never a call to `__tls_get_addr`. A new thread's pointer is the
-//! static empty cache,
-//! whose magazines all have capacity 0: its first alloc or free falls to the slow path, which takes a
-//! cache from the heap's registry and registers the thread's exit hook. The checked modes keep every
-//! thread on the empty cache, so the fast path needs no mode test.
+//! The thread's cache pointer and last segment are its words (`process`); a new thread has the empty
+//! cache, whose magazines all have capacity 0, so its first alloc or free falls to the slow path. The
+//! checked modes keep every thread on the empty cache, so the fast path needs no mode test.
 
-use core::alloc::{GlobalAlloc, Layout};
-use core::cell::UnsafeCell;
-use core::ptr;
-
-use crate::global::{Hopless, HEAP};
+use crate::cache::{class_at_mag_offset, opaque, Push, ThreadCache, MALLOC_MAG_OFFSET};
+use crate::process::{current, current_or_null, segment_end, set_segment_end};
 use crate::segment::{slab_segment, SegmentHeader, Slab, SEGMENT_SIZE};
-use crate::size_class::{self, small_class, SMALL_MAX};
-use crate::slow::{
-    alloc_general, alloc_slow, cache_or_init, free_slow, free_suspect, free_unsized_slow, hardened_cache,
-};
+use crate::size_class::{small_class, SMALL_MAX};
+use crate::slow::{alloc_slow, free_slow, free_suspect, free_unsized_slow};
 use crate::stats::stat;
-use crate::thread_cache::{class_at_mag_offset, opaque, Push, ThreadCache, MALLOC_MAG_OFFSET};
-
-/// The cache every thread starts with: capacity 0 everywhere, never written.
-pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
-// SAFETY: sharing `&EmptyCache` between threads is sound because nothing ever writes through it:
-// 1. its magazines have `cap == 0` and `count == 0` (`ThreadCache::EMPTY`), so `pop` returns null before
-//    any store and `push`/`push_keyed` return before storing (`n >= cap`);
-// 2. `ThreadCache::open`, the only writer of `cap`, is called only on a cache from the registry (the slow
-//    paths check `tc != empty()` or get theirs from `cache_or_init`);
-// 3. the counters (feature `stats`) are bumped only on a live cache: the fast path counts only after a
-//    pop or push succeeded, which never happens here.
-unsafe impl Sync for EmptyCache {}
-pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
-
-/// Whether the calling thread's exit destructor has run (its later allocations bypass the cache).
-#[inline]
-pub(crate) fn retired() -> bool {
-    crate::tls::read::<{ crate::tls::RETIRED }>() != 0
-}
-
-/// Hardened mode: the thread's cache, used only by the checked paths (`CACHE` stays the empty one, so
-/// the fast path always falls through to them); null until set up.
-#[inline]
-pub(crate) fn hardened_cache_of_thread() -> *mut ThreadCache {
-    crate::tls::read_ptr::<{ crate::tls::HARDENED }, ThreadCache>()
-}
-
-/// Sets the thread's hardened-mode cache.
-#[inline]
-pub(crate) fn set_hardened_cache(tc: *mut ThreadCache) {
-    crate::tls::write_ptr::<{ crate::tls::HARDENED }, ThreadCache>(tc);
-}
-
-/// Marks the thread as past its exit destructor and drops both its caches from its words.
-pub(crate) fn retire_thread() {
-    set_current(empty());
-    set_hardened_cache(ptr::null_mut());
-    crate::tls::write::<{ crate::tls::RETIRED }>(1);
-}
-
-/// The calling thread's cache (the empty one until its first slow-path operation).
-#[inline(always)]
-pub(crate) fn current() -> *mut ThreadCache {
-    let tc = tls::get();
-    if tc.is_null() {
-        empty()
-    } else {
-        tc
-    }
-}
-
-/// Makes `tc` the calling thread's cache (the empty one: `empty()`). Giving up a cache forgets the last
-/// segment too (see `tls`: a remembered segment implies a live cache).
-#[inline]
-pub(crate) fn set_current(tc: *mut ThreadCache) {
-    if tc == empty() {
-        tls::set_segment_end(0);
-        tls::set(ptr::null_mut());
-    } else {
-        tls::set(tc);
-    }
-}
-
-/// The thread's cache pointer and last segment live in its words (`crate::tls`). The segment is the
-/// last small or medium segment of the process heap its C free path found in the segment map, as the
-/// segment's last byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address
-/// ORed with the mask equals it needs no map lookup; no pointer's does while it is 0, so both words start
-/// as zero. Such a segment is never unmapped (the process heap is never dropped), so the answer never
-/// goes stale. It is set only while the thread has a live cache, and cleared when the thread gives its
-/// cache up (`set_current`): a hit therefore means the cache pointer is not null.
-mod tls {
-    use super::ThreadCache;
-    use crate::tls::{read, read_ptr, write, write_ptr, CACHE, SEGMENT_END};
-
-    #[inline(always)]
-    pub(super) fn get() -> *mut ThreadCache {
-        read_ptr::<CACHE, ThreadCache>()
-    }
-
-    #[inline(always)]
-    pub(super) fn set(tc: *mut ThreadCache) {
-        write_ptr::<CACHE, ThreadCache>(tc);
-    }
-
-    #[inline(always)]
-    pub(super) fn segment_end() -> usize {
-        read::<SEGMENT_END>()
-    }
-
-    #[inline(always)]
-    pub(super) fn set_segment_end(end: usize) {
-        write::<SEGMENT_END>(end);
-    }
-}
-
-#[inline(always)]
-pub(crate) fn empty() -> *mut ThreadCache {
-    EMPTY_CACHE.0.get()
-}
 
 /// The fast path of every allocation: a pop from the thread's magazine of the class. The checked modes
 /// need no test here: they never give a thread a cache, so this pop always falls to `alloc_slow`, which
@@ -167,7 +62,7 @@ pub(crate) fn malloc_cached(size: usize) -> Option<*mut u8> {
     }
     let off = *MALLOC_MAG_OFFSET.get((size + 7) >> 3)?;
     // Null is the empty cache, which would answer `None` too.
-    let tc = tls::get();
+    let tc = current_or_null();
     if tc.is_null() {
         return None;
     }
@@ -192,12 +87,12 @@ pub(crate) unsafe fn free_unsized(p: *mut u8) {
     // Null needs no test of its own: `0 | mask` is no segment's end (no segment starts at address 0) and
     // address 0 is never in the segment map, so it reaches the slow path, which returns.
     let end = p.addr() | (SEGMENT_SIZE - 1);
-    if end != tls::segment_end() {
+    if end != segment_end() {
         // SAFETY: forwarded.
         return unsafe { free_in_another_segment(p, end) };
     }
-    // SAFETY: a remembered segment means a live cache (see `tls`); `end` is `p`'s segment's.
-    unsafe { free_in_segment(tls::get(), p, end) }
+    // SAFETY: a remembered segment means a live cache (see `process::segment_end`); `end` is `p`'s segment's.
+    unsafe { free_in_segment(current_or_null(), p, end) }
 }
 
 /// [`free_unsized`] for a pointer outside the thread's remembered segment: the segment map says whether
@@ -210,13 +105,13 @@ pub(crate) unsafe fn free_unsized(p: *mut u8) {
 #[cold]
 #[inline(never)]
 unsafe fn free_in_another_segment(p: *mut u8, end: usize) {
-    let tc = tls::get();
+    let tc = current_or_null();
     // SAFETY: per the caller (`slab_segment` checks the map before reading a header).
     if tc.is_null() || unsafe { slab_segment(p) }.is_none() {
         // SAFETY: forwarded.
         return unsafe { free_unsized_slow(p) };
     }
-    tls::set_segment_end(end);
+    set_segment_end(end);
     // SAFETY: `tc` is this thread's live cache; `p`'s segment was just found in the map.
     unsafe { free_in_segment(tc, p, end) }
 }
@@ -253,90 +148,25 @@ unsafe fn free_in_segment(tc: *mut ThreadCache, p: *mut u8, end: usize) {
     unsafe { free_unsized_slow(p) }
 }
 
-/// The calling thread's cache, or null while it has none (the empty cache): one TLS load.
+/// The fast path of a sized free (`GlobalAlloc::dealloc`) of a small block: the push into the thread's
+/// magazine of its class, the key's check, or the slow path when the magazine is full (or the thread has
+/// the empty cache, which has room nowhere).
+///
+/// # Safety
+///
+/// `p` is a live block of `class` that the caller gives up: at least 8 bytes, aligned to 8.
 #[inline(always)]
-pub(crate) fn current_or_null() -> *mut ThreadCache {
-    tls::get()
-}
-
-// SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
-// (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
-// freed; failure returns null.
-unsafe impl GlobalAlloc for Hopless {
-    #[inline(always)]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        if size <= SMALL_MAX && align <= 16 {
-            // SAFETY: a Layout's size is non-zero (GlobalAlloc contract).
-            return unsafe { alloc_small(size, align) };
-        }
-        // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
-        unsafe { alloc_general(size, align, false) }
-    }
-
-    #[inline(always)]
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        let (size, align) = (layout.size(), layout.align());
-        if size <= SMALL_MAX && align <= 16 {
-            let class = small_class(size.max(align));
-            let tc = current();
-            // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and
-            // threads without a cache take the slow path); per the GlobalAlloc contract `p` is a live
-            // block of this layout, so of `class`: at least 8 bytes, aligned to 8.
-            unsafe {
-                match ThreadCache::push_keyed(tc, class, p) {
-                    Push::Done => {
-                        stat!((*tc).counters[class].free_fast.bump());
-                        return;
-                    }
-                    Push::Suspect => return free_suspect(class, p),
-                    Push::Full => return free_slow(class, p),
-                }
+pub(crate) unsafe fn free_sized(class: usize, p: *mut u8) {
+    let tc = current();
+    // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and threads
+    // without a cache take the slow path); `p` per the caller.
+    unsafe {
+        match ThreadCache::push_keyed(tc, class, p) {
+            Push::Done => {
+                stat!((*tc).counters[class].free_fast.bump());
             }
+            Push::Suspect => free_suspect(class, p),
+            Push::Full => free_slow(class, p),
         }
-        // SAFETY: as above; the header lookup finds the class or the large mapping.
-        unsafe { Hopless::free(p) }
-    }
-
-    #[inline]
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() <= SMALL_MAX && layout.align() <= 16 {
-            // SAFETY: forwarded contract.
-            let p = unsafe { self.alloc(layout) };
-            if !p.is_null() {
-                // SAFETY: the block has at least `size` bytes.
-                unsafe { ptr::write_bytes(p, 0, layout.size()) };
-            }
-            return p;
-        }
-        // SAFETY: forwarded contract; large blocks fresh from mmap skip the memset.
-        unsafe { alloc_general(layout.size(), layout.align(), true) }
-    }
-
-    #[inline]
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if crate::mode::checked_on() && !crate::mode::debug_on() {
-            // SAFETY: per the caller; the cache is this thread's or null.
-            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, layout.align()) };
-        }
-        if crate::mode::debug_on() {
-            // Debug mode never resizes in place: the old block is checked and poisoned.
-            let q = HEAP.debug_alloc(new_size, layout.align(), false);
-            if !q.is_null() {
-                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
-                unsafe {
-                    ptr::copy_nonoverlapping(p, q, layout.size().min(new_size));
-                    HEAP.debug_free(p);
-                }
-            }
-            return q;
-        }
-        if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
-            if size_class::class_for(new_size, layout.align()) == Some(c) {
-                return p;
-            }
-        }
-        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
-        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
     }
 }

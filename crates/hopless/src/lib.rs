@@ -11,7 +11,7 @@
 //! A double or invalid free is caught at the free, before the block can be handed out twice: a free
 //! checks the pointer is a block start handed out before, and writes a key into the block's first word
 //! that says where the block went (a magazine slot, or its slab); a free that finds such a key looks
-//! there (see `thread_cache`). The allocation path never touches the block.
+//! there (see `cache::free_key`). The allocation path never touches the block.
 //!
 //! ```
 //! #[global_allocator]
@@ -23,34 +23,34 @@
 //!
 //! # Layout
 //!
-//! Layers, each using only those below it (`report` and `mode` are used from every layer):
+//! Layers, top to bottom: each module uses only those listed below it (`scripts/check_layers.py`
+//! checks this table against the code).
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `fast` | the fast path: the thread's cache pointer and `GlobalAlloc`'s alloc/free, a screenful of code |
-//! | `slow` | every `#[cold]` path of the process allocator: cache set-up, empty/full magazines, checked modes |
-//! | `global` | [`Hopless`]: the process heap, set-up at load time, the thread exit hook, the public API |
-//! | `fork` | the fork handlers |
-//! | `heap` | ties the layers: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
-//! | `thread_cache` | magazines, pop and push; the free key |
-//! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
-//! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
-//! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
-//! | `large` | blocks above 256 KiB: up to 16 MiB in arenas, bigger ones one mapping each with a small cache of recent mappings; the budget of free pages kept |
-//! | `arena` | 64 MiB regions cut into 16 KiB slices: large blocks as spans, free spans coalescing in a bitmap |
-//! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`); pointer → slab in O(1) |
-//! | `size_class` | the class table and the (size, align) → class mapping |
-//! | `lock` | the spin lock, with the fork holder's pass |
-//! | `tls` | the thread's words (cache pointer, last segment, hardened cache, retired, report number, fork-lock mark): initial-exec TLS on x86-64 Linux |
-//! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
+//! | `api` | [`Hopless`]: `GlobalAlloc`, `Allocator`, the C-style calls, the batch API, stats, trim |
+//! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
+//! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
+//! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork |
+//! | `heap` | [`Heap`]: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
-//! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
+//! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
+//! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
+//! | `address` | what an address is to hopless (a segment, a large block, or foreign), from the address alone |
+//! | `large` | blocks above 256 KiB: arena spans up to 16 MiB, bigger ones a mapping each with a cache of recent ones; the retention budget |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |
+//! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`), slab lists; the address map segments and arenas share |
+//! | `cache` | the thread cache: magazines, the free key, the registry's state and the table of caches by id |
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
-//! | `strategy` | the SLUB experiment: hopless's magazine over the heap, and a SLUB model (per-slab intrusive lists) in three variants |
+//! | `size_class` | the class table and the (size, align) → class mapping |
+//! | `lock` | the class lock (a futex mutex), with the fork holder's pass |
+//! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
+//! | `tls` | the thread's words: initial-exec TLS on x86-64 Linux |
+//! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
+//! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //!
-//! What benchmarks, tests and `libhopless.so` need from the inside is re-exported, undocumented, from
-//! `experiment`; it is not a stable API.
+//! What benchmarks, tests, `libhopless.so` and the SLUB experiment (`crates/hopless-lab`) need from the
+//! inside is named, item by item, in `experiment`; it is not a stable API.
 
 // Nothing on an allocator path may panic (a panic inside `free` aborts without a report, or allocates
 // for a backtrace while a lock is held): no unwrap, expect, panic or unchecked indexing in the core.
@@ -68,52 +68,52 @@
 )]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
-mod arena;
+mod address;
+mod api;
+mod cache;
 mod central;
 mod debug;
 mod fast;
-mod fork;
-mod global;
 mod heap;
 mod large;
 mod lock;
 mod mode;
 mod platform;
+mod process;
 mod report;
 mod segment;
 mod size_class;
 mod slow;
 pub mod stats;
-mod strategy;
 mod sync;
-mod thread_cache;
 mod tls;
 mod transfer;
 
-/// The inside, for hopless's own benchmarks, tests and `libhopless.so`: not a stable API.
+/// The inside, for hopless's own benchmarks, tests, `libhopless.so` and `crates/hopless-lab`: not a
+/// stable API.
 #[doc(hidden)]
 pub mod experiment {
     pub mod platform {
-        pub use crate::platform::*;
+        pub use crate::platform::{abort, env_flag};
     }
     pub mod report {
         pub use crate::report::Msg;
     }
     pub mod segment {
-        pub use crate::segment::*;
+        pub use crate::segment::{segment_of, slab_of, Slab};
     }
     pub mod size_class {
-        pub use crate::size_class::*;
+        pub use crate::size_class::{class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
     }
-    pub mod strategy {
-        pub use crate::strategy::*;
+    pub mod cache {
+        pub use crate::cache::{Magazine, ThreadCache};
     }
-    pub mod thread_cache {
-        pub use crate::thread_cache::*;
+    pub mod lock {
+        pub use crate::lock::SpinLock;
     }
 }
 
-pub use global::Hopless;
+pub use api::Hopless;
 pub use heap::Heap;
 pub use mode::set_mode;
 pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
@@ -129,4 +129,4 @@ pub fn stats() -> Stats {
 static GLOBAL: Hopless = Hopless;
 
 #[cfg(test)]
-mod tests;
+mod test_util;

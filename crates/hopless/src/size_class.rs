@@ -154,12 +154,12 @@ pub fn small_class(size_or_align: usize) -> usize {
     }
 }
 
-/// The class C's `malloc(size)` uses: the smallest of at least `size` bytes, `None` above
+/// The class C's `malloc(size)` uses (the tests' statement of what `cache::MALLOC_MAG_OFFSET` encodes): the smallest of at least `size` bytes, `None` above
 /// [`SMALL_MAX`]. One table load, with no `max` with the alignment: every class from 16 bytes up is a
 /// multiple of 16, so a block of more than 8 bytes has the 16-byte alignment C's `malloc` promises; a
 /// request of at most 8 bytes (0 included) gets the 8-byte class, aligned enough for any object that
 /// fits in it.
-#[inline(always)]
+#[cfg(test)]
 pub fn malloc_class(size: usize) -> Option<usize> {
     if size > SMALL_MAX {
         return None;

@@ -5,11 +5,12 @@
 
 use core::ptr;
 
-use crate::fast::{
-    current, current_or_null, empty, hardened_cache_of_thread, retired, set_current, set_hardened_cache,
+use crate::address::{locate, Located};
+use crate::cache::ThreadCache;
+use crate::process::{
+    current, current_or_null, empty, hardened_cache_of_thread, process_init, register_exit, retired,
+    set_current, set_hardened_cache, HEAP,
 };
-use crate::global::{process_init, register_exit, HEAP};
-use crate::thread_cache::ThreadCache;
 
 /// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
 /// destructor, or out of memory): callers then go straight to the central heap.
@@ -93,6 +94,46 @@ pub(crate) unsafe fn checked_free(p: *mut u8) -> bool {
     true
 }
 
+/// A checked mode's realloc, or `None` when neither is on. Debug mode never resizes in place: the old
+/// block is checked and poisoned. `old_size` is the block's size when the caller knows it (a
+/// `GlobalAlloc` layout); without it, the debug header tells, and a pointer that is not hopless's copies
+/// nothing and is reported by the free.
+///
+/// # Safety
+///
+/// `p` is the program's claim of a live block (anything else is reported); `new_size > 0`; `align` a
+/// power of two.
+#[inline]
+pub(crate) unsafe fn checked_realloc(
+    p: *mut u8,
+    old_size: Option<usize>,
+    new_size: usize,
+    align: usize,
+) -> Option<*mut u8> {
+    if !crate::mode::checked_on() {
+        return None;
+    }
+    if !crate::mode::debug_on() {
+        // SAFETY: per the caller (anything else is reported); the cache is this thread's or null.
+        return Some(unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, align) });
+    }
+    let old = match old_size {
+        Some(n) => n,
+        // SAFETY: a hopless block, live per the caller.
+        None if !matches!(locate(p), Located::Foreign) => unsafe { HEAP.debug_size(p) },
+        None => 0,
+    };
+    let q = HEAP.debug_alloc(new_size, align, false);
+    if !q.is_null() {
+        // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
+        unsafe {
+            core::ptr::copy_nonoverlapping(p, q, old.min(new_size));
+            HEAP.debug_free(p);
+        }
+    }
+    Some(q)
+}
+
 /// The magazine was empty (or this thread has no cache yet).
 ///
 /// # Safety
@@ -127,7 +168,7 @@ pub(crate) unsafe fn free_slow(class: usize, p: *mut u8) {
     unsafe { HEAP.free_checked(cache_or_init(), class, p) }
 }
 
-/// The block's first word is a free key for another place (see `thread_cache`).
+/// The block's first word is a free key for another place (see `cache::free_key`).
 ///
 /// # Safety
 ///

@@ -17,7 +17,7 @@
 //! `FULL` and sees the same word again knows the contents did not change in between (no ABA). `frozen`
 //! holds a slot still across `fork` (see [`Transfer::freeze`]).
 //!
-//! Blocks in a slot carry the transfer mark in their first word (`thread_cache::transfer_mark`), so a
+//! Blocks in a slot carry the transfer mark in their first word (`cache::transfer_mark`), so a
 //! double free of one is caught by [`Transfer::holds`], and, once the batch moved on, by the slab's bitmap
 //! or the taking thread's refill filter, as for a block flushed to its slab.
 

@@ -1,4 +1,4 @@
-//! One cell of `hopless bench fastpath`: one allocator model (`hopless::experiment::strategy`: hopless's
+//! One cell of `hopless bench fastpath`: one allocator model (`hopless_lab`: hopless's
 //! array over its heap, or SLUB's intrusive lists in three variants over a SLUB central layer) running one
 //! scenario at one block size on one thread.
 //!
@@ -26,9 +26,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use hopless::experiment::size_class::{class_for, class_size};
-use hopless::experiment::strategy::{Array, Slub, SlubHeap, Strategy, CACHED_NEXT, PLAIN, PREFETCH};
 use hopless::Heap;
 use hopless::OsPages;
+use hopless_lab::{Array, Slub, SlubHeap, Strategy, CACHED_NEXT, PLAIN, PREFETCH};
 use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};
 
 pub const STRATEGIES: [&str; 4] = ["array", "intrusive", "intrusive-prefetch", "cached-next"];

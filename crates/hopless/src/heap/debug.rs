@@ -5,9 +5,10 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::Heap;
+use crate::address::{locate, Located};
 use crate::central::ClassHeap;
 use crate::platform::PageSource;
-use crate::segment::{locate, segment_of, slab_of, Located, Slab};
+use crate::segment::{segment_of, slab_of, Slab};
 use crate::size_class::MAG_MAX;
 
 /// A new slab in debug mode with every block takeable at once (hardened too): all of it poison.

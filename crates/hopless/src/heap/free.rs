@@ -1,6 +1,6 @@
-//! Checked frees. [`Heap::free_ptr`] finds what the address is (`segment::locate`, exact), checks it is a
+//! Checked frees. [`Heap::free_ptr`] finds what the address is (`address::locate`, exact), checks it is a
 //! block start handed out before (`Slab::check_free`), and [`Heap::free_checked`] pushes it with its
-//! free key (see `thread_cache`); a key already there sends it to [`Heap::free_suspect`], which looks
+//! free key (see `cache::free_key`); a key already there sends it to [`Heap::free_suspect`], which looks
 //! where the key says. A flush back to the slab replaces keys with the slab mark. Everything that
 //! reports goes through `report::report_bad_free`, which never allocates.
 
@@ -8,16 +8,15 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::Heap;
+use crate::address::{locate, Located};
+use crate::cache::{read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE};
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
-use crate::segment::{locate, segment_of, slab_of, FreeError, Located, SegmentHeader, Slab, SEGMENT_MAGIC};
+use crate::segment::{segment_of, slab_of, FreeError, SegmentHeader, Slab, SEGMENT_MAGIC};
 use crate::stats::stat;
-use crate::thread_cache::{
-    read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
-};
 
 impl<P: PageSource> Heap<P> {
-    /// [`Heap::flush`], first marking each block as being in its slab (see `thread_cache`'s free key).
+    /// [`Heap::flush`], first marking each block as being in its slab (see `cache::free_key`).
     ///
     /// # Safety
     ///

@@ -35,15 +35,15 @@ use core::ptr;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::Heap;
+use crate::address::{locate, Located};
+use crate::cache::{free_salt, read_key, KeySays, ThreadCache};
 use crate::debug::{first_not, POISON, REDZONE};
 use crate::platform::PageSource;
 use crate::report::{fault, report_bad_free};
 use crate::segment::{
-    locate, slab_of, Located, SegmentHeader, Slab, HEADER_AREA, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC,
-    SMALL_SLAB_SHIFT,
+    slab_of, SegmentHeader, Slab, HEADER_AREA, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SMALL_SLAB_SHIFT,
 };
 use crate::size_class::{self, class_size};
-use crate::thread_cache::{free_salt, read_key, KeySays, ThreadCache};
 
 /// Redzone bytes written and checked after the requested size, at most.
 pub const REDZONE_MAX: usize = 256;

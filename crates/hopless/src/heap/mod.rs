@@ -34,21 +34,21 @@ mod fork;
 mod free;
 mod hardened;
 mod registry;
-#[cfg(test)]
-pub(crate) use registry::MAX_WARM;
 mod stats;
+#[cfg(test)]
+mod tests;
 
+use crate::address::{locate, Located};
+use crate::cache::{read_key, Caches, KeySays, Push, ThreadCache, CACHE_BYTES};
 use crate::central::{Checks, ClassHeap, SlabPool};
 use crate::large::LargeCache;
 use crate::lock::SpinLock;
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::report::report_bad_free;
-use crate::segment::{locate, FreeError, Located, SegmentKind, Slab, SEGMENT_MAGIC};
+use crate::segment::{FreeError, SegmentKind, Slab, SEGMENT_MAGIC};
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
-use crate::thread_cache::{read_key, KeySays, Push, ThreadCache};
 use crate::transfer::Transfer;
-use registry::Caches;
 
 /// The fields `fork`'s handlers write (every lock: the class heaps, the pools, the large cache, the
 /// registry) come first and together, from a page boundary, so a fork touches as few pages as they
@@ -88,15 +88,7 @@ impl<P: PageSource> Heap<P> {
             small: SlabPool::new(SegmentKind::Small),
             medium: SlabPool::new(SegmentKind::Medium),
             large: LargeCache::new(),
-            caches: SpinLock::new(Caches {
-                all: ptr::null_mut(),
-                parked: ptr::null_mut(),
-                parked_len: 0,
-                warm: 0,
-                cursor: ptr::null_mut(),
-                next_id: 1,
-                made: 0,
-            }),
+            caches: SpinLock::new(Caches::new()),
         }
     }
 
@@ -605,7 +597,7 @@ impl<P: PageSource> Drop for Heap<P> {
             // SAFETY: every cache on `all` came from `reserve(CACHE_BYTES, PAGE_SIZE)` and is unused now.
             unsafe {
                 let next = (*tc).next_all;
-                self.source.release(tc.cast(), registry::CACHE_BYTES, PAGE_SIZE);
+                self.source.release(tc.cast(), CACHE_BYTES, PAGE_SIZE);
                 tc = next;
             }
         }

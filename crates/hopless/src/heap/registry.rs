@@ -2,7 +2,7 @@
 //! source), its retirement when the thread exits (blocks returned, magazine pages given back, parked or
 //! unmapped), and the search of every magazine a free key without a cache id calls for.
 //!
-//! Caches are made from the page source, given an id (`thread_cache::CACHE_TABLE`) while ids last,
+//! Caches are made from the page source, given an id (`cache::CACHE_TABLE`) while ids last,
 //! parked when their thread exits, and reclaimed from threads that died without the exit hook
 //! (`find_orphan`).
 
@@ -10,42 +10,11 @@ use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::Heap;
+use crate::cache::{
+    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, MAX_CACHE_ID, MAX_PARKED, MAX_WARM, ORPHAN_PROBES,
+};
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::size_class::{MAG_MAX, NUM_CLASSES};
-use crate::thread_cache::{ThreadCache, CACHE_TABLE, MAX_CACHE_ID};
-
-/// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
-pub(super) struct Caches {
-    pub(super) all: *mut ThreadCache,
-    pub(super) parked: *mut ThreadCache,
-    /// Caches on `parked`.
-    pub(super) parked_len: usize,
-    /// Parked caches (or caches being parked) that keep their magazine pages: at most [`MAX_WARM`].
-    pub(super) warm: usize,
-    /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
-    pub(super) cursor: *mut ThreadCache,
-    /// The next cache id to give out (ids start at 1).
-    pub(super) next_id: usize,
-    pub(super) made: u64,
-}
-
-/// Parked caches kept for new threads (their first page stays mapped); a thread that exits past this
-/// unmaps its cache. With the `stats` feature caches are never unmapped: their counters are the stats.
-const MAX_PARKED: usize = 64;
-
-/// Parked caches that keep their magazine pages resident (see [`Heap::retire_thread_cache`]): at most
-/// this many times a cache's magazines (about 78 KiB, only the pages its thread used) stay mapped for
-/// threads that are not there.
-pub(crate) const MAX_WARM: usize = 4;
-
-/// The bytes a thread cache takes from the page source: whole pages.
-pub(super) const CACHE_BYTES: usize = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
-
-/// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
-const ORPHAN_PROBES: usize = 4;
-
-// SAFETY: the cache pointers are only followed under the registry lock (or by their owning thread).
-unsafe impl Send for Caches {}
 
 impl<P: PageSource> Heap<P> {
     /// A cache for a new thread: a parked one, the cache of a thread that died without retiring it, or a

@@ -31,7 +31,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::platform::{PageSource, PAGE_SIZE};
-use crate::segment::{map_bits, Located, SegmentHeader, SlotMap};
+use crate::segment::{map_bits, SegmentHeader, SlotMap};
 
 pub const ARENA_SHIFT: usize = if cfg!(miri) { 23 } else { 26 };
 /// Size and alignment of an arena (8 MiB under Miri).
@@ -400,14 +400,14 @@ pub unsafe fn is_empty(a: *mut Arena) -> bool {
     unsafe { (*a).free_slices == SLICES - HEADER_SLICES }
 }
 
-/// The large block of an arena that `p` lies in (its span's header), or `Foreign` for an address in a free
+/// The large block of an arena that `p` lies in (its span's header), or `None` for an address in a free
 /// slice or the arena's header. Lock-free: reads only the span table (see the module's invariants). A free
 /// slice where a freed block started still names that block's header, whose magic is cleared, so a
 /// second free is reported as one.
 ///
 /// Callers check first that `p` lies in an arena (its [`ARENA_MAP`] bit is set): the arena is then mapped
-/// (an invalid free racing the arena's release is the one window, as for `segment::locate`).
-pub fn locate(p: *const u8) -> Located {
+/// (an invalid free racing the arena's release is the one window, as for `address::locate`).
+pub fn span_of(p: *const u8) -> Option<*mut SegmentHeader> {
     let a = arena_of(p.cast_mut());
     let i = (p.addr() - a.addr()) >> SLICE_SHIFT;
     let mut j = i;
@@ -416,16 +416,12 @@ pub fn locate(p: *const u8) -> Located {
         let v = unsafe { span_entry(a, j) }.map_or(0, |e| e.load(Ordering::Acquire));
         if v == FREED {
             if j == i {
-                return Located::Large(span_at(a, j));
+                return Some(span_at(a, j));
             }
         } else if v != 0 {
-            return if j + v as usize > i {
-                Located::Large(span_at(a, j))
-            } else {
-                Located::Foreign
-            };
+            return (j + v as usize > i).then(|| span_at(a, j));
         }
         j -= 1;
     }
-    Located::Foreign
+    None
 }

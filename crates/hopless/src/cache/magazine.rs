@@ -1,15 +1,17 @@
-//! The fast path: per thread, per class, a magazine of free block pointers.
+//! The magazine: per thread, per class, a stack of free block pointers, and [`ThreadCache`], a thread's
+//! magazines of every class.
 //!
 //! Alloc is `slots[--count]`, free is `slots[count++] = p`. Nothing here takes a lock or does an atomic
 //! read-modify-write, and allocation never loads or stores the memory of a block: "what is free next" is
 //! in this metadata, not inside the free block (the SLUB "extra hop" this project exists to remove). A
 //! free writes one word into the block it takes back, its free key (below), as glibc's tcache does: the
 //! block was just in the caller's hands, so its line is warm. When a magazine is empty
-//! or full the caller falls to the `#[cold]` slow path in `heap`, which refills half a magazine from the
+//! or full the caller falls to the `#[cold]` slow path (`slow`, then `heap`), which refills half a magazine from the
 //! central heap or flushes the newer half back to it.
 
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
+use super::free_key::*;
 use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 #[cfg(feature = "stats")]
 use crate::stats::ThreadCounters;
@@ -45,6 +47,20 @@ pub struct Magazine {
 /// One thread's cache. Allocated from the page source, never through the allocator's public path; parked
 /// for the next thread when its thread exits (its magazine pages given back), or unmapped past a limit.
 /// The registry fields come first so that a parked cache keeps only its first page.
+impl Magazine {
+    /// An empty magazine of capacity `cap` (at most [`MAG_MAX`]) and no key tag.
+    pub const fn with_capacity(cap: u32) -> Self {
+        Magazine {
+            count: 0,
+            cap,
+            tag: 0,
+            refilled: 0,
+            refill_filter: [0; 2],
+            slots: [core::ptr::null_mut(); MAG_MAX],
+        }
+    }
+}
+
 #[repr(C)]
 pub struct ThreadCache {
     /// Every cache the registry holds (live and parked), and the parked ones.
@@ -92,184 +108,6 @@ pub static MALLOC_MAG_OFFSET: [u32; SMALL_MAX / 8 + 1] = {
 
 // The offsets fit the slab header's `u32` with room to spare.
 const _: () = assert!(core::mem::size_of::<ThreadCache>() < u32::MAX as usize);
-
-// ------------------------------------------------------------------------------------------------------
-// The free key: double frees caught at the free, with the allocation path off the block.
-//
-// A free writes a key into the first word of the block it takes back: the block's address, mixed with a
-// per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
-// 55..64) and the magazine slot (bits 48..55). Flushing a block back to its slab replaces its key with a
-// mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
-// frees a block is the one that writes it.
-//
-// A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
-// that slot, or (a mark) the slab's bitmap says it is free, or it was refilled into this thread's
-// magazine (a filter of the refill's blocks says whether to look): a double free, reported. Otherwise
-// the block was handed out since and its first word never written: a correct free. The common unwritten
-// case, a block popped from the top of this thread's magazine and freed again, finds exactly the key it
-// would write (same slot) and costs nothing more. A keyed block's key always names its current slot:
-// blocks never move between slots (a flush takes the top of the magazine, `take_newest`), so the look
-// is one slot, not a search.
-//
-// In memory a key is stored as it is: the address part in the low 48 bits, where
-// the block went in the high 16. A program's first write to a block is most often to its first bytes
-// (a string's NUL, a flag byte), and that breaks the address part, so the free path tells "not a key"
-// (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
-// rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
-// as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
-// free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
-// `key_word` and `write_key`.
-//
-// One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
-// block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
-// handed it out. Seeing it at the free would need the refill to write every block it moves (a cache-line
-// transfer per block between a producer and a consumer thread) or a search of every thread's magazines.
-
-/// Bits of a key that must match for it to be one (the address part).
-pub const KEY_LOW: usize = (1 << 48) - 1;
-/// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
-pub const MAX_CACHE_ID: usize = 510;
-/// The cache id of a block's mark while it sits in its slab.
-pub const MARK_ID: usize = 511;
-/// The cache id of a block's mark while it sits in a transfer slot (`transfer`).
-pub const TRANSFER_ID: usize = 510;
-const ID_SHIFT: u32 = 55;
-const SLOT_SHIFT: u32 = 48;
-/// The rotation that brings where a block went (the key's bits from [`SLOT_SHIFT`] up) to the low bits,
-/// and the mask of those bits then: the free path's one-compare test (see above).
-const WHERE_ROTATE: u32 = usize::BITS - SLOT_SHIFT;
-const WHERE_MASK: usize = (1 << WHERE_ROTATE) - 1;
-
-/// Every thread cache with an id, by id (never unmapped once here).
-pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CACHE_ID];
-
-static FREE_SALT: AtomicUsize = AtomicUsize::new(0x5be2_d1c9_a36f_8e47);
-
-/// Mixes per-process randomness into the salt (at start-up, before any block is freed).
-pub fn seed_free_key(random: usize) {
-    FREE_SALT.store(
-        (random | 1).rotate_left(17) ^ 0x5be2_d1c9_a36f_8e47,
-        Ordering::Relaxed,
-    );
-}
-
-/// The per-process secret keys and marks are mixed with (hardened mode's guard words use it too).
-#[inline]
-pub fn free_salt() -> usize {
-    FREE_SALT.load(Ordering::Relaxed)
-}
-
-/// The key for `p` placed in slot `slot` of the magazine whose tag is `tag`.
-#[inline(always)]
-pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
-    p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
-}
-
-/// The bit of `p` in a magazine's refill filter (0..128).
-#[inline]
-fn refill_bit(p: *mut u8) -> usize {
-    (((p.addr() as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as usize
-}
-
-/// The mark of a block in its slab.
-#[inline]
-pub fn slab_mark(p: *mut u8) -> usize {
-    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
-}
-
-/// The mark of a block in a transfer slot (or moved on from one without being handed out).
-#[inline]
-pub fn transfer_mark(p: *mut u8) -> usize {
-    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (TRANSFER_ID << ID_SHIFT)
-}
-
-/// A magazine tag for cache `id` (the salt is fixed before the first cache is made).
-#[inline]
-pub fn tag_of(id: usize) -> u64 {
-    (FREE_SALT.load(Ordering::Relaxed) ^ (id << ID_SHIFT)) as u64
-}
-
-/// What the first word of `p` says about where it is, if it is a key.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum KeySays {
-    /// Not a key: the program wrote over it (or the block never had one).
-    Nothing,
-    /// In its slab since a flush.
-    Slab,
-    /// Put into a transfer slot since its last free: there, or moved on (to a magazine or its slab).
-    Transfer,
-    /// In slot `slot` of cache `id`'s magazine (id 0: a cache without an id).
-    Slot { id: usize, slot: usize },
-}
-
-/// Reads the key of `p`.
-///
-/// # Safety
-///
-/// `p` is a block of at least 8 bytes, aligned to 8, that the caller may read.
-#[inline]
-pub unsafe fn read_key(p: *mut u8) -> KeySays {
-    // SAFETY: per the caller.
-    let t = unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed);
-    if t & KEY_LOW != 0 {
-        return KeySays::Nothing;
-    }
-    let id = t >> ID_SHIFT;
-    if id == MARK_ID {
-        KeySays::Slab
-    } else if id == TRANSFER_ID {
-        KeySays::Transfer
-    } else {
-        KeySays::Slot {
-            id,
-            slot: (t >> SLOT_SHIFT) & (MAG_MAX - 1),
-        }
-    }
-}
-
-/// `x`, with the compiler forgetting how it was computed (no instruction): the free path's rare branch
-/// then works from `x` alone, instead of keeping the word and the key alive in two more registers on
-/// the common path.
-#[inline(always)]
-#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(unused_mut))]
-pub(crate) fn opaque(mut x: usize) -> usize {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    // SAFETY: an empty template: no instruction, no memory, stack or flags touched; `x` comes out as it
-    // went in.
-    unsafe {
-        core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
-    }
-    x
-}
-
-/// Marks the path of a free whose block still holds a key (the program did not write it) as the unlikely
-/// one, so that the written case falls through to the push with one branch.
-#[cold]
-#[inline]
-fn unwritten() {}
-
-/// The first word of `p` read as a key, whatever it holds.
-///
-/// # Safety
-///
-/// As for [`read_key`].
-#[inline(always)]
-pub unsafe fn key_word(p: *mut u8) -> usize {
-    // SAFETY: per the caller.
-    unsafe { p.cast::<usize>().read() }
-}
-
-/// Writes `key` into the first word of `p`.
-///
-/// # Safety
-///
-/// As for [`read_key`], and the caller may write it.
-#[inline(always)]
-pub unsafe fn write_key(p: *mut u8, key: usize) {
-    // SAFETY: per the caller.
-    unsafe { p.cast::<usize>().write(key) }
-}
 
 /// What [`ThreadCache::push_keyed`] did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -387,7 +225,8 @@ impl ThreadCache {
     ///
     /// # Safety
     ///
-    /// `m` is a magazine of the calling thread's cache or of the static empty one.
+    /// `m` is a valid magazine only the calling thread writes: of its cache, of the static empty one, or
+    /// a magazine of its own (the SLUB experiment's model of hopless).
     #[inline(always)]
     pub unsafe fn try_pop_in(m: *mut Magazine) -> Option<*mut u8> {
         let count = Self::count_of(m);
@@ -408,11 +247,21 @@ impl ThreadCache {
     /// As for [`ThreadCache::mag`]; `p` is a block of `class` that the caller gives up.
     #[inline(always)]
     pub unsafe fn push(tc: *mut ThreadCache, class: usize, p: *mut u8) -> bool {
-        // SAFETY: per the caller, `m` is a magazine only this thread writes; count < cap <= MAG_MAX.
-        let m = unsafe { Self::mag(tc, class) };
+        // SAFETY: per the caller.
+        unsafe { Self::push_in(Self::mag(tc, class), p) }
+    }
+
+    /// [`ThreadCache::push`] into the magazine `m`.
+    ///
+    /// # Safety
+    ///
+    /// `m` is a valid magazine only the calling thread writes; `p` a block of its class that the caller
+    /// gives up.
+    #[inline(always)]
+    pub unsafe fn push_in(m: *mut Magazine, p: *mut u8) -> bool {
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
-        // SAFETY: as above.
+        // SAFETY: per the caller; the slot written below is under `cap <= MAG_MAX`.
         if n >= unsafe { (*m).cap } {
             return false;
         }

@@ -1,104 +1,16 @@
-//! hopless as the process's allocator: the one static heap over the OS, its set-up at load time, the
-//! threads' exit hook, and [`Hopless`]'s public API (the C-style calls, batches, stats, trim) and its
-//! `Allocator` impl. The `GlobalAlloc` fast paths are in `fast.rs`, the slow paths in `slow.rs`, the fork
-//! handlers in `fork.rs`.
+//! [`Hopless`], the allocator's public face: `GlobalAlloc`, `allocator_api2`'s `Allocator`, the C-style
+//! calls (`free` without a size, `usable_size`, `realloc_unsized`), the batch API, stats, trim and the
+//! configuration line. Each call goes to `fast` first and to `slow` for the rest.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use crate::fast::{current, empty, hardened_cache_of_thread, retire_thread};
-use crate::fork::{fork_child, fork_parent, fork_prepare};
-use crate::heap::Heap;
-use crate::platform::OsPages;
-use crate::size_class::{self};
-use crate::slow::{cache_or_init, checked_alloc, checked_free, hardened_cache};
+use crate::address::{locate, Located};
+use crate::fast;
+use crate::process::{for_each_cache_of_thread, process_init, HEAP};
+use crate::size_class::{self, small_class, SMALL_MAX};
+use crate::slow::{alloc_general, cache_or_init, checked_alloc, checked_free, checked_realloc};
 use crate::stats::Stats;
-use crate::thread_cache::ThreadCache;
-
-/// The process's heap.
-pub(crate) static HEAP: Heap<OsPages> = Heap::new(OsPages);
-
-// ------------------------------------------------------------------------------------------------------
-// Process set-up: at load time (`.init_array`), before the program's own code, so hopless's fork
-// handlers are registered before any the program registers (prepare handlers run in reverse order, so
-// hopless takes its locks last, after the program's handlers have allocated); and lazily at the first
-// slow-path operation, for a loader that skipped the constructor.
-
-const INIT_NONE: u8 = 0;
-const INIT_BUSY: u8 = 1;
-const INIT_READY: u8 = 2;
-static INIT: AtomicU8 = AtomicU8::new(INIT_NONE);
-/// The thread running the set-up: its own allocations during it (from `pthread_atfork`) go ahead.
-static INIT_OWNER: AtomicUsize = AtomicUsize::new(0);
-static KEY_OK: AtomicBool = AtomicBool::new(false);
-static KEY: AtomicU32 = AtomicU32::new(0);
-
-#[inline]
-pub(crate) fn process_init() {
-    if INIT.load(Ordering::Acquire) != INIT_READY {
-        process_init_slow();
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn process_init_slow() {
-    loop {
-        match INIT.compare_exchange(INIT_NONE, INIT_BUSY, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(INIT_READY) => return,
-            Err(_) => {
-                if INIT_OWNER.load(Ordering::Relaxed) == crate::platform::thread_self() {
-                    return; // our own set-up allocating: go ahead without the rest of it
-                }
-                crate::platform::yield_now();
-            }
-        }
-    }
-    INIT_OWNER.store(crate::platform::thread_self(), Ordering::Relaxed);
-    crate::thread_cache::seed_free_key(crate::platform::process_random());
-    if crate::platform::env_flag(c"HOPLESS_TRANSFER") {
-        HEAP.set_transfer(true);
-    }
-    if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
-        KEY.store(key, Ordering::Relaxed);
-        KEY_OK.store(true, Ordering::Release);
-    }
-    crate::platform::register_fork_handlers(fork_prepare, fork_parent, fork_child);
-    INIT_OWNER.store(0, Ordering::Relaxed);
-    INIT.store(INIT_READY, Ordering::Release);
-}
-
-extern "C" fn on_load() {
-    process_init();
-}
-
-#[used]
-#[link_section = ".init_array"]
-static ON_LOAD: extern "C" fn() = on_load;
-
-/// Arranges for `tc` to be retired when the thread exits. If that fails (no key, or no memory for the
-/// key's slot), the cache is reclaimed later anyway, once its thread is found dead.
-pub(crate) fn register_exit(tc: *mut ThreadCache) {
-    if KEY_OK.load(Ordering::Acquire) {
-        // SAFETY: the key's destructor is `on_thread_exit`, which takes this thread's cache.
-        unsafe { crate::platform::set_thread_value(KEY.load(Ordering::Relaxed), tc.cast()) };
-    }
-}
-
-unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
-    let tc = arg.cast::<ThreadCache>();
-    retire_thread();
-    // SAFETY:
-    // 1. `arg` is the value this thread set for the key: its own cache from `new_thread_cache`
-    //    (`register_exit` is the only setter), and the destructor runs once per thread and value.
-    // 2. Nothing of this thread uses the cache after this point: its thread-locals now say "empty" and
-    //    "retired", so a later allocation in another key's destructor goes uncached instead.
-    // 3. Other threads only read its magazines through atomics (the double-free check), which the
-    //    retirement leaves valid (empty, then parked or unlinked under the registry lock).
-    unsafe { HEAP.retire_thread_cache(tc) };
-}
 
 /// The hopless allocator. Zero-sized: every instance uses the one process heap.
 ///
@@ -118,7 +30,7 @@ impl Hopless {
     #[inline(always)]
     pub unsafe fn free(p: *mut u8) {
         // SAFETY: forwarded.
-        unsafe { crate::fast::free_unsized(p) }
+        unsafe { fast::free_unsized(p) }
     }
 
     /// The usable size of a block: at least what was asked for.
@@ -190,7 +102,7 @@ impl Hopless {
     /// ours). A pointer into hopless's headers is ours, and freeing it is reported.
     #[inline]
     pub fn owns(p: *const u8) -> bool {
-        !matches!(crate::segment::locate(p), crate::segment::Located::Foreign)
+        !matches!(locate(p), Located::Foreign)
     }
 
     /// `realloc` without the old size (the C contract): in place when the block's class still fits, a
@@ -202,27 +114,8 @@ impl Hopless {
     ///
     /// `p` was returned by this allocator and is live; `new_size > 0`; `align` a power of two.
     pub unsafe fn realloc_unsized(p: *mut u8, new_size: usize, align: usize) -> *mut u8 {
-        if crate::mode::checked_on() && !crate::mode::debug_on() {
-            // SAFETY: per the caller (anything else is reported); the cache is this thread's or null.
-            return unsafe { HEAP.hardened_realloc(hardened_cache(), p, new_size, align) };
-        }
-        if crate::mode::debug_on() {
-            // Debug mode never resizes in place: the old block is checked and poisoned.
-            // SAFETY: per the caller (a foreign pointer is reported by the free).
-            let old = if Self::owns(p) {
-                // SAFETY: a hopless block, live per the caller.
-                unsafe { HEAP.debug_size(p) }
-            } else {
-                0
-            };
-            let q = HEAP.debug_alloc(new_size, align, false);
-            if !q.is_null() {
-                // SAFETY: both blocks hold min(old, new) bytes; `p` is given up.
-                unsafe {
-                    ptr::copy_nonoverlapping(p, q, old.min(new_size));
-                    HEAP.debug_free(p);
-                }
-            }
+        // SAFETY: per the caller (anything else is reported).
+        if let Some(q) = unsafe { checked_realloc(p, None, new_size, align) } {
             return q;
         }
         // SAFETY: per the caller.
@@ -263,7 +156,7 @@ impl Hopless {
             && size > 0
         {
             // SAFETY: just checked.
-            return unsafe { crate::fast::alloc_small(size, align) };
+            return unsafe { fast::alloc_small(size, align) };
         }
         Self::alloc_bytes_general(size, align, zeroed)
     }
@@ -280,15 +173,15 @@ impl Hopless {
             return None;
         }
         // SAFETY: `1 <= n <= SMALL_MAX`, so its class is in range.
-        unsafe { crate::fast::alloc_cached(crate::size_class::small_class(n)) }
+        unsafe { fast::alloc_cached(crate::size_class::small_class(n)) }
     }
 
     /// C's `malloc(size)` from the thread's magazine: [`Hopless::alloc_cached`] with C's alignment
     /// (16 bytes above 8, 8 at most; see `size_class::malloc_class`), with one table load for the
-    /// magazine (`thread_cache::MALLOC_MAG_OFFSET`).
+    /// magazine (`cache::MALLOC_MAG_OFFSET`).
     #[inline(always)]
     pub fn malloc_cached(size: usize) -> Option<*mut u8> {
-        crate::fast::malloc_cached(size)
+        fast::malloc_cached(size)
     }
 
     #[cold]
@@ -358,9 +251,9 @@ impl Hopless {
             .str(" KiB, ")
             .dec((1u64 << MEDIUM_SLAB_SHIFT) >> 10)
             .str(" KiB slabs), large blocks up to ")
-            .dec((crate::arena::MAX_SPAN >> 20) as u64)
+            .dec((crate::large::arena::MAX_SPAN >> 20) as u64)
             .str(" MiB in ")
-            .dec((crate::arena::ARENA_SIZE >> 20) as u64)
+            .dec((crate::large::arena::ARENA_SIZE >> 20) as u64)
             .str(" MiB arenas, larger ones mmap'd (cache of ")
             .dec(crate::large::CACHE_ENTRIES as u64)
             .str("), free large pages kept up to 1.25x the recent peak in use (")
@@ -392,18 +285,8 @@ impl Hopless {
 
     /// Returns the calling thread's cached blocks to the central heap.
     pub fn flush_thread_cache() {
-        let tc = current();
-        if tc != empty() {
-            // SAFETY: the thread's own live cache.
-            unsafe { HEAP.flush_all(tc) };
-        }
-        {
-            let tc = hardened_cache_of_thread();
-            if !tc.is_null() {
-                // SAFETY: as above.
-                unsafe { HEAP.flush_all(tc) };
-            }
-        }
+        // SAFETY: the thread's own live caches.
+        for_each_cache_of_thread(|tc| unsafe { HEAP.flush_all(tc) });
     }
 
     /// Flushes the calling thread's cache, then gives every fully free slab and every cached large
@@ -510,5 +393,63 @@ impl Hopless {
             self.deallocate(p, old);
         }
         Ok(q)
+    }
+}
+
+// SAFETY: blocks come from the heap aligned and sized as their layout asks (the class table maps every
+// (size, align) to a class that satisfies both, or to a large mapping); a block is handed out once until
+// freed; failure returns null.
+unsafe impl GlobalAlloc for Hopless {
+    #[inline(always)]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        if size <= SMALL_MAX && align <= 16 {
+            // SAFETY: a Layout's size is non-zero (GlobalAlloc contract).
+            return unsafe { fast::alloc_small(size, align) };
+        }
+        // SAFETY: a Layout's size is non-zero (GlobalAlloc contract) and its align a power of two.
+        unsafe { alloc_general(size, align, false) }
+    }
+
+    #[inline(always)]
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        let (size, align) = (layout.size(), layout.align());
+        if size <= SMALL_MAX && align <= 16 {
+            // SAFETY: per the GlobalAlloc contract `p` is a live block of this layout, so of its class:
+            // at least 8 bytes, aligned to 8.
+            return unsafe { fast::free_sized(small_class(size.max(align)), p) };
+        }
+        // SAFETY: as above; the header lookup finds the class or the large mapping.
+        unsafe { Hopless::free(p) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() <= SMALL_MAX && layout.align() <= 16 {
+            // SAFETY: forwarded contract.
+            let p = unsafe { self.alloc(layout) };
+            if !p.is_null() {
+                // SAFETY: the block has at least `size` bytes.
+                unsafe { ptr::write_bytes(p, 0, layout.size()) };
+            }
+            return p;
+        }
+        // SAFETY: forwarded contract; large blocks fresh from mmap skip the memset.
+        unsafe { alloc_general(layout.size(), layout.align(), true) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: per the caller (a live block of `layout`, `new_size > 0`).
+        if let Some(q) = unsafe { checked_realloc(p, Some(layout.size()), new_size, layout.align()) } {
+            return q;
+        }
+        if let Some(c) = size_class::class_for(layout.size(), layout.align()) {
+            if size_class::class_for(new_size, layout.align()) == Some(c) {
+                return p;
+            }
+        }
+        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
+        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
     }
 }

@@ -1,5 +1,11 @@
-//! The SLUB fast-path experiment: hopless's thread cache against a model of Linux SLUB and the seed's two
-//! variants of it, each a whole allocator (thread cache and central layer) for one size class.
+//! # hopless-lab
+//!
+//! The SLUB fast-path experiment, outside the production allocator: hopless's thread cache against a
+//! model of Linux SLUB and the seed's two variants of it, each a whole allocator (thread cache and central
+//! layer) for one size class. `hopless bench fastpath` runs them; `scripts/check_fastpath_asm.sh` reads
+//! the machine code of this crate's two probes (`libhopless_lab.so`). What it takes from hopless is named
+//! in `hopless::experiment`: the heap's `refill` and `flush`, the magazine's own pop and push, the class
+//! lock and the class table.
 //!
 //! - [`Array`] (`array`, hopless): "what is free next" is an array in metadata ([`Magazine`]), refilled
 //!   and flushed half a magazine at a time (the global allocator's capacities) through [`Heap::refill`]
@@ -23,17 +29,13 @@
 //! Both central layers take their memory from a [`PageSource`] in 64 KiB slabs; neither ever gives it back
 //! while the experiment runs (`Heap::set_purging(false)`), so a pre-faulted working set stays faulted in.
 
-// The experiment's own models (benchmarks only, never behind `Hopless`): indexed freely.
-#![allow(clippy::indexing_slicing)]
-
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use crate::heap::Heap;
-use crate::lock::SpinLock;
-use crate::platform::{PageSource, PAGE_SIZE};
-use crate::size_class::{class_size, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
-use crate::thread_cache::Magazine;
+use hopless::experiment::cache::{Magazine, ThreadCache};
+use hopless::experiment::lock::SpinLock;
+use hopless::experiment::size_class::{class_size, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+use hopless::{Heap, PageSource, PAGE_SIZE};
 
 /// One thread's allocator for one size class, as the experiment drives it.
 pub trait Strategy {
@@ -74,15 +76,8 @@ impl<'h, P: PageSource> Array<'h, P> {
         Array {
             heap,
             class,
-            mag: Magazine {
-                count: 0,
-                // The global allocator's capacity for this class.
-                cap: MAG_CAPACITY[class],
-                tag: 0,
-                refilled: 0,
-                refill_filter: [0; 2],
-                slots: [ptr::null_mut(); MAG_MAX],
-            },
+            // The global allocator's capacity for this class.
+            mag: Magazine::with_capacity(MAG_CAPACITY[class]),
             fast: 0,
             slow: 0,
         }
@@ -101,8 +96,8 @@ impl<'h, P: PageSource> Array<'h, P> {
         }
         // Hand out the first block; the rest go to the magazine (empty, so there is room).
         for &b in buf[1..n].iter().rev() {
-            self.mag.slots[self.mag.count as usize] = b;
-            self.mag.count += 1;
+            // SAFETY: the model's own magazine, used by this thread alone; `b` a free block of its class.
+            unsafe { ThreadCache::push_in(&mut self.mag, b) };
         }
         buf[0]
     }
@@ -118,27 +113,28 @@ impl<'h, P: PageSource> Array<'h, P> {
         // SAFETY: the magazine's blocks are free blocks of this class from `heap`.
         unsafe { self.heap.flush(self.class, &self.mag.slots[from..from + n]) };
         self.mag.count -= n as u32;
-        self.mag.slots[self.mag.count as usize] = p;
-        self.mag.count += 1;
+        // SAFETY: as above; there is room now.
+        unsafe { ThreadCache::push_in(&mut self.mag, p) };
     }
 }
 
 impl<P: PageSource> Strategy for Array<'_, P> {
     #[inline(always)]
     unsafe fn alloc(&mut self) -> *mut u8 {
-        if self.mag.count == 0 {
-            return self.alloc_slow();
+        // SAFETY: the model's own magazine, used by this thread alone (the strategy's contract).
+        match unsafe { ThreadCache::try_pop_in(&mut self.mag) } {
+            Some(p) => {
+                self.fast += 1;
+                p
+            }
+            None => self.alloc_slow(),
         }
-        self.fast += 1;
-        self.mag.count -= 1;
-        self.mag.slots[self.mag.count as usize]
     }
 
     #[inline(always)]
     unsafe fn free(&mut self, p: *mut u8) {
-        if self.mag.count < self.mag.cap {
-            self.mag.slots[self.mag.count as usize] = p;
-            self.mag.count += 1;
+        // SAFETY: as in `alloc`; `p` per the caller.
+        if unsafe { ThreadCache::push_in(&mut self.mag, p) } {
             return;
         }
         // SAFETY: per the caller.
@@ -546,11 +542,36 @@ fn prefetch(p: *mut u8) {
     let _ = p;
 }
 
+// Probes for scripts/check_fastpath_asm.sh: the global allocator's pop and the SLUB model's pop, out of
+// line so that their machine code can be read from libhopless_lab.so.
+
+/// # Safety
+///
+/// As for `ThreadCache::pop`: `tc` is a live thread cache only the caller uses, `class < NUM_CLASSES`.
+#[no_mangle]
+#[inline(never)]
+pub unsafe extern "C" fn hopless_probe_fast_pop(tc: *mut ThreadCache, class: usize) -> *mut u8 {
+    // SAFETY: per the caller.
+    unsafe { ThreadCache::pop(tc, class) }
+}
+
+/// # Safety
+///
+/// `l` points to a valid SLUB-model thread cache that only the caller uses.
+#[no_mangle]
+#[inline(never)]
+pub unsafe extern "C" fn hopless_probe_intrusive_pop(
+    l: *mut Slub<'static, hopless::OsPages, PLAIN>,
+) -> *mut u8 {
+    // SAFETY: per the caller.
+    unsafe { (*l).alloc() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::SystemPages;
-    use crate::size_class::class_for;
+    use hopless::experiment::size_class::class_for;
+    use hopless::SystemPages;
 
     fn exercise<S: Strategy>(make: &dyn Fn(usize) -> S, name: &str) {
         // Under Miri: enough blocks for more than one slab of the largest size and a magazine flush.

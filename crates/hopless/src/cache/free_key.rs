@@ -1,0 +1,176 @@
+//! The free key: double frees caught at the free, with the allocation path off the block.
+//!
+//! A free writes a key into the first word of the block it takes back: the block's address, mixed with a
+//! per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
+//! 55..64) and the magazine slot (bits 48..55). Flushing a block back to its slab replaces its key with a
+//! mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
+//! frees a block is the one that writes it.
+//!
+//! A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
+//! that slot, or (a mark) the slab's bitmap says it is free, or it was refilled into this thread's
+//! magazine (a filter of the refill's blocks says whether to look): a double free, reported. Otherwise
+//! the block was handed out since and its first word never written: a correct free. The common unwritten
+//! case, a block popped from the top of this thread's magazine and freed again, finds exactly the key it
+//! would write (same slot) and costs nothing more. A keyed block's key always names its current slot:
+//! blocks never move between slots (a flush takes the top of the magazine, `take_newest`), so the look
+//! is one slot, not a search.
+//!
+//! In memory a key is stored as it is: the address part in the low 48 bits, where
+//! the block went in the high 16. A program's first write to a block is most often to its first bytes
+//! (a string's NUL, a flag byte), and that breaks the address part, so the free path tells "not a key"
+//! (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
+//! rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
+//! as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
+//! free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
+//! `key_word` and `write_key`.
+//!
+//! One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
+//! block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
+//! handed it out. Seeing it at the free would need the refill to write every block it moves (a cache-line
+//! transfer per block between a producer and a consumer thread) or a search of every thread's magazines.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::size_class::MAG_MAX;
+
+/// Bits of a key that must match for it to be one (the address part).
+pub const KEY_LOW: usize = (1 << 48) - 1;
+/// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
+pub const MAX_CACHE_ID: usize = 510;
+/// The cache id of a block's mark while it sits in its slab.
+pub const MARK_ID: usize = 511;
+/// The cache id of a block's mark while it sits in a transfer slot (`transfer`).
+pub const TRANSFER_ID: usize = 510;
+pub(crate) const ID_SHIFT: u32 = 55;
+pub(crate) const SLOT_SHIFT: u32 = 48;
+/// The rotation that brings where a block went (the key's bits from [`SLOT_SHIFT`] up) to the low bits,
+/// and the mask of those bits then: the free path's one-compare test (see above).
+pub(crate) const WHERE_ROTATE: u32 = usize::BITS - SLOT_SHIFT;
+pub(crate) const WHERE_MASK: usize = (1 << WHERE_ROTATE) - 1;
+
+static FREE_SALT: AtomicUsize = AtomicUsize::new(0x5be2_d1c9_a36f_8e47);
+
+/// Mixes per-process randomness into the salt (at start-up, before any block is freed).
+pub fn seed_free_key(random: usize) {
+    FREE_SALT.store(
+        (random | 1).rotate_left(17) ^ 0x5be2_d1c9_a36f_8e47,
+        Ordering::Relaxed,
+    );
+}
+
+/// The per-process secret keys and marks are mixed with (hardened mode's guard words use it too).
+#[inline]
+pub fn free_salt() -> usize {
+    FREE_SALT.load(Ordering::Relaxed)
+}
+
+/// The key for `p` placed in slot `slot` of the magazine whose tag is `tag`.
+#[inline(always)]
+pub fn slot_key(p: *mut u8, tag: u64, slot: usize) -> usize {
+    p.addr() ^ (tag as usize) ^ (slot << SLOT_SHIFT)
+}
+
+/// The bit of `p` in a magazine's refill filter (0..128).
+#[inline]
+pub(crate) fn refill_bit(p: *mut u8) -> usize {
+    (((p.addr() as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) as usize
+}
+
+/// The mark of a block in its slab.
+#[inline]
+pub fn slab_mark(p: *mut u8) -> usize {
+    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
+}
+
+/// The mark of a block in a transfer slot (or moved on from one without being handed out).
+#[inline]
+pub fn transfer_mark(p: *mut u8) -> usize {
+    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (TRANSFER_ID << ID_SHIFT)
+}
+
+/// A magazine tag for cache `id` (the salt is fixed before the first cache is made).
+#[inline]
+pub fn tag_of(id: usize) -> u64 {
+    (FREE_SALT.load(Ordering::Relaxed) ^ (id << ID_SHIFT)) as u64
+}
+
+/// What the first word of `p` says about where it is, if it is a key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KeySays {
+    /// Not a key: the program wrote over it (or the block never had one).
+    Nothing,
+    /// In its slab since a flush.
+    Slab,
+    /// Put into a transfer slot since its last free: there, or moved on (to a magazine or its slab).
+    Transfer,
+    /// In slot `slot` of cache `id`'s magazine (id 0: a cache without an id).
+    Slot { id: usize, slot: usize },
+}
+
+/// Reads the key of `p`.
+///
+/// # Safety
+///
+/// `p` is a block of at least 8 bytes, aligned to 8, that the caller may read.
+#[inline]
+pub unsafe fn read_key(p: *mut u8) -> KeySays {
+    // SAFETY: per the caller.
+    let t = unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed);
+    if t & KEY_LOW != 0 {
+        return KeySays::Nothing;
+    }
+    let id = t >> ID_SHIFT;
+    if id == MARK_ID {
+        KeySays::Slab
+    } else if id == TRANSFER_ID {
+        KeySays::Transfer
+    } else {
+        KeySays::Slot {
+            id,
+            slot: (t >> SLOT_SHIFT) & (MAG_MAX - 1),
+        }
+    }
+}
+
+/// `x`, with the compiler forgetting how it was computed (no instruction): the free path's rare branch
+/// then works from `x` alone, instead of keeping the word and the key alive in two more registers on
+/// the common path.
+#[inline(always)]
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(unused_mut))]
+pub(crate) fn opaque(mut x: usize) -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: an empty template: no instruction, no memory, stack or flags touched; `x` comes out as it
+    // went in.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
+    }
+    x
+}
+
+/// Marks the path of a free whose block still holds a key (the program did not write it) as the unlikely
+/// one, so that the written case falls through to the push with one branch.
+#[cold]
+#[inline]
+pub(crate) fn unwritten() {}
+
+/// The first word of `p` read as a key, whatever it holds.
+///
+/// # Safety
+///
+/// As for [`read_key`].
+#[inline(always)]
+pub unsafe fn key_word(p: *mut u8) -> usize {
+    // SAFETY: per the caller.
+    unsafe { p.cast::<usize>().read() }
+}
+
+/// Writes `key` into the first word of `p`.
+///
+/// # Safety
+///
+/// As for [`read_key`], and the caller may write it.
+#[inline(always)]
+pub unsafe fn write_key(p: *mut u8, key: usize) {
+    // SAFETY: per the caller.
+    unsafe { p.cast::<usize>().write(key) }
+}

@@ -1,0 +1,62 @@
+//! The registry's state: the list of every thread cache (live or parked), the parked ones kept for new
+//! threads, and the table of caches by id that free keys name. The heap's registry lock guards
+//! [`Caches`]; what it does with them (set-up, parking, retirement) is `heap::registry`'s.
+
+use core::ptr;
+use core::sync::atomic::AtomicPtr;
+
+use super::free_key::MAX_CACHE_ID;
+use super::magazine::ThreadCache;
+use crate::platform::PAGE_SIZE;
+
+/// Every thread cache with an id, by id (never unmapped once here).
+pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CACHE_ID];
+
+/// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
+pub(crate) struct Caches {
+    pub(crate) all: *mut ThreadCache,
+    pub(crate) parked: *mut ThreadCache,
+    /// Caches on `parked`.
+    pub(crate) parked_len: usize,
+    /// Parked caches (or caches being parked) that keep their magazine pages: at most [`MAX_WARM`].
+    pub(crate) warm: usize,
+    /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
+    pub(crate) cursor: *mut ThreadCache,
+    /// The next cache id to give out (ids start at 1).
+    pub(crate) next_id: usize,
+    pub(crate) made: u64,
+}
+
+/// Parked caches kept for new threads (their first page stays mapped); a thread that exits past this
+/// unmaps its cache. With the `stats` feature caches are never unmapped: their counters are the stats.
+pub(crate) const MAX_PARKED: usize = 64;
+
+/// Parked caches that keep their magazine pages resident (see `Heap::retire_thread_cache`): at most
+/// this many times a cache's magazines (about 78 KiB, only the pages its thread used) stay mapped for
+/// threads that are not there.
+pub(crate) const MAX_WARM: usize = 4;
+
+/// The bytes a thread cache takes from the page source: whole pages.
+pub(crate) const CACHE_BYTES: usize = core::mem::size_of::<ThreadCache>().next_multiple_of(PAGE_SIZE);
+
+/// Live caches checked for a dead owner each time a new cache would otherwise be mapped.
+pub(crate) const ORPHAN_PROBES: usize = 4;
+
+// SAFETY: the cache pointers are only followed under the registry lock (or by their owning thread).
+unsafe impl Send for Caches {}
+
+impl Caches {
+    /// No cache yet; ids start at 1.
+    pub(crate) const fn new() -> Self {
+        Caches {
+            all: ptr::null_mut(),
+            parked: ptr::null_mut(),
+            parked_len: 0,
+            warm: 0,
+            cursor: ptr::null_mut(),
+            next_id: 1,
+            made: 0,
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Core tests over a private heap on `SystemPages`, natively and under Miri. Thread caches over a heap: refill and flush, parked caches' pages, the free key through refills and flushes.
+
+use crate::cache::ThreadCache;
+use crate::heap::Heap;
+use crate::platform::SystemPages;
+use crate::segment::{segment_of, slab_of, SLAB_POOLED};
+use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
+use crate::test_util::{check, fill, scaled};
+
+#[test]
+fn magazine_refills_half_and_flushes_the_older_half() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let class = class_for(32, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    let n = cap * 3;
+    let mut live = Vec::new();
+    // SAFETY: `tc` is this test's cache; every block is freed once.
+    unsafe {
+        for i in 0..n {
+            let p = heap.alloc(tc, 32, 8, false);
+            assert!(!p.is_null());
+            fill(p, 32, i as u8);
+            live.push(p);
+        }
+        let m = ThreadCache::mag(tc, class);
+        assert!((*m).count as usize <= cap);
+        for (i, &p) in live.iter().enumerate() {
+            check(p, 32, i as u8);
+            heap.free_checked(tc, class, p);
+            assert!((*m).count as usize <= cap);
+        }
+        assert!((*m).count as usize > 0, "frees stay cached");
+        let st = heap.stats();
+        assert!(st.classes[class].refills >= (n / (cap / 2)) as u64);
+        assert!(st.classes[class].flushes >= 1);
+        heap.retire_thread_cache(tc);
+        assert_eq!((*m).count, 0);
+    }
+    let st = heap.stats();
+    assert_eq!(
+        st.classes[class].slabs, 1,
+        "one slab kept empty, nothing else held"
+    );
+    // A retired cache is reused by the next thread.
+    assert_eq!(heap.new_thread_cache(1), tc);
+}
+
+#[test]
+fn a_few_parked_caches_keep_their_magazine_pages_until_trim() {
+    use crate::cache::mag_offset;
+    use crate::cache::MAX_WARM;
+    use crate::platform::PAGE_SIZE;
+    let heap = Heap::new(SystemPages);
+    // A class whose magazine lies past the cache's first page (the page a parked cache always keeps).
+    let class = (0..NUM_CLASSES)
+        .find(|&c| mag_offset(c) as usize >= PAGE_SIZE && class_size(c) <= 1024)
+        .unwrap();
+    let size = class_size(class);
+    // `SystemPages` zeroes what it decommits: a magazine whose capacity reads 0 again was given back.
+    // SAFETY: each cache is used by this test alone, as one thread's; every block is freed once.
+    let cap = |tc: *mut ThreadCache| unsafe { (*ThreadCache::mag(tc, class)).cap };
+    let caches: Vec<_> = (0..MAX_WARM + 2)
+        .map(|i| {
+            let tc = heap.new_thread_cache(i as i32 + 1);
+            // SAFETY: as above.
+            unsafe {
+                let p = heap.alloc(tc, size, 8, false);
+                assert!(!p.is_null());
+                heap.free_ptr(tc, p);
+            }
+            assert_ne!(cap(tc), 0, "the class's magazine is open");
+            tc
+        })
+        .collect();
+    for &tc in &caches {
+        // SAFETY: as above; nothing uses the cache afterwards.
+        unsafe { heap.retire_thread_cache(tc) };
+    }
+    let kept: Vec<bool> = caches.iter().map(|&tc| cap(tc) != 0).collect();
+    let mut want = vec![true; MAX_WARM];
+    want.extend([false, false]);
+    assert_eq!(
+        kept, want,
+        "the first {MAX_WARM} retired keep their pages, later ones give them back"
+    );
+    // A new thread takes a parked cache (the newest, given back); the warm ones are still parked.
+    let next = heap.new_thread_cache(100);
+    assert!(caches.contains(&next));
+    // Trim gives back the pages of every warm parked cache, and they stay parked for reuse.
+    heap.trim();
+    for &tc in &caches {
+        if tc != next {
+            assert_eq!(cap(tc), 0, "trim left a parked cache's magazines resident");
+        }
+    }
+    let mut again: Vec<_> = (0..MAX_WARM + 1)
+        .map(|i| heap.new_thread_cache(200 + i as i32))
+        .collect();
+    again.push(next);
+    again.sort();
+    let mut all = caches.clone();
+    all.sort();
+    assert_eq!(again, all, "every parked cache is reused");
+    // Once retired again, the count of warm caches starts over: the first retired keep their pages.
+    for &tc in &caches {
+        // SAFETY: as above (each is now a cache this test made for a new "thread").
+        unsafe {
+            let p = heap.alloc(tc, size, 8, false);
+            heap.free_ptr(tc, p);
+        }
+    }
+    for &tc in &caches {
+        // SAFETY: as above.
+        unsafe { heap.retire_thread_cache(tc) };
+    }
+    assert_eq!(caches.iter().filter(|&&tc| cap(tc) != 0).count(), MAX_WARM);
+}
+
+/// The free key never takes a correct free for a double free: blocks handed out again without their first
+/// word written, freed through this cache or another one, through flushes and refills.
+#[test]
+fn unwritten_blocks_freed_anywhere_are_not_double_frees() {
+    let heap = Heap::new(SystemPages);
+    let a = heap.new_thread_cache(1);
+    let b = heap.new_thread_cache(2);
+    let class = class_for(48, 8).unwrap();
+    // Under Miri (where each round takes minutes): two rounds cover both parities of which cache frees
+    // which block, and a few blocks past two magazines still overflow each cache once.
+    let rounds = if cfg!(miri) { 2 } else { 50 };
+    let mut slabs = Vec::new();
+    // SAFETY: `a` and `b` are this test's caches (one thread plays both owners); every block is live
+    // when freed, and freed once per allocation.
+    unsafe {
+        for round in 0..rounds {
+            // The same block again and again, never written.
+            for _ in 0..10 {
+                let p = heap.alloc(a, 48, 8, false);
+                heap.free_checked(a, class, p);
+            }
+            // Many blocks: magazines overflow (flush, mark), then refill (slot keys) and hand out.
+            let n = MAG_CAPACITY[class] as usize * scaled(3, 2) + scaled(0, 4);
+            let blocks: Vec<_> = (0..n).map(|_| heap.alloc(a, 48, 8, false)).collect();
+            for (i, &p) in blocks.iter().enumerate() {
+                // Half freed by the other cache: a cross-thread free of an unwritten block.
+                let tc = if (i + round) % 2 == 0 { a } else { b };
+                heap.free_checked(tc, class, p);
+            }
+            let again: Vec<_> = (0..n).map(|_| heap.alloc(b, 48, 8, false)).collect();
+            for &p in &again {
+                heap.free_checked(a, class, p);
+            }
+            // And the batch and uncached paths.
+            let mut out = vec![core::ptr::null_mut(); 100];
+            let got = heap.alloc_batch(b, 48, 8, &mut out);
+            heap.free_batch(a, 48, 8, &out[..got]);
+            let p = heap.alloc(core::ptr::null_mut(), 48, 8, false);
+            heap.free_checked(core::ptr::null_mut(), class, p);
+            slabs.extend(
+                blocks
+                    .iter()
+                    .chain(&again)
+                    .chain(&out[..got])
+                    .chain([&p])
+                    .map(|&q| slab_of(segment_of(q), q)),
+            );
+        }
+        heap.retire_thread_cache(a);
+        heap.retire_thread_cache(b);
+        // Every block came home: each slab the blocks came from is wholly free again, or back in its pool.
+        slabs.sort();
+        slabs.dedup();
+        for &s in &slabs {
+            assert!(
+                (*s).magic == SLAB_POOLED || (*s).free == (*s).capacity,
+                "slab {s:p}: {} of {} blocks free after every block was freed",
+                (*s).free,
+                (*s).capacity
+            );
+        }
+    }
+}

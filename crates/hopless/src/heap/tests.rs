@@ -1,0 +1,258 @@
+//! Core tests over a private heap on `SystemPages`, natively and under Miri. The heap as a whole: every class round trip, pools and purging, realloc, batches, threads, transfer slots.
+
+use crate::cache::ThreadCache;
+use crate::heap::Heap;
+use crate::platform::SystemPages;
+use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
+use crate::test_util::{check, fill, scaled};
+
+#[test]
+fn every_class_round_trips_with_contents_intact() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let per = scaled(200, 3);
+    // SAFETY: `tc` is this test's cache; blocks are freed once.
+    unsafe {
+        for class in 0..NUM_CLASSES {
+            let size = class_size(class);
+            let blocks: Vec<_> = (0..per).map(|_| heap.alloc(tc, size, 8, false)).collect();
+            for (i, &p) in blocks.iter().enumerate() {
+                assert!(!p.is_null());
+                assert_eq!(heap.usable_size(p), size);
+                fill(p, size.min(256), (i + class) as u8);
+            }
+            for (i, &p) in blocks.iter().enumerate() {
+                check(p, size.min(256), (i + class) as u8);
+                heap.free_ptr(tc, p);
+            }
+        }
+        heap.retire_thread_cache(tc);
+    }
+    let st = heap.stats();
+    for (class, c) in st.classes.iter().enumerate() {
+        assert!(
+            c.slabs <= 1,
+            "class {class} holds {} slabs after everything was freed",
+            c.slabs
+        );
+    }
+    heap.trim();
+    let st = heap.stats();
+    assert!(st.classes.iter().all(|c| c.slabs == 0));
+    assert!(st.purged_slabs > 0);
+}
+
+#[test]
+fn emptied_slabs_go_back_to_the_pool_and_are_purged_beyond_the_limit() {
+    let heap = Heap::new(SystemPages);
+    let class = class_for(4096, 8).unwrap();
+    let per_slab = 16;
+    let slabs = scaled(40, 19);
+    // Under Miri, touch only the start of each block: per-byte checks are slow there.
+    let touched = scaled(4096, 16);
+    let mut blocks = vec![core::ptr::null_mut(); per_slab * slabs];
+    assert_eq!(heap.refill(class, &mut blocks), blocks.len());
+    assert_eq!(heap.stats().classes[class].slabs, slabs as u64);
+    for (i, &p) in blocks.iter().enumerate() {
+        fill(p, touched, i as u8 | 1);
+    }
+    // SAFETY: every block freed once.
+    unsafe { heap.flush(class, &blocks) };
+    let st = heap.stats();
+    assert_eq!(st.classes[class].slabs, 1);
+    assert!(
+        st.purged_slabs as usize >= slabs - 1 - 16,
+        "purged {}",
+        st.purged_slabs
+    );
+    // Purged slabs come back zeroed.
+    let mut again = vec![core::ptr::null_mut(); per_slab * slabs];
+    assert_eq!(heap.refill(class, &mut again), again.len());
+    let zero_blocks = again
+        .iter()
+        .filter(|&&p| {
+            // SAFETY: live 4096-byte blocks.
+            unsafe { core::slice::from_raw_parts(p, touched) }
+                .iter()
+                .all(|&b| b == 0)
+        })
+        .count();
+    assert!(zero_blocks >= (slabs - 1 - 16) * per_slab);
+    // SAFETY: freed once.
+    unsafe { heap.flush(class, &again) };
+}
+
+#[test]
+fn realloc_stays_in_place_within_a_class_and_moves_across() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    // SAFETY: `tc` is this test's cache; each block is live when used.
+    unsafe {
+        let p = heap.alloc(tc, 100, 8, false);
+        fill(p, 100, 7);
+        assert_eq!(
+            heap.realloc(tc, p, 100, 8, 110),
+            p,
+            "100 and 110 share the 112 class"
+        );
+        let q = heap.realloc(tc, p, 110, 8, 1000);
+        assert_ne!(q, p);
+        check(q, 100, 7);
+        fill(q, 1000, 9);
+        let r = heap.realloc(tc, q, 1000, 8, 600_000);
+        check(r, 1000, 9);
+        let s = heap.realloc(tc, r, 600_000, 8, 500_000);
+        assert_eq!(
+            s, r,
+            "a large block shrinks in place while it uses half its mapping"
+        );
+        let t = heap.realloc(tc, s, 500_000, 8, 10);
+        check(t, 10, 9);
+        heap.free_ptr(tc, t);
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
+fn batches_move_many_blocks_per_call() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let n = scaled(1000, 150);
+    let mut out = vec![core::ptr::null_mut(); n];
+    // SAFETY: `tc` is this test's cache; blocks freed once.
+    unsafe {
+        assert_eq!(heap.alloc_batch(tc, 200, 8, &mut out), n);
+        let mut sorted = out.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), n, "no block handed out twice");
+        for (i, &p) in out.iter().enumerate() {
+            fill(p, 200, i as u8);
+        }
+        for (i, &p) in out.iter().enumerate() {
+            check(p, 200, i as u8);
+        }
+        heap.free_batch(tc, 200, 8, &out);
+        let class = class_for(200, 8).unwrap();
+        assert_eq!((*ThreadCache::mag(tc, class)).count, MAG_CAPACITY[class]);
+        heap.retire_thread_cache(tc);
+    }
+}
+
+#[test]
+fn threads_free_each_others_blocks() {
+    let heap = Heap::new(SystemPages);
+    let n = scaled(20_000, 200);
+    /// A block on its way to the other thread (a pointer, not an integer: Miri runs with strict provenance).
+    struct Sent(*mut u8);
+    // SAFETY: the sender gives the block up; only the receiver uses it afterwards.
+    unsafe impl Send for Sent {}
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Sent>(1024);
+    std::thread::scope(|s| {
+        let heap = &heap;
+        s.spawn(move || {
+            let tc = heap.new_thread_cache(1);
+            for i in 0..n {
+                let size = 16 + (i % 7) * 40;
+                // SAFETY: this thread's cache.
+                let p = unsafe { heap.alloc(tc, size, 8, false) };
+                fill(p, size, i as u8);
+                tx.send(Sent(p)).unwrap();
+            }
+            // SAFETY: the thread is done with its cache.
+            unsafe { heap.retire_thread_cache(tc) };
+        });
+        s.spawn(move || {
+            let tc = heap.new_thread_cache(1);
+            for i in 0..n {
+                let p = rx.recv().unwrap().0;
+                let size = 16 + (i % 7) * 40;
+                check(p, size, i as u8);
+                // SAFETY: the block came from the other thread, which gave it up.
+                unsafe { heap.free_ptr(tc, p) };
+            }
+            // SAFETY: the thread is done with its cache.
+            unsafe { heap.retire_thread_cache(tc) };
+        });
+    });
+    heap.trim();
+    assert!(heap.stats().classes.iter().all(|c| c.slabs == 0));
+}
+
+/// `fork`'s handlers write only the lock pages while the transfer slots have never been on (the slots
+/// span 56 pages, each copied on write in both processes after every fork); once on, they hold the
+/// slots still like any lock, and give them back.
+#[test]
+fn fork_leaves_transfer_slots_alone_until_they_are_turned_on() {
+    let heap = Heap::new(SystemPages);
+    let frozen = |h: &Heap<SystemPages>| h.transfer.iter().map(|t| t.frozen()).sum::<usize>();
+    heap.lock_all();
+    assert_eq!(frozen(&heap), 0, "slots never on are not written");
+    // SAFETY: this thread took every lock just above.
+    unsafe { heap.unlock_all() };
+    heap.set_transfer(true);
+    heap.set_transfer(false);
+    heap.lock_all();
+    assert_eq!(
+        frozen(&heap),
+        heap.transfer.len() * crate::transfer::TRANSFER_SLOTS,
+        "slots that were on once may hold batches: every one is held still"
+    );
+    // SAFETY: as above.
+    unsafe { heap.unlock_all() };
+    assert_eq!(frozen(&heap), 0);
+}
+
+/// With the transfer slots on, a consumer's full magazine goes to a slot with the transfer mark on every
+/// block, the producer's next refill takes that batch back whole (no slab touched), and a block sitting
+/// in a slot is seen there by the double-free check's look (`Transfer::holds`).
+#[test]
+fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
+    use crate::cache::{read_key, KeySays};
+    let heap = Heap::new(SystemPages);
+    heap.set_transfer(true);
+    let (producer, consumer) = (heap.new_thread_cache(1), heap.new_thread_cache(2));
+    let class = class_for(64, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    let n = cap + 1;
+    // SAFETY: two test caches used from this thread in turn, as two threads would; blocks freed once.
+    unsafe {
+        let blocks: Vec<*mut u8> = (0..n).map(|_| heap.take_block(producer, class)).collect();
+        for (i, &p) in blocks.iter().enumerate() {
+            fill(p, 64, i as u8);
+        }
+        for &p in &blocks {
+            heap.free_checked(consumer, class, p);
+        }
+        assert_eq!(
+            heap.transfer_counts(class),
+            (1, 0),
+            "the full magazine's newer half went to a slot"
+        );
+        let moved: Vec<*mut u8> = blocks
+            .iter()
+            .copied()
+            .filter(|&p| read_key(p) == KeySays::Transfer)
+            .collect();
+        assert_eq!(moved.len(), cap.div_ceil(2));
+        assert!(heap.transfer[class].holds(moved[0]));
+        // The producer's magazine runs dry; its refill takes the batch.
+        while ThreadCache::count(producer, class) > 0 {
+            let p = heap.take_block(producer, class);
+            heap.free_checked(consumer, class, p);
+        }
+        let p = heap.take_block(producer, class);
+        assert_eq!(heap.transfer_counts(class).1, 1);
+        assert!(moved.contains(&p), "the refill took the transferred batch");
+        assert!(!heap.transfer[class].holds(p));
+        assert!(
+            ThreadCache::holds_refilled(producer, class, moved[0]) || moved[0] == p,
+            "the double-free check finds a transferred block in the refill"
+        );
+        heap.free_checked(producer, class, p);
+        heap.retire_thread_cache(producer);
+        heap.retire_thread_cache(consumer);
+        heap.trim();
+        assert_eq!(heap.transfer_counts(class).0, heap.transfer_counts(class).1);
+    }
+}

@@ -1,0 +1,201 @@
+//! A segment's and a slab's headers: the layout constants, [`SegmentHeader`], [`Slab`] (with its
+//! invariants), and the O(1) way from a block pointer to both (`segment_of`, `slab_of`).
+//!
+//! A segment is 4 MiB, aligned to 4 MiB. Its first bytes hold a [`SegmentHeader`], then an array of
+//! [`Slab`] headers, one per slab slot. The rest is cut into equal slab slots: 64 KiB for small classes,
+//! 512 KiB for medium ones. The slots that the headers cover are never handed out, so block memory is
+//! aligned to the slot size and no header shares a cache line with a block.
+//!
+//! From any block pointer `p`: `segment = p & !(4 MiB - 1)`, `slot = (p - segment) >> slab_shift`,
+//! `slab = &segment.slabs[slot]`. A large block is a segment of its own kind with the block after the
+//! header page, so the same two lines find its header.
+//!
+//! Invariants:
+//! - a block is in exactly one place: a thread's magazine, free in its slab (bit set, or at or beyond
+//!   `carved`), or in use;
+//! - the bitmap is the truth for "is this block free"; only the owning class's lock holder writes it;
+//! - `free == set bits + (capacity - carved)`.
+
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+use super::map::{map_bits, SlotMap};
+
+pub const SEGMENT_SHIFT: usize = 22;
+/// Size and alignment of a segment.
+pub const SEGMENT_SIZE: usize = 1 << SEGMENT_SHIFT;
+pub const SMALL_SLAB_SHIFT: u32 = 16;
+pub const MEDIUM_SLAB_SHIFT: u32 = 19;
+/// Slab slots per segment (small segments; medium ones use the first 8).
+pub const MAX_SLABS: usize = SEGMENT_SIZE >> SMALL_SLAB_SHIFT as usize;
+/// Blocks per slab, at most: classes under 64 bytes use only the start of their 64 KiB slot (the rest is
+/// never touched, so never resident). This keeps every slab header small (a 128-byte bitmap instead of
+/// 1 KiB for the 8-byte class), and the header area a few pages per segment instead of seventeen: at a
+/// million KV items that is 5 bytes per item less.
+pub const MAX_BLOCKS: usize = 1024;
+/// Bitmap words per slab.
+pub const BITMAP_WORDS: usize = MAX_BLOCKS / 64;
+
+pub const SEGMENT_MAGIC: u64 = 0x686f_706c_6573_7321; // "hopless!"
+pub const SLAB_MAGIC: u32 = 0x5ab1_ab1e;
+pub const SLAB_POOLED: u32 = 0xf4ee_51ab;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum SegmentKind {
+    Small = 1,
+    Medium = 2,
+    Large = 3,
+}
+
+/// The first bytes of every segment.
+#[repr(C, align(64))]
+pub struct SegmentHeader {
+    /// [`SEGMENT_MAGIC`]: checked on the slow paths to refuse pointers that are not ours.
+    pub magic: u64,
+    pub kind: SegmentKind,
+    /// log2 of the slab slot size (small and medium segments).
+    pub slab_shift: u32,
+    /// First slot not covered by the headers.
+    pub first_slot: u32,
+    /// Large blocks: the mapping's length (the mapping starts at the header), the block's offset from
+    /// the header, and the bytes usable from there.
+    pub map_len: usize,
+    pub data_offset: usize,
+    pub usable: usize,
+    /// Small and medium segments: the pool's next segment (so a dropped heap can release them all).
+    pub next: *mut SegmentHeader,
+}
+
+/// Where the slab headers start in a small or medium segment.
+pub const SLABS_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum SlabState {
+    /// In its segment pool's dirty or clean list; belongs to no class.
+    Pooled = 0,
+    /// Belongs to a class and is on its partial list (it has free blocks).
+    Partial = 1,
+    /// Belongs to a class and has no free blocks; on no list.
+    Full = 2,
+    /// Taken off the pool's dirty list to be purged; on no list.
+    Purging = 3,
+}
+
+/// A slab header. Lives in the segment's header area, never in block memory.
+///
+/// Invariants while the slab belongs to a class (`magic == SLAB_MAGIC`), all under that class's lock
+/// (checked by [`Slab::check`] after every `take` and `put` in debug builds):
+/// - `free == (set bits of bitmap below carved) + (capacity - carved)`: every block is either free here or
+///   out (handed out, or in a magazine). `ClassHeap::refill`/`flush` and the `empty` count rely on it.
+/// - `carved <= capacity <= MAX_BLOCKS`; no bit at or above `carved` is set. `check_free` relies on it to
+///   refuse never-handed-out blocks.
+/// - no bitmap word below `hint` has a set bit (`take` starts its search there).
+/// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
+///   when `free == 0` and it is on no list.
+///
+/// While the slab belongs to no class (`magic != SLAB_MAGIC`: pooled, purging, or a slot that was never
+/// a slab), `carved == 0`: `SlabPool::put` clears it, and fresh headers are zeroed. The C free path's
+/// check (`handed_out_class_in`) relies on it instead of testing the magic.
+///
+/// `class`, `capacity`, `div_shift`, `div_inv`, `mag_offset` and `start` change only when the slab joins a
+/// class (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
+/// `handed_out_in`, `is_free`) may read them. `div_shift`, `div_inv` and `mag_offset` are functions of
+/// the class, copied here so that the free path reads one header and no class table.
+#[repr(C)]
+pub struct Slab {
+    /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
+    pub magic: u32,
+    pub class: u32,
+    pub state: SlabState,
+    /// The class's `size_class::div_shift` (with `div_inv`, the free path's block-index test).
+    pub div_shift: u8,
+    /// Free blocks (set bits plus the uncarved tail).
+    pub free: u32,
+    pub capacity: u32,
+    /// Where the class's magazine is in a thread cache (`cache::mag_offset(class)`), so that the
+    /// C free path goes from the header to the magazine with an add.
+    pub mag_offset: u32,
+    /// Blocks below `carved` have been handed out at least once; the bitmap speaks only for them. Written
+    /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
+    /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
+    pub carved: AtomicU32,
+    /// No bitmap word below `hint` has a set bit.
+    pub hint: u32,
+    /// The class's `CLASS_DIV_INV`: `size_class::exact_block_index` of an offset is the index of the
+    /// block starting there, or a number far above any block count when none does.
+    pub div_inv: u64,
+    pub start: *mut u8,
+    pub prev: *mut Slab,
+    pub next: *mut Slab,
+    /// Bit `i` set: block `i` is free (for `i < carved`).
+    /// Written only under the class lock; read without it by the double-free check of a block marked as
+    /// being in its slab (atomics, relaxed: plain moves on x86-64).
+    pub bitmap: [AtomicU64; BITMAP_WORDS],
+}
+
+/// A block on its way back to its slab, checked without the class lock ([`Slab::check_return`]): the
+/// block, its slab header and its index there.
+#[derive(Clone, Copy, Debug)]
+pub struct Returning {
+    pub p: *mut u8,
+    pub slab: *mut Slab,
+    pub index: u32,
+}
+
+/// Size of the header area (segment header and every slab header), rounded to a page.
+pub const HEADER_AREA: usize =
+    (SLABS_OFFSET + MAX_SLABS * core::mem::size_of::<Slab>()).next_multiple_of(crate::platform::PAGE_SIZE);
+
+/// Which 4 MiB-aligned addresses are hopless segments or large mappings.
+pub type SegmentMap = SlotMap<SEGMENT_SHIFT, { map_bits(SEGMENT_SHIFT) / 64 }>;
+
+/// The process-wide segment map (shared by every heap in the process).
+pub static SEGMENT_MAP: SegmentMap = SlotMap::new();
+
+/// The segment a pointer into it (or into its first 4 MiB, for a large block) belongs to.
+#[inline(always)]
+pub fn segment_of(p: *mut u8) -> *mut SegmentHeader {
+    p.map_addr(|a| a & !(SEGMENT_SIZE - 1)).cast()
+}
+
+/// The slab header array of a small or medium segment.
+#[inline(always)]
+pub fn slabs_of(seg: *mut SegmentHeader) -> *mut Slab {
+    // SAFETY-free: pointer arithmetic with wrapping semantics; callers only dereference for small and
+    // medium segments, whose header area holds MAX_SLABS slab headers at this offset.
+    seg.cast::<u8>().wrapping_add(SLABS_OFFSET).cast()
+}
+
+/// The slab holding `p`, in a small or medium segment.
+///
+/// # Safety
+///
+/// `p` points into a live small or medium segment.
+#[inline(always)]
+pub unsafe fn slab_of(seg: *mut SegmentHeader, p: *mut u8) -> *mut Slab {
+    // SAFETY: the caller guarantees `seg` is a live small/medium segment, whose header is initialised.
+    let shift = unsafe { (*seg).slab_shift };
+    // `p`'s offset in its segment (`seg` is `segment_of(p)`), from `p` alone: a mask, however `seg` was
+    // found.
+    let slot = (p.addr() & (SEGMENT_SIZE - 1)) >> shift;
+    // SAFETY: slot < MAX_SLABS because p is inside the 4 MiB segment and slots are at least 64 KiB.
+    unsafe { slabs_of(seg).add(slot) }
+}
+
+/// The small or medium segment `p` lies in, from the segment map and the segment's kind; `None` for a
+/// large mapping or an address hopless does not manage.
+///
+/// # Safety
+///
+/// As for [`Slab::handed_out_class`].
+#[inline(always)]
+pub unsafe fn slab_segment(p: *mut u8) -> Option<*mut SegmentHeader> {
+    if !SEGMENT_MAP.contains(p) {
+        return None;
+    }
+    let seg = segment_of(p);
+    // SAFETY: the map's bit says a hopless segment or large mapping starts at `seg` (see `locate`), so its
+    // header is mapped and `kind`, written once before the bit was set, is stable.
+    (unsafe { (*seg).kind } != SegmentKind::Large).then_some(seg)
+}
