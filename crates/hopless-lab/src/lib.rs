@@ -35,7 +35,8 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use hopless::experiment::cache::{Magazine, ThreadCache};
 use hopless::experiment::lock::SpinLock;
 use hopless::experiment::size_class::{class_size, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
-use hopless::{Heap, PageSource, PAGE_SIZE};
+use hopless::experiment::Heap;
+use hopless::{PageSource, PAGE_SIZE};
 
 /// One thread's allocator for one size class, as the experiment drives it.
 pub trait Strategy {

@@ -63,7 +63,7 @@ impl Hopless {
             out.fill(ptr::without_provenance_mut(layout.align()));
             return out.len();
         }
-        if crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) != 0 {
+        if crate::mode::checked() {
             for (i, o) in out.iter_mut().enumerate() {
                 *o = checked_alloc(layout.size(), layout.align(), false).unwrap_or(ptr::null_mut());
                 if o.is_null() {

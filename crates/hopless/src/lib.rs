@@ -32,7 +32,7 @@
 //! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
 //! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
 //! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork |
-//! | `heap` | [`Heap`]: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
+//! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
 //! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
@@ -108,13 +108,14 @@ pub mod experiment {
     pub mod cache {
         pub use crate::cache::{Magazine, ThreadCache};
     }
+    /// A heap of its own over any page source: the SLUB experiment's model of hopless runs on one.
+    pub use crate::heap::Heap;
     pub mod lock {
         pub use crate::lock::SpinLock;
     }
 }
 
 pub use api::Hopless;
-pub use heap::Heap;
 pub use mode::set_mode;
 pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
 pub use stats::Stats;

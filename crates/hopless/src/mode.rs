@@ -26,7 +26,15 @@ pub fn mode() -> u8 {
     }
 }
 
-/// Whether debug checks are on (one relaxed load once set).
+/// Whether either checked mode is on, reading the environment the first time: the test of a path that
+/// may be the process's first (an allocation, a thread's first cache). The paths that come after the
+/// first allocation use [`checked_on`] and [`debug_on`], one load each.
+#[inline]
+pub fn checked() -> bool {
+    mode() & (DEBUG | HARDENED) != 0
+}
+
+/// Whether debug checks are on (one relaxed load once set; false while the mode is unread).
 #[inline(always)]
 pub fn debug_on() -> bool {
     if !cfg!(feature = "debug") {
@@ -36,8 +44,9 @@ pub fn debug_on() -> bool {
     m & DEBUG != 0 && m & MODE_UNSET == 0
 }
 
-/// Whether either checked mode is on (one relaxed load once set): the slow paths that see it leave the
-/// default paths for `heap`'s debug or hardened ones.
+/// Whether either checked mode is on (one relaxed load once set; false while the mode is unread, when no
+/// block can have been allocated yet): the slow paths that see it leave the default paths for `heap`'s
+/// debug or hardened ones.
 #[inline(always)]
 pub fn checked_on() -> bool {
     if !cfg!(feature = "debug") {

@@ -25,7 +25,7 @@ pub(crate) fn cache_or_init() -> *mut ThreadCache {
         return ptr::null_mut();
     }
     // The checked modes keep every thread on the empty cache, so every operation reaches a checked path.
-    if crate::mode::mode() & (crate::mode::DEBUG | crate::mode::HARDENED) != 0 {
+    if crate::mode::checked() {
         return ptr::null_mut();
     }
     process_init();

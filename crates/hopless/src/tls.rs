@@ -1,9 +1,9 @@
 //! The thread's words: thread-local storage that reading never allocates or registers anything for.
 //!
 //! Six words per thread, all zero in a new thread:
-//! - [`CACHE`]: the thread's cache pointer (null stands for the empty cache; see `fast`);
+//! - [`CACHE`]: the thread's cache pointer (null stands for the empty cache; see `process`);
 //! - [`SEGMENT_END`]: the last small or medium segment the C free path found in the segment map, as the
-//!   segment's last byte address, 0 for none (see `fast::free_c`);
+//!   segment's last byte address, 0 for none (see `process::segment_end` and `fast::free_unsized`);
 //! - [`HARDENED`]: hardened mode's cache for the checked paths (the fast path's stays the empty one);
 //! - [`RETIRED`]: non-zero once the thread's exit destructor has run: later allocations of the thread go
 //!   uncached;

@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use hopless::experiment::size_class::{class_for, class_size};
-use hopless::Heap;
+use hopless::experiment::Heap;
 use hopless::OsPages;
 use hopless_lab::{Array, Slub, SlubHeap, Strategy, CACHED_NEXT, PLAIN, PREFETCH};
 use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};

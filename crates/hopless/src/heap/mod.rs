@@ -1,9 +1,10 @@
 //! The heap: central classes, slab pools, large blocks and the registry of thread caches, tied together.
 //! Everything here but [`Heap::free_ptr`]'s lookup is the slow path: refills, flushes, large blocks,
-//! realloc, batches and trimming; the rest lives in one file per concern:
+//! realloc and trimming; the rest lives in one file per concern:
 //!
 //! | file | what it holds |
 //! |---|---|
+//! | `batch.rs` | the batch API: many blocks of one layout per call, one lock hold per batch |
 //! | `free.rs` | checked frees: the free key, the double-free check, large-block frees |
 //! | `registry.rs` | the thread-cache registry: set-up, parking, orphans, retirement |
 //! | `debug.rs` | debug mode's checked paths (no thread caches, the class lock, the op ring) |
@@ -29,6 +30,7 @@
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+mod batch;
 mod debug;
 mod fork;
 mod free;
@@ -39,7 +41,7 @@ mod stats;
 mod tests;
 
 use crate::address::{locate, Located};
-use crate::cache::{read_key, Caches, KeySays, Push, ThreadCache, CACHE_BYTES};
+use crate::cache::{Caches, ThreadCache, CACHE_BYTES};
 use crate::central::{Checks, ClassHeap, SlabPool};
 use crate::large::LargeCache;
 use crate::lock::SpinLock;
@@ -110,7 +112,7 @@ impl<P: PageSource> Heap<P> {
     /// The transfer slots of `class` when the default mode uses them (small classes only).
     #[inline]
     fn transfer_of(&self, class: usize) -> Option<&Transfer> {
-        if !self.transfer_on.load(Ordering::Relaxed) || crate::mode::mode() != 0 {
+        if !self.transfer_on.load(Ordering::Relaxed) || crate::mode::checked() {
             return None;
         }
         self.transfer.get(class)
@@ -118,7 +120,7 @@ impl<P: PageSource> Heap<P> {
 
     /// Turns the transfer slots on or off (before the first allocation, or at any time: what sits in
     /// them stays found by the double-free check and goes to the slabs at the next [`Heap::trim`]).
-    pub fn set_transfer(&self, on: bool) {
+    pub(crate) fn set_transfer(&self, on: bool) {
         if on {
             self.transfer_used.store(true, Ordering::SeqCst);
         }
@@ -126,12 +128,13 @@ impl<P: PageSource> Heap<P> {
     }
 
     /// Whether the transfer slots are on.
-    pub fn transfer_enabled(&self) -> bool {
+    pub(crate) fn transfer_enabled(&self) -> bool {
         self.transfer_on.load(Ordering::Relaxed)
     }
 
     /// Batches of `class` put into and taken from its transfer slots so far.
-    pub fn transfer_counts(&self, class: usize) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn transfer_counts(&self, class: usize) -> (u64, u64) {
         self.transfer.get(class).map_or((0, 0), |t| {
             (t.puts.load(Ordering::Relaxed), t.takes.load(Ordering::Relaxed))
         })
@@ -203,7 +206,7 @@ impl<P: PageSource> Heap<P> {
     /// `tc` is a live (not the empty) cache of the calling thread.
     #[cold]
     #[inline(never)]
-    pub unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
+    pub(crate) unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
         let mut buf = [ptr::null_mut(); MAG_MAX];
         let want = batch(class).min(MAG_MAX);
         // SAFETY: the magazine is the calling thread's own, and empty.
@@ -233,7 +236,7 @@ impl<P: PageSource> Heap<P> {
     /// `tc` is a live (not the empty) cache of the calling thread; `p` a block of `class` being freed.
     #[cold]
     #[inline(never)]
-    pub unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+    pub(crate) unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
         let mut buf = [ptr::null_mut(); MAG_MAX];
         // SAFETY: the magazine is the calling thread's own.
         unsafe {
@@ -254,7 +257,7 @@ impl<P: PageSource> Heap<P> {
     }
 
     /// One block without a thread cache (a thread past its exit, or whose cache could not be made).
-    pub fn alloc_uncached(&self, class: usize) -> *mut u8 {
+    pub(crate) fn alloc_uncached(&self, class: usize) -> *mut u8 {
         let mut one = [ptr::null_mut(); 1];
         self.refill(class, &mut one);
         one[0]
@@ -291,7 +294,13 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is null or a live cache of the calling thread; `align` is a power of two; `size > 0`.
-    pub unsafe fn alloc(&self, tc: *mut ThreadCache, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    pub(crate) unsafe fn alloc(
+        &self,
+        tc: *mut ThreadCache,
+        size: usize,
+        align: usize,
+        zeroed: bool,
+    ) -> *mut u8 {
         let Some(class) = size_class::class_for(size, align) else {
             return self.large.alloc(&self.source, size, align, zeroed, false);
         };
@@ -310,7 +319,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `p` is an in-use block of this heap, or not a hopless pointer at all.
-    pub unsafe fn usable_size(&self, p: *mut u8) -> usize {
+    pub(crate) unsafe fn usable_size(&self, p: *mut u8) -> usize {
         match locate(p) {
             Located::Foreign => 0,
             // SAFETY: a mapped large-block header.
@@ -339,7 +348,7 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `p` is an in-use block of this heap allocated with this size and alignment; `tc` as for
     /// [`Heap::alloc`]; `new_size > 0`.
-    pub unsafe fn realloc(
+    pub(crate) unsafe fn realloc(
         &self,
         tc: *mut ThreadCache,
         p: *mut u8,
@@ -377,7 +386,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `p` is a live large block of this heap that the caller owns.
-    pub unsafe fn realloc_large(&self, p: *mut u8, new_size: usize) -> Option<*mut u8> {
+    pub(crate) unsafe fn realloc_large(&self, p: *mut u8, new_size: usize) -> Option<*mut u8> {
         let Located::Large(seg) = locate(p) else {
             return None;
         };
@@ -389,126 +398,6 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: per the caller, the block is ours alone.
         let q = unsafe { self.large.resize(&self.source, seg, new_size) };
         (!q.is_null()).then_some(q)
-    }
-
-    /// Fills `out` with blocks of (`size`, `align`); returns how many (all, unless out of memory). Blocks
-    /// come from the magazine first, the rest straight from the central heap in one lock hold per class.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Heap::alloc`].
-    pub unsafe fn alloc_batch(
-        &self,
-        tc: *mut ThreadCache,
-        size: usize,
-        align: usize,
-        out: &mut [*mut u8],
-    ) -> usize {
-        let Some(class) = size_class::class_for(size, align) else {
-            for (i, slot) in out.iter_mut().enumerate() {
-                *slot = self.large.alloc(&self.source, size, align, false, false);
-                if slot.is_null() {
-                    return i;
-                }
-            }
-            return out.len();
-        };
-        let mut got = 0;
-        if !tc.is_null() {
-            while got < out.len() {
-                // SAFETY: per the caller.
-                let p = unsafe { ThreadCache::pop(tc, class) };
-                if p.is_null() {
-                    break;
-                }
-                if let Some(o) = out.get_mut(got) {
-                    *o = p;
-                }
-                got += 1;
-            }
-            // SAFETY: per the caller, `tc` is live.
-            stat!(unsafe { (*tc).counters[class].alloc_fast.add(got as u64) });
-        }
-        while got < out.len() {
-            let n = self.refill(class, out.get_mut(got..).unwrap_or_default());
-            if n == 0 {
-                break;
-            }
-            stat!(if !tc.is_null() {
-                // SAFETY: per the caller.
-                unsafe { (*tc).counters[class].alloc_slow.add(n as u64) }
-            });
-            got += n;
-        }
-        got
-    }
-
-    /// Frees blocks allocated with (`size`, `align`): into the magazine while it has room, the rest
-    /// straight to the central heap, a magazine's worth per lock hold.
-    ///
-    /// # Safety
-    ///
-    /// Every pointer is an in-use block of this heap allocated with this size and alignment; `tc` as for
-    /// [`Heap::alloc`].
-    pub unsafe fn free_batch(&self, tc: *mut ThreadCache, size: usize, align: usize, blocks: &[*mut u8]) {
-        let Some(class) = size_class::class_for(size, align) else {
-            for &p in blocks {
-                // SAFETY: per the caller.
-                unsafe { self.free_ptr(tc, p) };
-            }
-            return;
-        };
-        let mut i = 0;
-        if !tc.is_null() {
-            // SAFETY: per the caller, `tc` is the calling thread's live cache.
-            unsafe { ThreadCache::open(tc, class) };
-            let mut pushed = 0u64;
-            while let Some(&p) = blocks.get(i) {
-                // SAFETY: per the caller, `p` is a block of `class` being freed.
-                unsafe {
-                    match ThreadCache::push_keyed(tc, class, p) {
-                        Push::Done => pushed += 1,
-                        // Counted by the check itself.
-                        Push::Suspect => self.free_suspect(tc, class, p),
-                        Push::Full => break,
-                    }
-                }
-                i += 1;
-            }
-            let _ = pushed;
-            // SAFETY: per the caller, `tc` is live.
-            stat!(unsafe { (*tc).counters[class].free_fast.add(pushed) });
-        }
-        if i < blocks.len() {
-            stat!(if !tc.is_null() {
-                // SAFETY: per the caller.
-                unsafe { (*tc).counters[class].free_slow.add((blocks.len() - i) as u64) }
-            });
-            // Blocks with a key are checked one by one; the rest go to their slabs, whose bitmaps check
-            // them, a magazine's worth per lock hold.
-            let mut buf = [ptr::null_mut(); MAG_MAX];
-            let mut n = 0;
-            for &p in blocks.get(i..).unwrap_or(&[]) {
-                // SAFETY: per the caller, blocks of `class` of this heap.
-                unsafe {
-                    if read_key(p) != KeySays::Nothing {
-                        self.free_suspect(ptr::null_mut(), class, p);
-                        continue;
-                    }
-                }
-                if let Some(slot) = buf.get_mut(n) {
-                    *slot = p;
-                    n += 1;
-                }
-                if n == MAG_MAX {
-                    // SAFETY: as above.
-                    unsafe { self.flush_marked(class, &buf) };
-                    n = 0;
-                }
-            }
-            // SAFETY: as above.
-            unsafe { self.flush_marked(class, buf.get(..n).unwrap_or(&[])) };
-        }
     }
 
     /// Whether slabs that fall free are purged past a few kept dirty (on, the default) or all kept

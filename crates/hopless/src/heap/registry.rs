@@ -20,7 +20,7 @@ impl<P: PageSource> Heap<P> {
     /// A cache for a new thread: a parked one, the cache of a thread that died without retiring it, or a
     /// new one from the page source (never from the allocator's public path). Null when out of memory.
     /// `tid` is the calling thread's kernel id.
-    pub fn new_thread_cache(&self, tid: i32) -> *mut ThreadCache {
+    pub(crate) fn new_thread_cache(&self, tid: i32) -> *mut ThreadCache {
         let orphan = {
             let mut g = self.caches.lock();
             let tc = g.parked;
@@ -103,7 +103,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is a live cache that only the calling thread uses.
-    pub unsafe fn flush_all(&self, tc: *mut ThreadCache) {
+    pub(crate) unsafe fn flush_all(&self, tc: *mut ThreadCache) {
         let mut buf = [ptr::null_mut(); MAG_MAX];
         for class in 0..NUM_CLASSES {
             // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
@@ -124,7 +124,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` came from [`Heap::new_thread_cache`] and nothing uses it after this call.
-    pub unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
+    pub(crate) unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
         // SAFETY: per the caller.
         unsafe { self.flush_all(tc) };
         // The next thread most often comes soon (a thread per task or connection): a few parked caches
@@ -258,7 +258,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is the calling thread's live cache.
-    pub unsafe fn adopt_after_fork(&self, tc: *mut ThreadCache, tid: i32) {
+    pub(crate) unsafe fn adopt_after_fork(&self, tc: *mut ThreadCache, tid: i32) {
         // SAFETY: per the caller.
         unsafe { (*tc).owner_tid.store(tid, Ordering::Relaxed) };
     }
