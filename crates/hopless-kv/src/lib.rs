@@ -16,22 +16,28 @@
 //!
 //! # Layout
 //!
+//! Layers, top to bottom: a module imports only modules listed below it (`scripts/check_layers.py`
+//! checks this).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`store`] | [`Store`]: shards, construction, the one removal path (delete, expiry, eviction) |
-//! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
+//! | `store` | the [`store`] module's face: declares its files, re-exports [`Store`] and its options |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `store::write` | SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
 //! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
-//! | `store::expiry` | lazy expiry on access, active expiry and its background thread |
+//! | `store::expiry` | lazy expiry on access, and the active expiry's pass over the deadline heaps |
 //! | `store::evict` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
-//! | `store::stats` | per-shard and per-operation counters, the [`Stats`] snapshot, [`Op`] |
+//! | `store::stats` | the [`Stats`] snapshot, and counting an operation |
+//! | `store::shard` | [`Store`] over its shards: construction, where a key lives, the one removal path (delete, expiry, eviction) |
+//! | `store::expiry_thread` | the background thread that runs the active expiry every 100 ms |
+//! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |
+//! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 //! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
 //! | `value` | items (header + key + value in one block), the counted [`Value`] handle, [`KvAlloc`] |
 //! | `deadlines` | the deadline heap of the active expiry |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
-//! | [`clock`] | the clock trait (a manual one for tests) |
-//! | [`error`] | errors worded as Redis words them |
+//! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
+//! | `error` | [`Error`]s worded as Redis words them |
 
 pub mod clock;
 mod deadlines;

@@ -5,8 +5,8 @@
 
 use hopless_kv::Policy;
 
-use crate::util::parse_memory;
-use crate::ServeOptions;
+use crate::server::ServeOptions;
+use crate::words::{parse_memory, parse_policy, parse_yes_no};
 
 /// `hopless serve [--port 6379] [--bind 127.0.0.1] [--threads N] [--maxmemory B]
 /// [--maxmemory-policy noeviction|allkeys-lru] [--requirepass P] [--protected-mode yes|no] ...`
@@ -52,15 +52,11 @@ fn memory(s: &str) -> Result<u64, String> {
 }
 
 fn policy(s: &str) -> Result<Policy, String> {
-    crate::cmd::parse_policy(s).ok_or_else(|| format!("{s:?}: expected noeviction or allkeys-lru"))
+    parse_policy(s).ok_or_else(|| format!("{s:?}: expected noeviction or allkeys-lru"))
 }
 
 fn yes_no(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "yes" => Ok(true),
-        "no" => Ok(false),
-        _ => Err(format!("{s:?}: expected yes or no")),
-    }
+    parse_yes_no(s).ok_or_else(|| format!("{s:?}: expected yes or no"))
 }
 
 impl From<ServeArgs> for ServeOptions {

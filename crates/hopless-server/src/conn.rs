@@ -19,25 +19,10 @@ use tracing::{debug, warn};
 
 use crate::cmd::{self, Action};
 use crate::codec::{Args, Decoder, Proto, Reply};
-use crate::state::{ClientEntry, Shared};
+use crate::state::{ClientEntry, ConnState, Shared};
 
 /// Replies are written out once this much has piled up, even mid-pipeline.
 const FLUSH_AT: usize = 64 * 1024;
-
-/// Per-connection state the commands see.
-pub struct ConnState {
-    pub entry: Arc<ClientEntry>,
-    pub authenticated: bool,
-    /// Set by QUIT (after its reply) and SHUTDOWN.
-    pub close: bool,
-    pub qbuf: usize,
-}
-
-impl ConnState {
-    pub fn id(&self) -> u64 {
-        self.entry.id
-    }
-}
 
 struct Registration<'a> {
     shared: &'a Shared,

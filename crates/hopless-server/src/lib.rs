@@ -19,15 +19,31 @@
 //!
 //! # Layout
 //!
+//! Layers, top to bottom: a module imports only modules listed below it (`scripts/check_layers.py`
+//! checks this).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`codec`] | RESP without I/O: the request [`Decoder`](codec::Decoder), the [`Reply`](codec::Reply) writer, [`Frame`](codec::Frame) |
-//! | `cmd` | the command table and dispatch (`mod.rs`), then one file per family: `string.rs`, `keys.rs`, `connection.rs`, `server.rs` (INFO, CONFIG, COMMAND, MEMORY, OBJECT, SHUTDOWN, DEBUG) |
-//! | `conn` | one client connection: read, decode, execute, write; limits and timeouts |
+//! | `args` | [`ServeArgs`], the command line (`#[command(flatten)]` it into another CLI) |
 //! | `server` | listeners, [`Server`] (start in-process, address, shutdown), [`run`] |
-//! | `state` | what connections share: store, settings, client registry, counters |
-//! | [`args`] | [`ServeArgs`], the command line (`#[command(flatten)]` it into another CLI) |
-//! | `util` | memory sizes (`100mb`), case-insensitive compares |
+//! | `conn` | one client connection: read, decode, execute, write; limits and timeouts |
+//! | `cmd` | the command table put together from the families' tables, and dispatch (`cmd/mod.rs`) |
+//! | `cmd::connection` | PING ECHO SELECT QUIT RESET HELLO AUTH |
+//! | `cmd::client` | CLIENT, and the CLIENT LIST line |
+//! | `cmd::string` | the string commands (GET, SET, INCR, MSET...) |
+//! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, SCAN, RENAME, FLUSHDB...) |
+//! | `cmd::info` | INFO |
+//! | `cmd::config` | CONFIG |
+//! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
+//! | `cmd::memory` | MEMORY |
+//! | `cmd::object` | OBJECT |
+//! | `cmd::admin` | SHUTDOWN, DEBUG |
+//! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
+//! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
+//! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
+//! | `errors` | Redis's error replies, each text built once |
+//! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
+//! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
 //!
 //! The connection loop runs on tokio: `--threads` single-threaded event loops, each on its own thread,
 //! with every connection pinned to one (`server`). The store is synchronous and its operations take a
@@ -38,9 +54,11 @@ pub mod args;
 mod cmd;
 pub mod codec;
 mod conn;
+mod errors;
+mod footprint;
 mod server;
 mod state;
-mod util;
+mod words;
 
 pub use args::ServeArgs;
 pub use server::{run, ServeOptions, Server};

@@ -20,7 +20,8 @@ use tokio::runtime::{Handle, Runtime};
 use tracing::{info, warn};
 
 use crate::codec::DEFAULT_MAX_BULK_LEN;
-use crate::state::Shared;
+use crate::state::{Settings, Shared};
+use crate::words::{human, policy_name, yes_no};
 
 /// What `hopless serve` is told.
 #[derive(Clone)]
@@ -121,7 +122,22 @@ impl Server {
         cfg.maxmemory = opts.maxmemory;
         cfg.policy = opts.maxmemory_policy;
         let port = addrs.first().map_or(opts.port, |a| a.port());
-        let shared = Arc::new(Shared::new(&opts, Store::new(cfg), port));
+        let settings = Settings {
+            requirepass: opts.requirepass.clone().map(String::into_bytes),
+            maxclients: opts.maxclients,
+            timeout: opts.timeout,
+            proto_max_bulk_len: opts.proto_max_bulk_len,
+            client_query_buffer_limit: opts.client_query_buffer_limit,
+            protected_mode: opts.protected_mode,
+        };
+        let shared = Arc::new(Shared::new(
+            Store::new(cfg),
+            settings,
+            port,
+            opts.bind.clone(),
+            opts.threads,
+            crate::cmd::table().len(),
+        ));
         let handles: Arc<[Handle]> = workers.iter().map(|r| r.handle().clone()).collect();
         // Built first, so that a failed spawn below drops it: its `Drop` stops and joins the threads
         // already started.
@@ -300,10 +316,10 @@ pub fn run(opts: ServeOptions) -> io::Result<()> {
         if maxmemory == 0 {
             "none".to_string()
         } else {
-            crate::util::human(maxmemory)
+            human(maxmemory)
         },
-        crate::cmd::policy_name(policy),
-        if protected { "yes" } else { "no" },
+        policy_name(policy),
+        yes_no(protected),
         std::process::id()
     );
     println!(

@@ -1,5 +1,6 @@
-//! What every connection shares: the store, the settings CONFIG SET can change, the client registry
-//! (CLIENT LIST/KILL), and the counters INFO reports.
+//! The server's state: what every connection shares (the store, the settings CONFIG SET can change, the
+//! client registry CLIENT LIST and KILL read, the counters INFO reports) and what each one keeps of its
+//! own ([`ConnState`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,9 +10,6 @@ use std::time::Instant;
 
 use hopless_kv::Store;
 use tokio::sync::{watch, Notify};
-
-use crate::cmd::COMMANDS;
-use crate::ServeOptions;
 
 /// Settings a client may change at run time (maxmemory and its policy live in the store).
 #[derive(Debug, Clone)]
@@ -53,7 +51,7 @@ pub struct ClientEntry {
     pub name: Mutex<Vec<u8>>,
     /// Milliseconds since `created` at the last command.
     pub last_ms: AtomicU64,
-    /// Index into [`COMMANDS`] of the last command, plus one (0: none yet).
+    /// Index into the command table of the last command, plus one (0: none yet).
     pub last_cmd: AtomicUsize,
     pub resp: AtomicU64,
     pub killed: AtomicBool,
@@ -65,29 +63,20 @@ impl ClientEntry {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
     }
+}
 
-    /// One line of CLIENT LIST / CLIENT INFO, in Redis 7's field order.
-    pub fn describe(&self, qbuf: Option<usize>) -> String {
-        let age = self.created.elapsed();
-        let idle = age.as_millis() as u64 - self.last_ms.load(Ordering::Relaxed).min(age.as_millis() as u64);
-        let cmd = match self.last_cmd.load(Ordering::Relaxed) {
-            0 => "NULL",
-            i => COMMANDS.get(i - 1).map_or("NULL", |c| c.name),
-        };
-        format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 \
-             qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
-             cmd={} user=default redir=-1 resp={}",
-            self.id,
-            self.addr,
-            self.laddr,
-            String::from_utf8_lossy(&self.name.lock().unwrap_or_else(|e| e.into_inner())),
-            age.as_secs(),
-            idle / 1000,
-            qbuf.unwrap_or(0),
-            cmd,
-            self.resp.load(Ordering::Relaxed),
-        )
+/// Per-connection state the commands see.
+pub struct ConnState {
+    pub entry: Arc<ClientEntry>,
+    pub authenticated: bool,
+    /// Set by QUIT (after its reply) and SHUTDOWN.
+    pub close: bool,
+    pub qbuf: usize,
+}
+
+impl ConnState {
+    pub fn id(&self) -> u64 {
+        self.entry.id
     }
 }
 
@@ -110,26 +99,28 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(opts: &ServeOptions, store: Store, port: u16) -> Self {
+    /// `port`, `bind` and `threads` are what INFO and CONFIG GET report; `commands`: how many commands
+    /// the table has (one [`CmdStat`] each).
+    pub fn new(
+        store: Store,
+        settings: Settings,
+        port: u16,
+        bind: Vec<String>,
+        threads: usize,
+        commands: usize,
+    ) -> Self {
         Shared {
             store,
-            settings: RwLock::new(Settings {
-                requirepass: opts.requirepass.clone().map(String::into_bytes),
-                maxclients: opts.maxclients,
-                timeout: opts.timeout,
-                proto_max_bulk_len: opts.proto_max_bulk_len,
-                client_query_buffer_limit: opts.client_query_buffer_limit,
-                protected_mode: opts.protected_mode,
-            }),
+            settings: RwLock::new(settings),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
             connected: AtomicUsize::new(0),
             counters: Counters::default(),
-            cmdstats: COMMANDS.iter().map(|_| CmdStat::default()).collect(),
+            cmdstats: (0..commands).map(|_| CmdStat::default()).collect(),
             started: Instant::now(),
             port,
-            bind: opts.bind.clone(),
-            threads: opts.threads,
+            bind,
+            threads,
             shutdown: watch::channel(false).0,
             peak_memory: AtomicU64::new(0),
         }

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Loc, Policy, Shard, Store};
+use super::options::Policy;
+use super::shard::{Loc, Shard, Store};
 use crate::error::{Error, Result};
 use crate::value::{self, KvAlloc};
 

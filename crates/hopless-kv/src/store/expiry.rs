@@ -1,66 +1,17 @@
 //! Removing keys past their deadline: lazily, when an operation finds one under its shard's write lock
-//! ([`Store::expire_if_due`]), and actively, by draining each shard's deadline heap (a background thread
-//! every 100 ms, or [`Store::run_active_expiry`]).
+//! ([`Store::expire_if_due`]), and actively, by draining each shard's deadline heap (a pass the background
+//! thread of `expiry_thread.rs` runs every 100 ms, or [`Store::run_active_expiry`]).
 
 use core::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use parking_lot::RwLockWriteGuard;
 
-use super::{Inner, Loc, Shard, Store};
+use super::shard::{Inner, Loc, Shard, Store};
 use crate::value::{self, ItemPtr, KvAlloc};
 
 /// Keys the active expiry removes per shard per pass, at most.
 pub const ACTIVE_EXPIRY_BUDGET: usize = 1000;
-
-/// The active-expiry thread; stops it when the last [`Store`] handle goes.
-pub(super) struct ExpiryThread {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl ExpiryThread {
-    /// Starts the thread if `active` (else holds none). It keeps only a weak reference to the store, so
-    /// that dropping the last handle drops the store.
-    pub(super) fn start<A: KvAlloc>(inner: &Arc<Inner<A>>, active: bool) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let handle = active.then(|| {
-            let inner = Arc::downgrade(inner);
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("hopless-kv-expiry".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        std::thread::park_timeout(Duration::from_millis(100));
-                        if stop.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        match inner.upgrade() {
-                            Some(i) => {
-                                i.active_expiry();
-                            }
-                            None => break,
-                        }
-                    }
-                })
-                .expect("spawn the expiry thread")
-        });
-        ExpiryThread { stop, handle }
-    }
-}
-
-impl Drop for ExpiryThread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            let _ = h.join();
-        }
-    }
-}
 
 impl<A: KvAlloc> Store<A> {
     /// Whether `item` (in `sh`'s table) has a deadline at or before `now`.
@@ -95,7 +46,7 @@ impl<A: KvAlloc> Store<A> {
 impl<A: KvAlloc> Inner<A> {
     /// One pass of active expiry: pops each shard's due deadlines (at most [`ACTIVE_EXPIRY_BUDGET`]),
     /// removes the keys still carrying them, and releases those after the shard's lock.
-    fn active_expiry(&self) -> usize {
+    pub(super) fn active_expiry(&self) -> usize {
         let now = self.cfg.clock.now_ms();
         let mut removed = 0;
         for s in self.shards.iter() {

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Loc, Op, Store};
+use super::counters::Op;
+use super::shard::{Loc, Store};
 use crate::redis_util::glob_match;
 use crate::value::{self, ItemPtr, KvAlloc, Value};
 

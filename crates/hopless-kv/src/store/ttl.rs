@@ -2,7 +2,9 @@
 //! GETEX) and the deadline bookkeeping the writes share: turning a [`Ttl`] option into a deadline and
 //! giving a key one (expiry map, deadline heap, header flag).
 
-use super::{ExpireCond, Op, Shard, Store, Ttl};
+use super::counters::Op;
+use super::options::{ExpireCond, Ttl};
+use super::shard::{Shard, Store};
 use crate::error::{Error, Result};
 use crate::value::{self, ItemPtr, KvAlloc, Value};
 

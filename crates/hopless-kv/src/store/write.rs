@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::RwLockWriteGuard;
 
-use super::{Loc, Op, SetCond, SetOptions, Shard, Store, Ttl};
+use super::counters::Op;
+use super::options::{SetCond, SetOptions, Ttl};
+use super::shard::{Loc, Shard, Store};
 use crate::error::{Error, Result};
 use crate::redis_util::parse_i64;
 use crate::value::{self, ItemPtr, KvAlloc, Value};

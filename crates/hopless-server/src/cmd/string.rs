@@ -4,10 +4,60 @@
 use bytes::Bytes;
 use hopless_kv::{SetCond, SetOptions, Ttl};
 
-use super::{int_arg, wrong_args, CmdError, CmdResult, Ctx, SYNTAX};
-use crate::util::eq;
+use super::command::{int_arg, Command, Ctx};
+use crate::errors::{invalid_expire, wrong_args, CmdError, CmdResult, SYNTAX};
+use crate::words::eq;
 
-pub fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+/// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
+/// (rustfmt would spread each over a dozen lines).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("get", 2, "readonly fast", get).keys(1, 1, 1).acl("@read @string @fast")
+        .doc("string", "1.0.0", "Get the value of a key"),
+    Command::new("set", -3, "write denyoom", set).keys(1, 1, 1).acl("@write @string @slow")
+        .doc("string", "1.0.0", "Set the string value of a key"),
+    Command::new("setnx", 3, "write denyoom fast", setnx).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Set the value of a key, only if the key does not exist"),
+    Command::new("setex", 4, "write denyoom", setex).keys(1, 1, 1).acl("@write @string @slow")
+        .doc("string", "2.0.0", "Set the value and expiration of a key"),
+    Command::new("psetex", 4, "write denyoom", psetex).keys(1, 1, 1).acl("@write @string @slow")
+        .doc("string", "2.6.0", "Set the value and expiration in milliseconds of a key"),
+    Command::new("getset", 3, "write denyoom fast", getset).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Set the string value of a key and return its old value"),
+    Command::new("getdel", 2, "write fast", getdel).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "6.2.0", "Get the value of a key and delete the key"),
+    Command::new("getex", -2, "write fast", getex).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "6.2.0", "Get the value of a key and optionally set its expiration"),
+    Command::new("append", 3, "write denyoom fast", append).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "2.0.0", "Append a value to a key"),
+    Command::new("strlen", 2, "readonly fast", strlen).keys(1, 1, 1).acl("@read @string @fast")
+        .doc("string", "2.2.0", "Get the length of the value stored in a key"),
+    Command::new("getrange", 4, "readonly", getrange).keys(1, 1, 1).acl("@read @string @slow")
+        .doc("string", "2.4.0", "Get a substring of the string stored at a key"),
+    Command::new("substr", 4, "readonly", getrange).keys(1, 1, 1).acl("@read @string @slow")
+        .doc("string", "1.0.0", "Get a substring of the string stored at a key"),
+    Command::new("setrange", 4, "write denyoom", setrange).keys(1, 1, 1).acl("@write @string @slow")
+        .doc("string", "2.2.0", "Overwrite part of a string at key starting at the specified offset"),
+    Command::new("incr", 2, "write denyoom fast", incr).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Increment the integer value of a key by one"),
+    Command::new("decr", 2, "write denyoom fast", decr).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Decrement the integer value of a key by one"),
+    Command::new("incrby", 3, "write denyoom fast", incrby).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Increment the integer value of a key by the given amount"),
+    Command::new("decrby", 3, "write denyoom fast", decrby).keys(1, 1, 1).acl("@write @string @fast")
+        .doc("string", "1.0.0", "Decrement the integer value of a key by the given number"),
+    Command::new("incrbyfloat", 3, "write denyoom fast", incrbyfloat).keys(1, 1, 1)
+        .acl("@write @string @fast")
+        .doc("string", "2.6.0", "Increment the float value of a key by the given amount"),
+    Command::new("mget", -2, "readonly fast", mget).keys(1, -1, 1).acl("@read @string @fast")
+        .doc("string", "1.0.0", "Get the values of all the given keys"),
+    Command::new("mset", -3, "write denyoom", mset).keys(1, -1, 2).acl("@write @string @slow")
+        .doc("string", "1.0.1", "Set multiple keys to multiple values"),
+    Command::new("msetnx", -3, "write denyoom", msetnx).keys(1, -1, 2).acl("@write @string @slow")
+        .doc("string", "1.0.1", "Set multiple keys to multiple values, only if none of the keys exist"),
+];
+
+fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     match c.shared.store.get(&a[1]) {
         Some(v) => c.out.bulk(&v),
         None => c.out.null(),
@@ -36,10 +86,7 @@ fn ttl_of(c: &Ctx<'_>, opt: TtlOpt, arg: Option<&Bytes>) -> Result<Ttl, CmdError
         None => 0,
     };
     if !matches!(opt, TtlOpt::None | TtlOpt::Keep | TtlOpt::Persist) && n <= 0 {
-        return Err(CmdError::Msg(format!(
-            "ERR invalid expire time in '{}' command",
-            c.name
-        )));
+        return Err(invalid_expire(c.name));
     }
     let n = n as u64;
     Ok(match opt {
@@ -82,7 +129,7 @@ fn time_option<'a>(
     Ok(true)
 }
 
-pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let mut opts = SetOptions::default();
     let (mut ttl, mut ttl_arg) = (TtlOpt::None, None);
     let mut i = 3;
@@ -118,7 +165,7 @@ pub fn set(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-pub fn setnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn setnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let opts = SetOptions {
         cond: SetCond::IfAbsent,
         ..Default::default()
@@ -142,15 +189,15 @@ fn set_with_ttl(c: &mut Ctx<'_>, a: &[Bytes], opt: TtlOpt) -> CmdResult {
     Ok(())
 }
 
-pub fn setex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn setex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     set_with_ttl(c, a, TtlOpt::Ex)
 }
 
-pub fn psetex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn psetex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     set_with_ttl(c, a, TtlOpt::Px)
 }
 
-pub fn getset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn getset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let opts = SetOptions {
         get: true,
         ..Default::default()
@@ -162,7 +209,7 @@ pub fn getset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-pub fn getdel(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn getdel(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     match c.shared.store.getdel(&a[1]) {
         Some(v) => c.out.bulk(&v),
         None => c.out.null(),
@@ -170,7 +217,7 @@ pub fn getdel(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-pub fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (mut ttl, mut ttl_arg) = (TtlOpt::None, None);
     let mut i = 2;
     while i < a.len() {
@@ -192,26 +239,26 @@ pub fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-pub fn append(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn append(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let n = c.shared.store.append(&a[1], &a[2])?;
     c.out.int(n as i64);
     Ok(())
 }
 
-pub fn strlen(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn strlen(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let n = c.shared.store.strlen(&a[1]);
     c.out.int(n as i64);
     Ok(())
 }
 
-pub fn getrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn getrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (s, e) = (int_arg(&a[2])?, int_arg(&a[3])?);
     let v = c.shared.store.getrange(&a[1], s, e);
     c.out.bulk(&v);
     Ok(())
 }
 
-pub fn setrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn setrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let off = int_arg(&a[2])?;
     if off < 0 {
         return Err(CmdError::Static("ERR offset is out of range"));
@@ -227,20 +274,20 @@ fn incr_by(c: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     Ok(())
 }
 
-pub fn incr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn incr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     incr_by(c, &a[1], 1)
 }
 
-pub fn decr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn decr(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     incr_by(c, &a[1], -1)
 }
 
-pub fn incrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn incrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let d = int_arg(&a[2])?;
     incr_by(c, &a[1], d)
 }
 
-pub fn decrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn decrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let d = int_arg(&a[2])?;
     let d = d
         .checked_neg()
@@ -248,7 +295,7 @@ pub fn decrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     incr_by(c, &a[1], d)
 }
 
-pub fn incrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn incrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let bad = CmdError::Static("ERR value is not a valid float");
     let s = core::str::from_utf8(&a[2]).map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
     if s.is_empty() || s.starts_with(|ch: char| ch.is_whitespace()) {
@@ -265,7 +312,7 @@ pub fn incrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-pub fn mget(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn mget(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let keys: Vec<&[u8]> = a[1..].iter().map(|k| &k[..]).collect();
     let vals = c.shared.store.mget(&keys);
     c.out.array(vals.len());
@@ -288,14 +335,14 @@ fn pairs<'a>(c: &Ctx<'_>, a: &'a [Bytes]) -> Result<Pairs<'a>, CmdError> {
     Ok(a[1..].chunks_exact(2).map(|p| (&p[0][..], &p[1][..])).collect())
 }
 
-pub fn mset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn mset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let p = pairs(c, a)?;
     c.shared.store.mset(&p)?;
     c.out.ok();
     Ok(())
 }
 
-pub fn msetnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+fn msetnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let p = pairs(c, a)?;
     let wrote = c.shared.store.msetnx(&p)?;
     c.out.int(wrote as i64);

@@ -1,6 +1,6 @@
 //! Any RESP2 or RESP3 value, as mini-redis's `Frame`: [`Frame::check`] tells whether a whole frame is in
 //! the buffer without allocating (`Incomplete` apart from protocol errors), [`Frame::parse`] then builds
-//! it, [`Frame::encode`] writes it. The server writes its replies with [`Reply`](super::Reply) (no
+//! it, [`Frame::encode`] writes it. The server writes its replies with `Reply` (no
 //! intermediate values); frames are for clients of the server (tests, load generators) and for fuzzing.
 
 use core::fmt;
@@ -8,7 +8,7 @@ use core::fmt;
 use bytes::Bytes;
 
 /// Nesting deeper than this is refused (a hostile `*1\r\n*1\r\n...` must not overflow the stack).
-pub const MAX_DEPTH: usize = 128;
+const MAX_DEPTH: usize = 128;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {

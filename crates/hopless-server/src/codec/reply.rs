@@ -109,15 +109,6 @@ impl Reply {
         }
     }
 
-    /// A boolean (RESP2: 1 or 0).
-    pub fn boolean(&mut self, b: bool) {
-        if self.resp3() {
-            self.buf.extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" });
-        } else {
-            self.int(b as i64);
-        }
-    }
-
     /// Text for a person (INFO, CLIENT LIST): RESP3 verbatim `txt`, RESP2 a bulk string.
     pub fn verbatim(&mut self, text: &[u8]) {
         if self.resp3() {
@@ -141,7 +132,7 @@ impl Reply {
 
 /// A double as replies print it (`inf`, `-inf`, `nan`; otherwise the shortest text that reads back as
 /// the same `f64`, where Redis prints `%.17g`: the same number, sometimes written differently).
-pub fn format_double(d: f64) -> String {
+pub(crate) fn format_double(d: f64) -> String {
     if d.is_nan() {
         "nan".into()
     } else if d.is_infinite() {
@@ -174,16 +165,16 @@ mod tests {
         let mut r = Reply::new(Proto::Resp2);
         r.null();
         r.map(1);
-        r.boolean(true);
+        r.int(1);
         r.double(1.5);
         r.error("ERR a\r\nb");
         assert_eq!(&r.buf[..], b"$-1\r\n*2\r\n:1\r\n$3\r\n1.5\r\n-ERR a  b\r\n");
         let mut r = Reply::new(Proto::Resp3);
         r.null();
         r.map(1);
-        r.boolean(true);
+        r.int(1);
         r.double(1.5);
         r.verbatim(b"hi");
-        assert_eq!(&r.buf[..], b"_\r\n%1\r\n#t\r\n,1.5\r\n=6\r\ntxt:hi\r\n");
+        assert_eq!(&r.buf[..], b"_\r\n%1\r\n:1\r\n,1.5\r\n=6\r\ntxt:hi\r\n");
     }
 }

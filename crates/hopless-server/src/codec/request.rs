@@ -19,9 +19,9 @@ use core::ops::Range;
 use hopless_kv::store::parse_i64;
 
 /// Redis's `PROTO_INLINE_MAX_SIZE`: the longest inline line, and the longest `*`/`$` count line.
-pub const INLINE_MAX: usize = 64 * 1024;
+const INLINE_MAX: usize = 64 * 1024;
 /// Redis's `proto-max-bulk-len` default.
-pub const DEFAULT_MAX_BULK_LEN: usize = 512 << 20;
+pub(crate) const DEFAULT_MAX_BULK_LEN: usize = 512 << 20;
 /// Before AUTH, Redis refuses multibulk counts above 10 and bulk lengths above 16 KiB.
 const UNAUTH_MAX_ARGS: i64 = 10;
 const UNAUTH_MAX_BULK: i64 = 16 * 1024;
@@ -68,19 +68,6 @@ pub enum Args {
     Owned(Vec<Vec<u8>>),
 }
 
-impl Args {
-    pub fn len(&self) -> usize {
-        match self {
-            Args::Ranges(r) => r.len(),
-            Args::Owned(o) => o.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// One request: the bytes it took from the front of the buffer, and its arguments (none for an empty
 /// line or a `*0`/`*-1` array, which Redis skips without a reply).
 #[derive(Debug, PartialEq, Eq)]
@@ -117,11 +104,6 @@ impl Decoder {
             max_bulk_len,
             partial: None,
         }
-    }
-
-    /// Whether a multibulk request has been started and not finished.
-    pub fn in_request(&self) -> bool {
-        self.partial.is_some()
     }
 
     /// Decodes the next request at the front of `buf`: `Ok(None)` when more bytes are needed,

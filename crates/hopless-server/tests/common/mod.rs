@@ -118,12 +118,27 @@ pub fn simple(s: &str) -> Frame {
 }
 
 /// Whether a program is on the PATH.
-pub fn have(program: &str) -> bool {
+fn have(program: &str) -> bool {
     std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {program} >/dev/null"))
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Whether a program a test needs is on the PATH. Without it the test is skipped on a developer's
+/// machine (false), but fails under CI (`CI=true`), where a skipped check would pass unseen.
+pub fn require_tool(program: &str) -> bool {
+    if have(program) {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{program} is not installed, and CI=true: install it (Debian: redis-server, redis-tools, nutcracker) \
+         rather than skip the test"
+    );
+    eprintln!("{program} not installed: skipping");
+    false
 }
 
 /// A free loopback port (bound and released: another process could take it, but rarely does).

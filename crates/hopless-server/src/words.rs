@@ -1,4 +1,7 @@
-//! Small helpers shared by the command families.
+//! How Redis spells values in arguments, settings and replies: keywords compared without regard to case,
+//! byte counts (`100mb` in, `1.50M` out), eviction policy names, yes and no.
+
+use hopless_kv::Policy;
 
 /// Case-insensitive ASCII compare of an argument with a lower-case word.
 pub fn eq(arg: &[u8], word: &str) -> bool {
@@ -36,16 +39,37 @@ pub fn human(n: u64) -> String {
     }
 }
 
-/// This process's resident set size, from `/proc/self/status` (0 where there is none).
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))
-        })
-        .map_or(0, |kb| kb * 1024)
+/// The policy names `maxmemory-policy` takes.
+pub fn parse_policy(s: &str) -> Option<Policy> {
+    match s.to_ascii_lowercase().as_str() {
+        "noeviction" => Some(Policy::NoEviction),
+        "allkeys-lru" => Some(Policy::SampledLru),
+        _ => None,
+    }
+}
+
+pub fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::NoEviction => "noeviction",
+        Policy::SampledLru => "allkeys-lru",
+    }
+}
+
+/// `yes` or `no`, any case.
+pub fn parse_yes_no(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    }
+}
+
+pub fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
 }
 
 #[cfg(test)]

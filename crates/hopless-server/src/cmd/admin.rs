@@ -1,0 +1,46 @@
+//! Administration: SHUTDOWN (stop the server) and DEBUG SLEEP (block a worker, as in Redis).
+
+use bytes::Bytes;
+
+use super::command::{Action, Command, Ctx};
+use crate::errors::{unknown_sub, CmdError, CmdResult, SYNTAX};
+use crate::words::eq;
+
+/// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
+/// (rustfmt would spread each over a dozen lines).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("shutdown", -1, "admin noscript loading stale no_multi allow_busy", shutdown)
+        .acl("@admin @slow @dangerous")
+        .doc("server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server"),
+    Command::new("debug", -2, "admin noscript loading stale", debug).acl("@admin @slow @dangerous")
+        .doc("server", "1.0.0", "A container for debugging commands"),
+];
+
+fn shutdown(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    for o in &a[1..] {
+        if eq(o, "abort") {
+            return Err(CmdError::Static("ERR No shutdown in progress."));
+        }
+        if !["nosave", "save", "now", "force"].iter().any(|w| eq(o, w)) {
+            return Err(SYNTAX);
+        }
+    }
+    tracing::info!(client = c.conn.id(), "SHUTDOWN: closing");
+    c.shared.request_shutdown();
+    c.action = Action::Close;
+    Ok(())
+}
+
+fn debug(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    if eq(&a[1], "sleep") && a.len() == 3 {
+        let secs: f64 = String::from_utf8_lossy(&a[2]).parse().map_err(|_| SYNTAX)?;
+        if secs > 0.0 && secs.is_finite() {
+            // Blocks this worker, as DEBUG SLEEP blocks Redis.
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+        }
+        c.out.ok();
+        return Ok(());
+    }
+    Err(unknown_sub(c.name, &a[1]))
+}

@@ -1,0 +1,217 @@
+//! CLIENT: a connection's id and name, the list of clients (CLIENT LIST and INFO, in Redis 7's format),
+//! and killing them.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::command::{int_arg, subcommand, Command, Ctx};
+use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult, SYNTAX};
+use crate::state::ClientEntry;
+use crate::words::eq;
+
+/// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
+/// (rustfmt would spread each over a dozen lines).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("client", -2, "noscript loading stale", client).acl("@slow @connection")
+        .doc("connection", "2.4.0", "A container for client connection commands"),
+];
+
+const BAD_NAME: CmdError =
+    CmdError::Static("ERR Client names cannot contain spaces, newlines or special characters.");
+
+/// Names the connection (CLIENT SETNAME, HELLO ... SETNAME): printable ASCII without spaces, as Redis
+/// allows.
+pub(super) fn set_name(c: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+    if !name.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+        return Err(BAD_NAME);
+    }
+    *c.conn.entry.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_vec();
+    Ok(())
+}
+
+/// One line of CLIENT LIST / CLIENT INFO, in Redis 7's field order.
+fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
+    let age = e.created.elapsed();
+    let idle = age.as_millis() as u64 - e.last_ms.load(Ordering::Relaxed).min(age.as_millis() as u64);
+    let cmd = match e.last_cmd.load(Ordering::Relaxed) {
+        0 => "NULL",
+        i => c.table.commands().get(i - 1).map_or("NULL", |c| c.name),
+    };
+    format!(
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 \
+         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+         cmd={} user=default redir=-1 resp={}",
+        e.id,
+        e.addr,
+        e.laddr,
+        String::from_utf8_lossy(&e.name.lock().unwrap_or_else(|e| e.into_inner())),
+        age.as_secs(),
+        idle / 1000,
+        qbuf.unwrap_or(0),
+        cmd,
+        e.resp.load(Ordering::Relaxed),
+    )
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ID",
+    "    Return the ID of the current connection.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "LIST [TYPE normal] [ID <id> [<id> ...]]",
+    "    Return information about client connections.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
+    "    Kill connections.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let sub = subcommand(a);
+    let n = a.len();
+    match sub.as_str() {
+        "id" if n == 2 => c.out.int(c.conn.id() as i64),
+        "getname" if n == 2 => {
+            let name = c
+                .conn
+                .entry
+                .name
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if name.is_empty() {
+                c.out.null();
+            } else {
+                c.out.bulk(&name);
+            }
+        }
+        "setname" if n == 3 => {
+            set_name(c, &a[2])?;
+            c.out.ok();
+        }
+        "info" if n == 2 => {
+            let line = describe(c, &c.conn.entry, Some(c.conn.qbuf)) + "\n";
+            c.out.verbatim(line.as_bytes());
+        }
+        "list" => {
+            let mut ids = None;
+            let mut i = 2;
+            while i < n {
+                if eq(&a[i], "type") && i + 1 < n {
+                    if !eq(&a[i + 1], "normal") {
+                        if ["master", "replica", "slave", "pubsub"]
+                            .iter()
+                            .any(|t| eq(&a[i + 1], t))
+                        {
+                            ids = Some(Vec::new());
+                        } else {
+                            return Err(CmdError::Msg(format!(
+                                "ERR Unknown client type '{}'",
+                                String::from_utf8_lossy(&a[i + 1])
+                            )));
+                        }
+                    }
+                    i += 2;
+                } else if eq(&a[i], "id") && i + 1 < n {
+                    let mut v = Vec::new();
+                    for id in &a[i + 1..] {
+                        match int_arg(id) {
+                            Ok(x) if x > 0 => v.push(x as u64),
+                            _ => return Err(CmdError::Static("ERR Invalid client ID")),
+                        }
+                    }
+                    ids = Some(v);
+                    i = n;
+                } else {
+                    return Err(SYNTAX);
+                }
+            }
+            let clients: Vec<_> = c.shared.clients().values().cloned().collect();
+            let mut text = String::new();
+            for e in clients {
+                if ids.as_ref().is_some_and(|v| !v.contains(&e.id)) {
+                    continue;
+                }
+                let qbuf = (e.id == c.conn.id()).then_some(c.conn.qbuf);
+                text.push_str(&describe(c, &e, qbuf));
+                text.push('\n');
+            }
+            c.out.verbatim(text.as_bytes());
+        }
+        "kill" if n >= 3 => client_kill(c, a)?,
+        "setinfo" if n == 4 => c.out.ok(),
+        "no-evict" | "no-touch" | "reply" if n == 3 => c.out.ok(),
+        "help" if n == 2 => c.out.bulks(CLIENT_HELP.iter().map(|s| s.as_bytes())),
+        "id" | "getname" | "setname" | "info" | "kill" | "setinfo" | "no-evict" | "no-touch" | "reply"
+        | "help" => return Err(wrong_sub_args(c.name, &a[1])),
+        _ => return Err(unknown_sub(c.name, &a[1])),
+    }
+    Ok(())
+}
+
+fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let clients: Vec<_> = c.shared.clients().values().cloned().collect();
+    if a.len() == 3 {
+        // The old form: CLIENT KILL ip:port.
+        let addr = String::from_utf8_lossy(&a[2]).into_owned();
+        let Some(e) = clients.iter().find(|e| e.addr.to_string() == addr) else {
+            return Err(CmdError::Static("ERR No such client"));
+        };
+        e.kill();
+        c.out.ok();
+        return Ok(());
+    }
+    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let mut i = 2;
+    while i + 1 < a.len() {
+        let v = &a[i + 1];
+        if eq(&a[i], "id") {
+            match int_arg(v) {
+                Ok(x) if x > 0 => id = Some(x as u64),
+                _ => return Err(CmdError::Static("ERR client-id should be greater than 0")),
+            }
+        } else if eq(&a[i], "addr") {
+            addr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if eq(&a[i], "laddr") {
+            laddr = Some(String::from_utf8_lossy(v).into_owned());
+        } else if eq(&a[i], "skipme") {
+            skipme = if eq(v, "yes") {
+                true
+            } else if eq(v, "no") {
+                false
+            } else {
+                return Err(SYNTAX);
+            };
+        } else if eq(&a[i], "type") || eq(&a[i], "user") || eq(&a[i], "maxage") {
+            // Every client is a normal one of the default user.
+        } else {
+            return Err(SYNTAX);
+        }
+        i += 2;
+    }
+    if i != a.len() {
+        return Err(SYNTAX);
+    }
+    let mut killed = 0;
+    for e in clients {
+        let me = e.id == c.conn.id();
+        if (skipme && me)
+            || id.is_some_and(|x| x != e.id)
+            || addr.as_ref().is_some_and(|x| *x != e.addr.to_string())
+            || laddr.as_ref().is_some_and(|x| *x != e.laddr.to_string())
+        {
+            continue;
+        }
+        e.kill();
+        killed += 1;
+    }
+    c.out.int(killed);
+    Ok(())
+}

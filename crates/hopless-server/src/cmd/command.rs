@@ -1,0 +1,159 @@
+//! What a command is: its row in the command table ([`Command`]: name, arity, flags, key positions, ACL
+//! categories, docs, handler), the table of all of them ([`Table`], looked up by name), and what its
+//! handler is given ([`Ctx`]) and returns.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use hopless_kv::store::parse_i64;
+
+use crate::codec::Reply;
+use crate::errors::{CmdError, CmdResult, NOT_INTEGER};
+use crate::state::{ConnState, Shared};
+
+/// What the connection does after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    /// Close after writing the replies so far (QUIT, SHUTDOWN).
+    Close,
+}
+
+/// What a handler works with.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub conn: &'a mut ConnState,
+    pub out: &'a mut Reply,
+    /// The command's name as the table spells it (for error messages).
+    pub name: &'static str,
+    /// Every command (for COMMAND, INFO commandstats and CLIENT LIST, which name them).
+    pub table: &'static Table,
+    pub action: Action,
+}
+
+type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+
+/// One command: what COMMAND INFO and COMMAND DOCS report, and its handler. Built with
+/// [`Command::new`] and the setters after it, so that a family's table reads one command a row.
+#[derive(Clone, Copy)]
+pub struct Command {
+    pub name: &'static str,
+    /// Redis's arity: N exactly, or -N at least N (the name counts).
+    pub arity: i32,
+    /// Space-separated, in the order COMMAND lists them (Redis's own order, which is not alphabetical).
+    pub flags: &'static str,
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    /// ACL categories, space-separated, in COMMAND's order.
+    pub acl: &'static str,
+    pub group: &'static str,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+}
+
+impl Command {
+    /// A command without keys, ACL categories or docs (the setters below add them).
+    pub const fn new(name: &'static str, arity: i32, flags: &'static str, handler: Handler) -> Self {
+        Command {
+            name,
+            arity,
+            flags,
+            first_key: 0,
+            last_key: 0,
+            step: 0,
+            acl: "",
+            group: "",
+            since: "",
+            summary: "",
+            handler,
+        }
+    }
+
+    /// Where the keys are: the first and last argument that is one (-1: the last argument), and the step.
+    pub const fn keys(self, first_key: i32, last_key: i32, step: i32) -> Self {
+        Command {
+            first_key,
+            last_key,
+            step,
+            ..self
+        }
+    }
+
+    pub const fn acl(self, acl: &'static str) -> Self {
+        Command { acl, ..self }
+    }
+
+    /// COMMAND DOCS: the group, the version that added the command, one line on what it does.
+    pub const fn doc(self, group: &'static str, since: &'static str, summary: &'static str) -> Self {
+        Command {
+            group,
+            since,
+            summary,
+            ..self
+        }
+    }
+
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.split_ascii_whitespace().any(|f| f == flag)
+    }
+
+    /// Whether `argc` arguments (the name included) are what the arity allows.
+    pub fn arity_allows(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        !((self.arity > 0 && argc != self.arity) || argc < -self.arity)
+    }
+}
+
+/// Every command, in the order COMMAND lists them, and an index by name.
+pub struct Table {
+    commands: Vec<Command>,
+    index: HashMap<&'static [u8], usize>,
+}
+
+impl Table {
+    /// The families' tables one after another.
+    pub fn new(families: &[&[Command]]) -> Self {
+        let commands: Vec<Command> = families.concat();
+        let index = commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect();
+        Table { commands, index }
+    }
+
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// The index of a command name, any case.
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        // Longer than any command: not one (and no allocation for the lower-case copy).
+        let mut lower = [0u8; 16];
+        let l = lower.get_mut(..name.len())?;
+        for (d, s) in l.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        self.index.get(&*l).copied()
+    }
+
+    pub fn find(&self, name: &[u8]) -> Option<&Command> {
+        self.lookup(name).map(|i| &self.commands[i])
+    }
+}
+
+/// A container command's subcommand (CONFIG GET, CLIENT LIST...), lower-cased to match on.
+pub fn subcommand(a: &[Bytes]) -> String {
+    String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
+}
+
+/// An integer argument, as Redis's `getLongLongFromObjectOrReply`.
+pub fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
+    parse_i64(b).ok_or(NOT_INTEGER)
+}

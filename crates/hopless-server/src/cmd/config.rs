@@ -1,0 +1,190 @@
+//! CONFIG: the parameters a client may read (GET, by glob) and change at run time (SET), RESETSTAT, and the
+//! persistence ones a cache has no use for, answered as Redis without persistence would.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use hopless_kv::store::glob_match;
+
+use super::command::{subcommand, Command, Ctx};
+use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
+use crate::words::{parse_memory, parse_policy, parse_yes_no, policy_name, yes_no};
+
+/// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
+/// (rustfmt would spread each over a dozen lines).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("config", -2, "noscript loading stale", config).acl("@admin @slow @dangerous")
+        .doc("server", "2.0.0", "A container for server configuration commands"),
+];
+
+/// The parameters CONFIG GET knows, in the order it lists them.
+const PARAMS: &[&str] = &[
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "requirepass",
+    "maxclients",
+    "timeout",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "protected-mode",
+    "port",
+    "bind",
+    "databases",
+    "save",
+    "appendonly",
+    "appendfsync",
+    "io-threads",
+    "hz",
+    "dir",
+    "dbfilename",
+    "cluster-enabled",
+];
+
+fn param_value(c: &Ctx<'_>, p: &str) -> String {
+    let s = c.shared.settings();
+    match p {
+        "maxmemory" => c.shared.store.maxmemory().to_string(),
+        "maxmemory-policy" => policy_name(c.shared.store.policy()).into(),
+        "maxmemory-samples" => hopless_kv::store::EVICTION_SAMPLES.to_string(),
+        "requirepass" => s
+            .requirepass
+            .map(|p| String::from_utf8_lossy(&p).into_owned())
+            .unwrap_or_default(),
+        "maxclients" => s.maxclients.to_string(),
+        "timeout" => s.timeout.to_string(),
+        "proto-max-bulk-len" => s.proto_max_bulk_len.to_string(),
+        "client-query-buffer-limit" => s.client_query_buffer_limit.to_string(),
+        "protected-mode" => yes_no(s.protected_mode).into(),
+        "port" => c.shared.port.to_string(),
+        "bind" => c.shared.bind.join(" "),
+        "databases" => "1".into(),
+        "save" => String::new(),
+        "appendonly" => "no".into(),
+        "appendfsync" => "no".into(),
+        "io-threads" => c.shared.threads.to_string(),
+        "hz" => "10".into(),
+        "dir" => std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        "dbfilename" => String::new(),
+        "cluster-enabled" => "no".into(),
+        _ => String::new(),
+    }
+}
+
+fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
+    let v = String::from_utf8_lossy(v).into_owned();
+    let mem = || parse_memory(&v).ok_or_else(|| "argument must be a memory value".to_string());
+    let int = || {
+        v.parse::<u64>()
+            .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+    };
+    let sh = c.shared;
+    match p {
+        "maxmemory" => sh.store.set_maxmemory(mem()?),
+        "maxmemory-policy" => sh.store.set_policy(
+            parse_policy(&v).ok_or("argument(s) must be one of the following: noeviction, allkeys-lru")?,
+        ),
+        "requirepass" => {
+            let pass = (!v.is_empty()).then(|| v.clone().into_bytes());
+            sh.with_settings(|s| s.requirepass = pass);
+        }
+        "maxclients" => {
+            let n = int()? as usize;
+            sh.with_settings(|s| s.maxclients = n);
+        }
+        "timeout" => {
+            let n = int()?;
+            sh.with_settings(|s| s.timeout = n);
+        }
+        "proto-max-bulk-len" => {
+            let n = mem()? as usize;
+            sh.with_settings(|s| s.proto_max_bulk_len = n);
+        }
+        "client-query-buffer-limit" => {
+            let n = mem()? as usize;
+            sh.with_settings(|s| s.client_query_buffer_limit = n);
+        }
+        "protected-mode" => {
+            let b = parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
+            sh.with_settings(|s| s.protected_mode = b);
+        }
+        "save" if v.trim().is_empty() => {}
+        "appendonly" if v.eq_ignore_ascii_case("no") => {}
+        "save" | "appendonly" => return Err("hopless is a cache and has no persistence".into()),
+        "maxmemory-samples" | "hz" | "appendfsync" => {}
+        _ => return Err("can't set immutable config".into()),
+    }
+    Ok(())
+}
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn config(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let sub = subcommand(a);
+    match sub.as_str() {
+        "get" if a.len() >= 3 => {
+            let mut found: Vec<&str> = Vec::new();
+            for pat in &a[2..] {
+                let pat = pat.to_ascii_lowercase();
+                for p in PARAMS {
+                    if glob_match(&pat, p.as_bytes()) && !found.contains(p) {
+                        found.push(p);
+                    }
+                }
+            }
+            c.out.map(found.len());
+            for p in found {
+                let v = param_value(c, p);
+                c.out.bulk(p.as_bytes());
+                c.out.bulk(v.as_bytes());
+            }
+        }
+        "set" if a.len() >= 4 && a.len() % 2 == 0 => {
+            for kv in a[2..].chunks_exact(2) {
+                let p = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
+                if !PARAMS.contains(&p.as_str()) {
+                    return Err(CmdError::Msg(format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{p}'"
+                    )));
+                }
+                set_param(c, &p, &kv[1]).map_err(|why| {
+                    CmdError::Msg(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{p}') - {why}"
+                    ))
+                })?;
+            }
+            c.out.ok();
+        }
+        "resetstat" if a.len() == 2 => {
+            for s in c.shared.cmdstats.iter() {
+                s.calls.store(0, Ordering::Relaxed);
+                s.usec.store(0, Ordering::Relaxed);
+                s.failed.store(0, Ordering::Relaxed);
+                s.rejected.store(0, Ordering::Relaxed);
+            }
+            c.out.ok();
+        }
+        "rewrite" if a.len() == 2 => {
+            return Err(CmdError::Static(
+                "ERR The server is running without a config file",
+            ))
+        }
+        "help" if a.len() == 2 => c.out.bulks(CONFIG_HELP.iter().map(|s| s.as_bytes())),
+        "get" | "set" | "resetstat" | "rewrite" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
+        _ => return Err(unknown_sub(c.name, &a[1])),
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! INFO: the server's sections (server, clients, memory with hopless's per-class slab table, stats,
+//! commandstats, keyspace...), in Redis's order and `key:value` lines.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use hopless_kv::OP_NAMES;
+
+use super::command::{Command, Ctx};
+use crate::errors::CmdResult;
+use crate::footprint::Footprint;
+use crate::words::{human, policy_name};
+
+/// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
+/// (rustfmt would spread each over a dozen lines).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("info", -1, "loading stale", info).acl("@slow @dangerous")
+        .doc("server", "1.0.0", "Get information and statistics about the server"),
+];
+
+/// Every INFO section, in Redis's order; `default` is all of them but commandstats.
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "commandstats",
+    "keyspace",
+];
+
+fn info(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let mut want: Vec<&str> = Vec::new();
+    let defaults = ALL_SECTIONS.iter().filter(|s| **s != "commandstats");
+    if a.len() == 1 {
+        want.extend(defaults.clone());
+    }
+    for s in &a[1..] {
+        let s = String::from_utf8_lossy(s).to_ascii_lowercase();
+        match s.as_str() {
+            "all" | "everything" => want.extend(ALL_SECTIONS),
+            "default" => want.extend(defaults.clone()),
+            other => {
+                if let Some(x) = ALL_SECTIONS.iter().find(|x| **x == other) {
+                    want.push(x);
+                }
+            }
+        }
+    }
+    let mut text = String::new();
+    for s in ALL_SECTIONS.iter().filter(|s| want.contains(s)) {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        section(c, s, &mut text);
+    }
+    c.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
+    let sh = c.shared;
+    let st = sh.store.stats();
+    match name {
+        "server" => {
+            let up = sh.started.elapsed().as_secs();
+            let _ =
+                write!(
+                t,
+                "# Server\r\nredis_version:{}\r\nhopless_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\n\
+                 arch_bits:64\r\nmultiplexing_api:epoll (tokio)\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+                 server_time_usec:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\nhz:10\r\n\
+                 executable:{}\r\nconfig_file:\r\nbind:{}\r\nthreads:{}\r\nmem_allocator:hopless\r\n",
+                crate::REDIS_VERSION,
+                crate::VERSION,
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                sh.port,
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros()),
+                up / 86_400,
+                std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+                sh.bind.join(" "),
+                sh.threads,
+            );
+        }
+        "clients" => {
+            let _ = write!(
+                t,
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
+                 blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                sh.clients().len(),
+                sh.settings().maxclients
+            );
+        }
+        "memory" => {
+            let mem = Footprint::measure(sh);
+            let (used, rss, peak) = (mem.used, mem.rss, mem.peak);
+            let max = sh.store.maxmemory();
+            let frag = mem.fragmentation();
+            let _ = write!(
+                t,
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
+                 used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
+                 used_memory_dataset:{}\r\nused_memory_dataset_human:{}\r\nmaxmemory:{max}\r\n\
+                 maxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{frag:.2}\r\n\
+                 mem_allocator:hopless\r\nhopless_stats:{}\r\n",
+                human(used),
+                human(rss),
+                human(peak),
+                st.bytes_used,
+                human(st.bytes_used),
+                human(max),
+                policy_name(sh.store.policy()),
+                if cfg!(feature = "stats") {
+                    "on"
+                } else {
+                    "off (build with the stats feature)"
+                },
+            );
+            slab_table(t);
+        }
+        "persistence" => {
+            t.push_str(
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n\
+                 rdb_bgsave_in_progress:0\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\n\
+                 aof_rewrite_in_progress:0\r\n",
+            );
+        }
+        "stats" => {
+            let k = &sh.counters;
+            let _ = write!(
+                t,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
+                 instantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\n\
+                 rejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\n\
+                 keyspace_misses:{}\r\nunknown_commands:{}\r\n",
+                k.connections_received.load(Ordering::Relaxed),
+                k.commands_processed.load(Ordering::Relaxed),
+                k.net_input_bytes.load(Ordering::Relaxed),
+                k.net_output_bytes.load(Ordering::Relaxed),
+                k.rejected_connections.load(Ordering::Relaxed),
+                st.expired,
+                st.evicted,
+                st.hits,
+                st.misses,
+                k.unknown_commands.load(Ordering::Relaxed),
+            );
+            for (n, v) in OP_NAMES.iter().zip(st.ops) {
+                let _ = write!(t, "store_ops_{n}:{v}\r\n");
+            }
+        }
+        "replication" => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+        "cpu" => t.push_str("# CPU\r\n"),
+        "commandstats" => {
+            t.push_str("# Commandstats\r\n");
+            for (cmd, s) in c.table.commands().iter().zip(sh.cmdstats.iter()) {
+                let calls = s.calls.load(Ordering::Relaxed);
+                let (rej, failed) = (
+                    s.rejected.load(Ordering::Relaxed),
+                    s.failed.load(Ordering::Relaxed),
+                );
+                if calls + rej == 0 {
+                    continue;
+                }
+                let usec = s.usec.load(Ordering::Relaxed);
+                let per = if calls > 0 {
+                    usec as f64 / calls as f64
+                } else {
+                    0.0
+                };
+                let _ = write!(
+                    t,
+                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rej},\
+                     failed_calls={failed}\r\n",
+                    cmd.name
+                );
+            }
+        }
+        "keyspace" => {
+            t.push_str("# Keyspace\r\n");
+            if st.keys > 0 {
+                let _ = write!(
+                    t,
+                    "db0:keys={},expires={},avg_ttl=0\r\n",
+                    st.keys, st.keys_with_ttl
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// hopless's per-class table, one `key:value` line per size class in use (parsable like INFO's other
+/// lines): something Redis's allocators do not show.
+fn slab_table(t: &mut String) {
+    let s = hopless::stats();
+    for cl in s
+        .classes
+        .iter()
+        .filter(|cl| cl.alloc_fast + cl.alloc_slow + cl.slabs > 0)
+    {
+        let _ = write!(
+            t,
+            "hopless_class_{}:alloc_fast={},alloc_slow={},free_fast={},free_slow={},refills={},flushes={},\
+             slabs={},in_use_bytes={},peak_bytes={}\r\n",
+            cl.size,
+            cl.alloc_fast,
+            cl.alloc_slow,
+            cl.free_fast,
+            cl.free_slow,
+            cl.refills,
+            cl.flushes,
+            cl.slabs,
+            cl.bytes_in_use,
+            cl.peak_bytes
+        );
+    }
+    let _ = write!(
+        t,
+        "hopless_large:allocs={},frees={},cache_hits={},cached_bytes={},in_use_bytes={},peak_bytes={}\r\n\
+         hopless_segments:{}\r\nhopless_thread_caches:{}\r\n",
+        s.large_allocs,
+        s.large_frees,
+        s.large_cache_hits,
+        s.large_cached_bytes,
+        s.large_bytes_in_use,
+        s.large_peak_bytes,
+        s.segments,
+        s.thread_caches
+    );
+}
