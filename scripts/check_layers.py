@@ -87,6 +87,8 @@ class Crate:
             parts = list(rel.parts)
             if parts[-1] == "mod":
                 parts = parts[:-1]
+            if parts == ["main"] and (self.src / "lib.rs").exists():
+                continue  # the binary beside a library is a crate of its own
             if parts in (["lib"], ["main"]):
                 parts = []
             if parts and parts[-1] == "tests":
