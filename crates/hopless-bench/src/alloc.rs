@@ -1,19 +1,22 @@
 //! `hopless bench alloc`: the allocator micro-workloads (`workloads`) on every peer, side by side: picks
 //! the workloads and peers, measures them in alternating rounds under a progress bar, prints the table and
-//! writes the JSON. With `--c-abi`, the same kind of workloads through the C ABI of each allocator's shared
+//! writes the JSON (`report`). With `--c-abi`, the same kind of workloads through the C ABI of each allocator's shared
 //! library, one preloaded child process per run (`cabi`).
 
 mod cabi;
+mod report;
 mod workloads;
 
 use std::time::Instant;
 
-pub use cabi::{CAbiResult, C_WORKLOADS};
+pub use cabi::C_WORKLOADS;
+pub use report::{AllocResult, CAbiResult};
 pub use workloads::{measure, Config, WORKLOADS};
 
-use crate::common::{progress, Common};
+use crate::common::Common;
 use crate::peers::Peer;
-use crate::report::{self, AllocResult};
+use crate::progress::progress;
+use report::alloc_table;
 
 /// What `hopless bench alloc` was asked for.
 #[derive(Clone, Debug, Default)]
@@ -64,7 +67,7 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
         cfg.rounds,
         t.elapsed().as_secs_f64()
     );
-    print!("{}", report::alloc_table(&results, &names));
+    print!("{}", alloc_table(&results, &names));
     if o.common.json.is_some() {
         let standard: Vec<_> = results
             .iter()

@@ -12,21 +12,22 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`common`] | what every bench shares: `--quick`, `--rounds`, `--json`; the progress bar |
+//! | [`common`] | the options every bench takes: `--quick`, `--rounds`, `--json` |
+//! | [`stats`], [`json`], [`progress`], [`rss`], [`seed_mix`] | what every bench shares: medians and min/max, JSON files, the progress bar, RSS, the seed's operation mix |
 //! | [`peers`] | the allocators under test, behind one enum |
 //! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
-//! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them, table and JSON |
+//! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them; `alloc/report.rs` its tables and JSON |
 //! | `alloc/workloads.rs` | the allocator micro-workloads and their alternating rounds |
 //! | `alloc/cabi.rs` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run |
-//! | [`kv`] | `hopless bench kv`: one child process per configuration and round, medians, table, chart |
+//! | [`kv`] | `hopless bench kv`: one child process per configuration and round; `kv/report.rs` medians, table, chart |
+//! | `kv/hash_seed.rs` | `--hash-seed`: fixed or random per store |
 //! | `kv/workload.rs` | the seed's store workload in one process (the child side) |
 //! | `kv/eviction.rs` | sampled LRU against exact LRU, on one trace |
-//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds, report, chart and JSON |
+//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds; `fastpath/report.rs` its report, chart and JSON rows |
 //! | `fastpath/cell.rs` | one cell: an allocator model (array or SLUB) on one scenario and size, timed loops apart, faults counted |
 //! | `fastpath/cachegrind.rs` | every cell under callgrind's cache simulator, timed loops only, misses per op |
 //! | [`server`] | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes |
-//! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline table |
-//! | [`report`] | medians, tables and JSON |
+//! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline rows and table |
 //! | [`chart`] | PNG bar charts |
 
 pub mod alloc;
@@ -34,10 +35,14 @@ pub mod chart;
 pub mod common;
 pub mod fastpath;
 pub mod headline;
+pub mod json;
 pub mod kv;
 pub mod peers;
-pub mod report;
+pub mod progress;
+pub mod rss;
+pub mod seed_mix;
 pub mod server;
+pub mod stats;
 pub mod via;
 
 #[cfg(test)]

@@ -51,9 +51,10 @@ use crossbeam_queue::ArrayQueue;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::report::{c_abi_table, write_c_abi_json, CAbiResult};
 use super::workloads::{ChurnPlan, CHURN_LIVE};
-use crate::common::progress;
-use crate::report::median;
+use crate::progress::progress;
+use crate::stats::median;
 
 /// The allocator's C entry points, and the dynamic linker's lookups that say where `malloc` resolved.
 mod c {
@@ -154,23 +155,6 @@ struct ChildResult {
     malloc_from: String,
 }
 
-/// One row of `--c-abi --json`: a workload on one allocator, every run and their summary.
-#[derive(Clone, Debug, Serialize)]
-pub struct CAbiResult {
-    pub workload: String,
-    pub allocator: String,
-    /// Median over the runs.
-    pub ns_per_op: f64,
-    pub min_ns_per_op: f64,
-    pub max_ns_per_op: f64,
-    /// The median's ratio to mimalloc's median (`None` without mimalloc).
-    pub ratio_to_mimalloc: Option<f64>,
-    /// Every run's ns/op, in run order.
-    pub runs: Vec<f64>,
-    /// The object `malloc` resolved to in the children.
-    pub malloc_from: String,
-}
-
 /// Runs the C-ABI view: `runs` runs of every workload on every installed library, one child process each,
 /// the libraries alternating; prints the table and writes `json` if asked.
 pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResult>, String> {
@@ -222,12 +206,13 @@ pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResu
          (glibc: none); median of {runs} runs [min-max], allocators alternating; {threads} cores; {:.1} s\n",
         t0.elapsed().as_secs_f64()
     );
-    print!("{}", table(&results, &libs));
+    let names: Vec<&str> = libs.iter().map(|l| l.name).collect();
+    print!("{}", c_abi_table(&results, &C_WORKLOADS, &names));
     for s in &skipped {
         println!("skipped {s}");
     }
     if let Some(path) = json {
-        write_json(path, &results, &skipped).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        write_c_abi_json(path, &results, &skipped).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(results)
@@ -654,59 +639,6 @@ fn all_to_all(threads: usize, n: usize) -> f64 {
         unsafe { release(s.load(Ordering::Relaxed) as *mut u8) };
     }
     end.duration_since(t).as_nanos() as f64 / (per * threads) as f64
-}
-
-/// The table: one row per workload, each cell the median ns/op, [min-max] over the runs, and the
-/// median's ratio to mimalloc's.
-fn table(results: &[CAbiResult], libs: &[Lib]) -> String {
-    use std::fmt::Write;
-    const W: usize = 27;
-    let mut out = String::new();
-    let _ = write!(out, "{:<20}", "workload (ns/op)");
-    for l in libs {
-        let _ = write!(out, " {:>W$}", l.name);
-    }
-    out.push('\n');
-    for w in C_WORKLOADS {
-        let _ = write!(out, "{w:<20}");
-        for l in libs {
-            let Some(r) = results.iter().find(|r| r.workload == w && r.allocator == l.name) else {
-                let _ = write!(out, " {:>W$}", "-");
-                continue;
-            };
-            let range = format!("[{:.1}-{:.1}]", r.min_ns_per_op, r.max_ns_per_op);
-            let cell = match r.ratio_to_mimalloc {
-                Some(x) => format!("{:.2} {range} {x:.2}x", r.ns_per_op),
-                None => format!("{:.2} {range}", r.ns_per_op),
-            };
-            let _ = write!(out, " {cell:>W$}");
-        }
-        out.push('\n');
-    }
-    out.push_str("(median [min-max] over the runs; x: the median relative to mimalloc's; lower is better)\n");
-    out
-}
-
-/// `{"view": "c-abi", "skipped": [...], "results": [...]}`, every run in each result.
-fn write_json(path: &Path, results: &[CAbiResult], skipped: &[String]) -> std::io::Result<()> {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        view: &'static str,
-        skipped: &'a [String],
-        results: &'a [CAbiResult],
-    }
-    if let Some(dir) = path.parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir)?;
-        }
-    }
-    let doc = Doc {
-        view: "c-abi",
-        skipped,
-        results,
-    };
-    let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
-    std::fs::write(path, text + "\n")
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use std::time::Instant;
 use crossbeam_queue::ArrayQueue;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
+use super::report::AllocResult;
 use crate::peers::{Peer, WithAlloc};
-use crate::report::{median, AllocResult};
+use crate::stats::median;
 
 /// Workload names, in table order.
 pub const WORKLOADS: [&str; 8] = [
