@@ -54,7 +54,7 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
         }
     }
     let misses = if valgrind {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let exe = crate::child::this_exe()?;
         cachegrind::misses_per_op(&exe, &bar)
     } else {
         Default::default()

@@ -5,7 +5,7 @@
 //! every run).
 //!
 //! The child is this same executable, run as `hopless bench kv --child STORE:ALLOCATOR --threads T --keys K
-//! --ops N --hash-seed S`: it runs [`child`] and prints its [`RunResult`] as one line of
+//! --ops N --hash-seed S` (`crate::child`): it runs [`child`] and prints its [`RunResult`] as one line of
 //! JSON.
 
 mod eviction;
@@ -22,6 +22,7 @@ pub use hash_seed::HashSeed;
 pub use report::KvResult;
 pub use workload::{run_target, Params, RunResult, Target, DEFAULT_HASH_SEED, TARGETS};
 
+use crate::child::{self, Child};
 use crate::common::Common;
 use crate::progress::progress;
 use report::{chart, kv_table, median};
@@ -69,9 +70,7 @@ impl Options {
 /// as one line of JSON.
 pub fn child(spec: &str, o: &Options) -> Result<(), String> {
     let t = Target::parse(spec).ok_or_else(|| format!("unknown configuration {spec}"))?;
-    let r = run_target(t, &o.params());
-    println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
-    Ok(())
+    child::reply(&run_target(t, &o.params()))
 }
 
 /// Runs the bench: every configuration `--runs` times, each run in a child process, the configurations
@@ -81,7 +80,7 @@ pub fn child(spec: &str, o: &Options) -> Result<(), String> {
 pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
     let p = o.params();
     let runs = o.common.rounds_or(if o.common.quick { 3 } else { 5 });
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = child::this_exe()?;
     let bar = progress(runs * TARGETS.len(), "bench kv");
     let t0 = Instant::now();
     let mut samples: Vec<Vec<RunResult>> = vec![Vec::new(); TARGETS.len()];
@@ -137,20 +136,9 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
 
 /// Runs one configuration in a fresh child process and reads back its result.
 fn run_child(exe: &Path, t: Target, p: &Params) -> Result<RunResult, String> {
-    let out = std::process::Command::new(exe)
-        .args(["bench", "kv", "--child", &t.spec()])
+    Child::new(exe, "kv", &t.spec())
         .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
         .args(["--ops", &p.ops.to_string()])
         .args(["--hash-seed", &HashSeed(p.hash_seed).to_string()])
-        .output()
-        .map_err(|e| format!("running {}: {e}", t.spec()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} failed: {}",
-            t.spec(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let line = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(line.trim()).map_err(|e| format!("{}: {e}: {line}", t.spec()))
+        .run()
 }

@@ -12,6 +12,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | [`child`] | the child-process protocol: run this executable as `bench X --child SPEC`, read back its JSON line |
 //! | [`common`] | the options every bench takes: `--quick`, `--rounds`, `--json` |
 //! | [`stats`], [`json`], [`progress`], [`rss`], [`seed_mix`] | what every bench shares: medians and min/max, JSON files, the progress bar, RSS, the seed's operation mix |
 //! | [`peers`] | the allocators under test, behind one enum |
@@ -32,6 +33,7 @@
 
 pub mod alloc;
 pub mod chart;
+pub mod child;
 pub mod common;
 pub mod fastpath;
 pub mod headline;

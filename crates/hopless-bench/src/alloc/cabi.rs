@@ -4,8 +4,8 @@
 //!
 //! # How each allocator is loaded, and why that is fair
 //!
-//! Every run is a fresh child process: this same executable, re-run as `hopless bench alloc --child
-//! LIB:WORKLOAD:SCALE`, with `LD_PRELOAD` set to the library under test (glibc: no preload, and any
+//! Every run is a fresh child process (`crate::child`): this same executable, re-run as `hopless bench
+//! alloc --child LIB:WORKLOAD:SCALE`, with `LD_PRELOAD` set to the library under test (glibc: no preload, and any
 //! inherited `LD_PRELOAD` removed). The measured loops call `malloc` and `free` declared `extern "C"` here,
 //! so every allocator is reached the same way: one call through the executable's PLT to whichever object
 //! the dynamic linker bound `malloc` to, exactly as in a C program linked against libc and run under
@@ -53,6 +53,7 @@ use serde::{Deserialize, Serialize};
 
 use super::report::{c_abi_table, write_c_abi_json, CAbiResult};
 use super::workloads::{ChurnPlan, CHURN_LIVE};
+use crate::child::{self, Child};
 use crate::progress::progress;
 use crate::stats::median;
 
@@ -158,7 +159,7 @@ struct ChildResult {
 /// Runs the C-ABI view: `runs` runs of every workload on every installed library, one child process each,
 /// the libraries alternating; prints the table and writes `json` if asked.
 pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResult>, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = child::this_exe()?;
     let (libs, skipped) = installed_libs(&exe);
     let scale = if quick { 1.0 } else { 3.0 };
     let bar = progress(runs * C_WORKLOADS.len() * libs.len(), "alloc c-abi");
@@ -218,25 +219,13 @@ pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResu
     Ok(results)
 }
 
-/// Runs one workload on one library in a fresh child process and reads back its result.
+/// Runs one workload on one library in a fresh child process and reads back its result, refusing it if
+/// `malloc` did not resolve into that library.
 fn run_child(exe: &Path, lib: &Lib, workload: &str, scale: f64) -> Result<ChildResult, String> {
     let spec = format!("{}:{workload}:{scale}", lib.name);
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["bench", "alloc", "--child", &spec]);
-    match &lib.path {
-        Some(p) => cmd.env("LD_PRELOAD", p),
-        None => cmd.env_remove("LD_PRELOAD"),
-    };
-    let out = cmd.output().map_err(|e| format!("running {spec}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{spec} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let line = String::from_utf8_lossy(&out.stdout);
-    let r: ChildResult = serde_json::from_str(line.trim()).map_err(|e| format!("{spec}: {e}: {line}"))?;
+    let r: ChildResult = Child::new(exe, "alloc", &spec)
+        .preload(lib.path.as_deref())
+        .run()?;
     let expected = lib
         .path
         .as_ref()
@@ -266,12 +255,10 @@ pub fn child(spec: &str) -> Result<(), String> {
     let plan = ChurnPlan::new();
     measure(w, scale / 4.0, &plan);
     let ns_per_op = measure(w, scale, &plan);
-    let r = ChildResult {
+    child::reply(&ChildResult {
         ns_per_op,
         malloc_from: malloc_from(),
-    };
-    println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
-    Ok(())
+    })
 }
 
 /// The file of the object `malloc` resolves to in this process.
