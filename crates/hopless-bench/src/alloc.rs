@@ -1,17 +1,22 @@
-//! `hopless bench alloc`: the allocator micro-workloads (`workloads`) on every peer, side by side: picks
-//! the workloads and peers, measures them in alternating rounds under a progress bar, prints the table and
-//! writes the JSON (`report`). With `--c-abi`, the same kind of workloads through the C ABI of each allocator's shared
-//! library, one preloaded child process per run (`cabi`).
+//! `hopless bench alloc`, the command: picks the workloads and peers, measures them in alternating rounds
+//! under a progress bar (the in-process view, `in_process`), prints the table and writes the JSON; with
+//! `--c-abi`, the C-ABI view (`cabi`) instead.
+//!
+//! Both views run the one set of workloads (`workloads`), each written once, generic over how a block is
+//! allocated (`blocks`) and what is done to it (`touch`); the rows, tables and JSON are `report`'s.
 
+mod blocks;
 mod cabi;
+mod in_process;
 mod report;
+mod touch;
 mod workloads;
 
 use std::time::Instant;
 
 pub use cabi::C_WORKLOADS;
+pub use in_process::{measure, Config, WORKLOADS};
 pub use report::{AllocResult, CAbiResult};
-pub use workloads::{measure, Config, WORKLOADS};
 
 use crate::common::Common;
 use crate::peers::Peer;

@@ -18,7 +18,8 @@
 //! | [`peers`] | the allocators under test, behind one enum |
 //! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
 //! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them; `alloc/report.rs` its tables and JSON |
-//! | `alloc/workloads.rs` | the allocator micro-workloads and their alternating rounds |
+//! | `alloc/workloads.rs` | the allocator workloads, each written once, generic over `alloc/blocks.rs` and `alloc/touch.rs` |
+//! | `alloc/in_process.rs` | the workloads on every peer's `GlobalAlloc`, in alternating rounds |
 //! | `alloc/cabi.rs` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run |
 //! | [`kv`] | `hopless bench kv`: one child process per configuration and round; `kv/report.rs` medians, table, chart |
 //! | `kv/hash_seed.rs` | `--hash-seed`: fixed or random per store |
