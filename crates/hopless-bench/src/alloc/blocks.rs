@@ -7,37 +7,48 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
-/// The largest block a workload asks for; any size up to this, rounded up to 8, fits a `Layout`.
-pub const MAX_BLOCK: usize = 1 << 30;
-
-/// How a workload allocates and frees a block (at least 8-byte aligned).
+/// How a workload allocates and frees a block (8-byte aligned, at least).
 pub trait Blocks: Sync {
+    /// What `alloc` is asked for: a `Layout` for a Rust allocator, the byte count for C's `malloc`. The
+    /// workloads that hide the request from the optimiser hide this, so each view hides what it always
+    /// did.
+    type Request: Copy + Send + Sync;
+
     /// What `free` must be told of a block's size: its `Layout` for a Rust allocator; nothing (`()`) for
     /// C's `free`, which finds the size from the pointer. A workload keeps one beside each live block, so
     /// the C view's arrays of live blocks hold bare pointers, as a C program's would.
     type Size: Copy + Send + Sync;
 
-    /// The [`Self::Size`] of a block of `bytes` bytes (at most [`MAX_BLOCK`]).
+    /// The request for a block of `bytes` bytes.
+    fn request(bytes: usize) -> Self::Request;
+
+    /// The [`Self::Size`] of a block of `bytes` bytes.
     fn size(bytes: usize) -> Self::Size;
 
-    /// A block of `bytes` bytes.
+    /// A block, as `request` asks.
     ///
     /// # Safety
     ///
-    /// `bytes` is in `1..=MAX_BLOCK`.
-    unsafe fn alloc(&self, bytes: usize) -> *mut u8;
+    /// The request is for a non-zero number of bytes.
+    unsafe fn alloc(&self, request: Self::Request) -> *mut u8;
 
     /// Frees a block.
     ///
     /// # Safety
     ///
-    /// `p` came from this allocator's [`Blocks::alloc`] with the bytes `size` was made from, and is not
+    /// `p` came from this allocator's [`Blocks::alloc`] for the bytes `size` was made from, and is not
     /// used again.
     unsafe fn free(&self, p: *mut u8, size: Self::Size);
 }
 
 impl<A: GlobalAlloc + Sync> Blocks for A {
+    type Request = Layout;
     type Size = Layout;
+
+    #[inline(always)]
+    fn request(bytes: usize) -> Layout {
+        Layout::from_size_align(bytes, 8).unwrap()
+    }
 
     #[inline(always)]
     fn size(bytes: usize) -> Layout {
@@ -45,16 +56,14 @@ impl<A: GlobalAlloc + Sync> Blocks for A {
     }
 
     #[inline(always)]
-    unsafe fn alloc(&self, bytes: usize) -> *mut u8 {
-        debug_assert!((1..=MAX_BLOCK).contains(&bytes));
-        // SAFETY: 8 is a power of two and `bytes` (at most MAX_BLOCK, per the caller) rounded up to it is
-        // far below isize::MAX; the size is non-zero, as GlobalAlloc::alloc asks.
-        unsafe { GlobalAlloc::alloc(self, Layout::from_size_align_unchecked(bytes, 8)) }
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: per the caller, a non-zero size.
+        unsafe { GlobalAlloc::alloc(self, layout) }
     }
 
     #[inline(always)]
-    unsafe fn free(&self, p: *mut u8, size: Layout) {
-        // SAFETY: per the caller, `p` came from `alloc` with this layout's size, so with this layout.
-        unsafe { GlobalAlloc::dealloc(self, p, size) }
+    unsafe fn free(&self, p: *mut u8, layout: Layout) {
+        // SAFETY: per the caller, `p` came from `alloc` with this layout.
+        unsafe { GlobalAlloc::dealloc(self, p, layout) }
     }
 }

@@ -72,14 +72,14 @@ fn drain<B: Blocks, T: Touch>(
 #[inline(never)]
 pub fn producer_consumer<B: Blocks, T: Touch>(b: &B, n: usize) -> f64 {
     let q = ArrayQueue::<usize>::new(4096);
-    let size = B::size(64);
+    let (request, size) = (B::request(64), B::size(64));
     let t = Instant::now();
     std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..n {
                 // SAFETY: 64 bytes.
                 let mut p = unsafe {
-                    let p = b.alloc(64);
+                    let p = b.alloc(request);
                     T::fresh(p, i);
                     p as usize
                 };
@@ -98,7 +98,7 @@ pub fn producer_consumer<B: Blocks, T: Touch>(b: &B, n: usize) -> f64 {
 #[inline(never)]
 pub fn producer_consumers<B: Blocks, T: Touch>(b: &B, consumers: usize, n: usize) -> f64 {
     let queues: Vec<ArrayQueue<usize>> = (0..consumers).map(|_| ArrayQueue::new(1024)).collect();
-    let size = B::size(64);
+    let (request, size) = (B::request(64), B::size(64));
     let start = Barrier::new(consumers + 1);
     let (t, ends) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..consumers)
@@ -118,7 +118,7 @@ pub fn producer_consumers<B: Blocks, T: Touch>(b: &B, consumers: usize, n: usize
         for i in 0..n {
             // SAFETY: 64 bytes.
             let p = unsafe {
-                let p = b.alloc(64);
+                let p = b.alloc(request);
                 T::fresh(p, i);
                 p
             };
@@ -135,7 +135,7 @@ pub fn producer_consumers<B: Blocks, T: Touch>(b: &B, consumers: usize, n: usize
 pub fn handoff<B: Blocks, T: Touch>(b: &B, consumers: usize, n: usize) -> f64 {
     const BUF: usize = 1024;
     type Buf = Box<[usize; BUF]>;
-    let size = B::size(64);
+    let (request, size) = (B::request(64), B::size(64));
     let rounds = n.div_ceil(BUF).max(consumers);
     let nbufs = 2 * consumers + 2;
     let full: Vec<ArrayQueue<Buf>> = (0..consumers).map(|_| ArrayQueue::new(nbufs)).collect();
@@ -189,7 +189,7 @@ pub fn handoff<B: Blocks, T: Touch>(b: &B, consumers: usize, n: usize) -> f64 {
             for (i, slot) in buf.iter_mut().enumerate() {
                 // SAFETY: 64 bytes.
                 *slot = unsafe {
-                    let p = b.alloc(64);
+                    let p = b.alloc(request);
                     T::fresh(p, i);
                     p as usize
                 };
@@ -212,7 +212,7 @@ pub fn all_to_all<B: Blocks<Size = ()>, T: Touch>(b: &B, threads: usize, n: usiz
         .map(|i| {
             // SAFETY: 16..=256 bytes.
             let p = unsafe {
-                let p = b.alloc(16 * (1 + i % 16));
+                let p = b.alloc(B::request(16 * (1 + i % 16)));
                 T::fresh(p, i);
                 p
             };
@@ -234,7 +234,7 @@ pub fn all_to_all<B: Blocks<Size = ()>, T: Touch>(b: &B, threads: usize, n: usiz
             let bytes = 16 * (1 + (x >> 32) as usize % 16);
             // SAFETY: 16..=256 bytes.
             let p = unsafe {
-                let p = b.alloc(bytes);
+                let p = b.alloc(B::request(bytes));
                 T::fresh(p, i);
                 p
             };

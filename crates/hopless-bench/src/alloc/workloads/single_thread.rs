@@ -35,12 +35,12 @@ impl Default for ChurnPlan {
 
 #[inline(never)]
 pub fn pair<B: Blocks, T: Touch>(b: &B, bytes: usize, n: usize) -> f64 {
-    let size = B::size(bytes);
+    let (request, size) = (B::request(bytes), B::size(bytes));
     let t = Instant::now();
     for i in 0..n {
         // SAFETY: at most 4096 bytes, at least 16; freed at once with its size.
         unsafe {
-            let p = b.alloc(black_box(bytes));
+            let p = b.alloc(black_box(request));
             T::fresh(p, i);
             b.free(black_box(p), size);
         }
@@ -51,14 +51,15 @@ pub fn pair<B: Blocks, T: Touch>(b: &B, bytes: usize, n: usize) -> f64 {
 #[inline(never)]
 pub fn lifo<B: Blocks, T: Touch>(b: &B, iters: usize) -> f64 {
     let bytes: [usize; 100] = std::array::from_fn(|i| 16 * (1 + i % 16));
+    let requests: [B::Request; 100] = bytes.map(B::request);
     let sizes: [B::Size; 100] = bytes.map(B::size);
     let mut live = [std::ptr::null_mut::<u8>(); 100];
     let t = Instant::now();
     for _ in 0..iters {
-        for (i, (slot, &n)) in live.iter_mut().zip(&bytes).enumerate() {
+        for (i, (slot, &request)) in live.iter_mut().zip(&requests).enumerate() {
             // SAFETY: 16..=256 bytes.
             unsafe {
-                let p = b.alloc(black_box(n));
+                let p = b.alloc(black_box(request));
                 T::fresh(p, i);
                 *slot = p;
             }
@@ -73,14 +74,14 @@ pub fn lifo<B: Blocks, T: Touch>(b: &B, iters: usize) -> f64 {
 
 #[inline(never)]
 pub fn batch<B: Blocks, T: Touch>(b: &B, iters: usize) -> f64 {
-    let size = B::size(64);
+    let (request, size) = (B::request(64), B::size(64));
     let mut live = [std::ptr::null_mut::<u8>(); 100];
     let t = Instant::now();
     for _ in 0..iters {
         for (i, slot) in live.iter_mut().enumerate() {
             // SAFETY: 64 bytes.
             unsafe {
-                let p = b.alloc(black_box(64));
+                let p = b.alloc(black_box(request));
                 T::fresh(p, i);
                 *slot = p;
             }
@@ -100,7 +101,7 @@ pub fn churn<B: Blocks, T: Touch>(b: &B, plan: &ChurnPlan, n: usize) -> f64 {
             let bytes = 8 + (i * 97) % 4089;
             // SAFETY: 8..=4096 bytes.
             unsafe {
-                let p = b.alloc(bytes);
+                let p = b.alloc(B::request(bytes));
                 T::fresh(p, i);
                 (p, B::size(bytes))
             }
@@ -111,12 +112,12 @@ pub fn churn<B: Blocks, T: Touch>(b: &B, plan: &ChurnPlan, n: usize) -> f64 {
     for i in 0..n {
         let (slot, bytes) = steps[i & (steps.len() - 1)];
         let e = &mut live[slot as usize];
-        let size = B::size(bytes as usize);
+        let (request, size) = (B::request(bytes as usize), B::size(bytes as usize));
         // SAFETY: the slot's block is live, with its size, and replaced at once; the new one has
         // 8..=4096 bytes.
         unsafe {
             b.free(e.0, e.1);
-            let p = b.alloc(bytes as usize);
+            let p = b.alloc(request);
             T::churned(p, i);
             *e = (p, size);
         }
@@ -157,7 +158,7 @@ pub fn large_churn<B: Blocks, T: Touch>(b: &B, n: usize) -> f64 {
             let bytes = rng.gen_range(sizes.clone());
             // SAFETY: under 8 MiB; then a live block of `bytes` bytes.
             unsafe {
-                let p = b.alloc(bytes);
+                let p = b.alloc(B::request(bytes));
                 T::fresh(p, i);
                 touch_pages(p, bytes, 1);
                 (p, B::size(bytes))
@@ -171,7 +172,7 @@ pub fn large_churn<B: Blocks, T: Touch>(b: &B, n: usize) -> f64 {
         // 8 MiB and then live with `bytes` bytes.
         unsafe {
             b.free(old, size);
-            let p = b.alloc(bytes);
+            let p = b.alloc(B::request(bytes));
             T::fresh(p, i);
             touch_pages(p, bytes, i as u8);
             live[slot] = (p, B::size(bytes));
