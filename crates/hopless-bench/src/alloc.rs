@@ -1,19 +1,27 @@
-//! `hopless bench alloc`: the allocator micro-workloads (`workloads`) on every peer, side by side: picks
-//! the workloads and peers, measures them in alternating rounds under a progress bar, prints the table and
-//! writes the JSON. With `--c-abi`, the same kind of workloads through the C ABI of each allocator's shared
-//! library, one preloaded child process per run (`cabi`).
+//! `hopless bench alloc`, the command: picks the workloads and peers, measures them in alternating rounds
+//! under a progress bar (the in-process view, `in_process`), prints the table and writes the JSON; with
+//! `--c-abi`, the C-ABI view (`cabi`) instead.
+//!
+//! Both views run the one set of workloads (`workloads`), each written once, generic over how a block is
+//! allocated (`blocks`) and what is done to it (`touch`); the rows, tables and JSON are `report`'s.
 
+mod blocks;
 mod cabi;
+mod in_process;
+mod report;
+mod touch;
 mod workloads;
 
 use std::time::Instant;
 
-pub use cabi::{CAbiResult, C_WORKLOADS};
-pub use workloads::{measure, Config, WORKLOADS};
+pub use cabi::C_WORKLOADS;
+pub use in_process::{measure, Config, WORKLOADS};
+pub use report::{AllocResult, CAbiResult};
 
-use crate::common::{progress, Common};
+use crate::common::Common;
 use crate::peers::Peer;
-use crate::report::{self, AllocResult};
+use crate::progress::progress;
+use report::alloc_table;
 
 /// What `hopless bench alloc` was asked for.
 #[derive(Clone, Debug, Default)]
@@ -64,7 +72,7 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
         cfg.rounds,
         t.elapsed().as_secs_f64()
     );
-    print!("{}", report::alloc_table(&results, &names));
+    print!("{}", alloc_table(&results, &names));
     if o.common.json.is_some() {
         let standard: Vec<_> = results
             .iter()

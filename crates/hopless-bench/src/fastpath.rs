@@ -1,22 +1,24 @@
-//! `hopless bench fastpath`: the SLUB experiment. hopless's thread cache and three models of SLUB's
-//! (`cell`), every (scenario, size) cell in rounds with the strategies alternating, then, with valgrind
-//! installed, every cell once under callgrind's cache simulator for the timed region's misses
+//! `hopless bench fastpath`, the command: the SLUB experiment. hopless's thread cache and three models of
+//! SLUB's (`cell`), every (scenario, size) cell in rounds with the strategies alternating, then, with
+//! valgrind installed, every cell once under callgrind's cache simulator for the timed region's misses
 //! (`cachegrind`); prints the report as markdown and writes it, with a chart, to `target/hopless-report/`,
-//! and writes the JSON.
+//! and writes the JSON (`report`).
 
 mod cachegrind;
 mod cell;
+mod report;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde::Serialize;
-
 pub use cachegrind::child;
 pub use cell::{cell, llc_bytes, COLD_OBJECTS, SCENARIOS, SIZES, STRATEGIES, WORK_RING};
+pub use report::FastpathResult;
 
-use crate::common::{progress, Common};
-use crate::report;
+use crate::common::Common;
+use crate::progress::progress;
+use crate::stats::{median, min_max};
+use report::{chart, fastpath_markdown};
 
 /// What `hopless bench fastpath` was asked for.
 #[derive(Clone, Debug, Default)]
@@ -24,28 +26,6 @@ pub struct Options {
     pub common: Common,
     /// Skip the callgrind runs.
     pub no_cachegrind: bool,
-}
-
-/// One row of `--json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct FastpathResult {
-    pub strategy: String,
-    pub scenario: String,
-    pub size: u32,
-    /// Median over rounds, and the extremes.
-    pub ns_per_op: f64,
-    pub min_ns_per_op: f64,
-    pub max_ns_per_op: f64,
-    /// Every round's ns/op.
-    pub rounds: Vec<f64>,
-    /// Minor page faults per op in the timed regions, the largest of any round.
-    pub faults_per_op: f64,
-    /// Per timed op, from callgrind's cache simulator (one run).
-    pub d1_read_misses_per_op: Option<f64>,
-    pub d1_write_misses_per_op: Option<f64>,
-    pub ll_read_misses_per_op: Option<f64>,
-    pub ll_write_misses_per_op: Option<f64>,
-    pub fastpath_hit_rate: f64,
 }
 
 /// Runs the bench, prints the markdown report, writes it and the chart to `target/hopless-report/`, writes
@@ -74,7 +54,7 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
         }
     }
     let misses = if valgrind {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let exe = crate::child::this_exe()?;
         cachegrind::misses_per_op(&exe, &bar)
     } else {
         Default::default()
@@ -86,13 +66,14 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
             let m = misses.get(&(*s, sc, sz)).copied();
             let rs = &got[si][ci];
             let ns: Vec<f64> = rs.iter().map(|r| r.ns_per_op).collect();
+            let (min, max) = min_max(ns.iter().copied());
             results.push(FastpathResult {
                 strategy: s.to_string(),
                 scenario: sc.to_string(),
                 size: sz,
-                ns_per_op: report::median(&ns),
-                min_ns_per_op: ns.iter().copied().fold(f64::INFINITY, f64::min),
-                max_ns_per_op: ns.iter().copied().fold(0.0, f64::max),
+                ns_per_op: median(&ns),
+                min_ns_per_op: min,
+                max_ns_per_op: max,
                 rounds: ns,
                 faults_per_op: rs.iter().map(|r| r.faults_per_op).fold(0.0, f64::max),
                 d1_read_misses_per_op: m.map(|m| m.d1_read),
@@ -103,7 +84,7 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
             });
         }
     }
-    let md = report::fastpath_markdown(&results, rounds, llc_bytes(), valgrind);
+    let md = fastpath_markdown(&results, rounds, llc_bytes(), valgrind);
     println!(
         "hopless bench fastpath: median of {rounds} rounds, strategies alternating, {:.0} s\n",
         t0.elapsed().as_secs_f64()
@@ -125,31 +106,4 @@ pub fn run(o: &Options) -> Result<Vec<FastpathResult>, String> {
     }
     o.common.write_json(&results)?;
     Ok(results)
-}
-
-/// The cold scenario: ns per allocation of each strategy, one panel per size.
-fn chart(png: &std::path::Path, results: &[FastpathResult]) -> Result<(), String> {
-    let bars: Vec<(String, Vec<f64>)> = STRATEGIES
-        .iter()
-        .map(|s| {
-            let v = SIZES
-                .iter()
-                .map(|&sz| {
-                    results
-                        .iter()
-                        .find(|r| r.strategy == *s && r.scenario == "cold" && r.size == sz)
-                        .map_or(0.0, |r| r.ns_per_op)
-                })
-                .collect();
-            (s.to_string(), v)
-        })
-        .collect();
-    let metrics: Vec<String> = SIZES.iter().map(|s| format!("cold, {s} B: ns/alloc")).collect();
-    let metric_refs: Vec<&str> = metrics.iter().map(|s| s.as_str()).collect();
-    crate::chart::bars(
-        png,
-        "hopless bench fastpath: freed, caches evicted, allocated and written",
-        &metric_refs,
-        &bars,
-    )
 }

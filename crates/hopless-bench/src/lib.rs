@@ -7,37 +7,59 @@
 //!
 //! # Layout
 //!
-//! Each bench is one module, its command: options, the run loop (rounds, child processes, progress bar),
-//! the table, chart and JSON; what it measures sits in the module's own files.
+//! Each bench is one module, its command (options, the run loop: rounds, child processes, progress bar),
+//! with its own files below it for what it measures and for its table, chart and JSON (`report.rs`). What
+//! the benches share sits below them all and names no bench.
+//!
+//! Layers, top to bottom: a module names only modules listed below it, and its own children
+//! (`scripts/check_layers.py` checks this).
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`common`] | what every bench shares: `--quick`, `--rounds`, `--json`; the progress bar |
-//! | [`peers`] | the allocators under test, behind one enum |
-//! | [`via`] | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
-//! | [`alloc`] | `hopless bench alloc`: picks workloads and peers, runs them, table and JSON |
-//! | `alloc/workloads.rs` | the allocator micro-workloads and their alternating rounds |
-//! | `alloc/cabi.rs` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run |
-//! | [`kv`] | `hopless bench kv`: one child process per configuration and round, medians, table, chart |
-//! | `kv/workload.rs` | the seed's store workload in one process (the child side) |
-//! | `kv/eviction.rs` | sampled LRU against exact LRU, on one trace |
-//! | [`fastpath`] | `hopless bench fastpath`: the SLUB experiment's rounds, report, chart and JSON |
-//! | `fastpath/cell.rs` | one cell: an allocator model (array or SLUB) on one scenario and size, timed loops apart, faults counted |
-//! | `fastpath/cachegrind.rs` | every cell under callgrind's cache simulator, timed loops only, misses per op |
-//! | [`server`] | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes |
-//! | [`headline`] | `hopless` with no arguments: the quick kv and alloc runs, then the headline table |
-//! | [`report`] | medians, tables and JSON |
-//! | [`chart`] | PNG bar charts |
+//! | `headline` | `hopless` with no arguments: the quick kv and alloc runs, then the headline rows, table and JSON |
+//! | `alloc` | `hopless bench alloc`: picks workloads and peers, runs a view, prints its table, writes its JSON |
+//! | `alloc::in_process` | the in-process view: the workloads on every peer's `GlobalAlloc`, in alternating rounds |
+//! | `alloc::cabi` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run; `cabi/malloc.rs`: the process's `malloc`/`free` and where they resolved |
+//! | `alloc::report` | both views' result rows, tables, and the C-ABI JSON document |
+//! | `alloc::workloads` | the workloads, each written once and run by name; `workloads/single_thread.rs`, `workloads/cross_thread.rs` |
+//! | `alloc::touch` | what a workload does to its blocks: each view's own (`Bare`, `TaggedWord`) |
+//! | `alloc::blocks` | `Blocks`, how a workload allocates and frees: for every `GlobalAlloc` |
+//! | `kv` | `hopless bench kv`: one child process per configuration and run, medians, table, chart, JSON |
+//! | `kv::report` | a configuration's row (medians and every run), the table and the chart |
+//! | `kv::hash_seed` | `--hash-seed`: fixed or random per store |
+//! | `kv::eviction` | sampled LRU against exact LRU, on one trace |
+//! | `kv::workload` | the seed's store workload in one process (the child side) |
+//! | `kv::purge` | asking each allocator to give memory back |
+//! | `fastpath` | `hopless bench fastpath`: the SLUB experiment's rounds, then the report |
+//! | `fastpath::report` | a cell's row, the markdown report and the chart |
+//! | `fastpath::cachegrind` | every cell under callgrind's cache simulator (a child each), timed loops only, misses per op |
+//! | `fastpath::cell` | one cell: an allocator model (array or SLUB) on one scenario and size, timed loops apart, faults counted |
+//! | `server` | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes |
+//! | `chart` | PNG bar charts |
+//! | `peers` | the allocators under test, behind one enum |
+//! | `via` | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |
+//! | `child` | the child-process protocol: run this executable as `bench X --child SPEC`, read back its JSON line |
+//! | `common` | the options every bench takes: `--quick`, `--rounds`, `--json` |
+//! | `json` | writing results as a JSON file |
+//! | `progress` | the progress bar |
+//! | `stats` | median, min and max of samples |
+//! | `rss` | a process's RSS and peak RSS |
+//! | `seed_mix` | the seed's operation mix (Zipf keys, 60% SET) |
 
 pub mod alloc;
 pub mod chart;
+pub mod child;
 pub mod common;
 pub mod fastpath;
 pub mod headline;
+pub mod json;
 pub mod kv;
 pub mod peers;
-pub mod report;
+pub mod progress;
+pub mod rss;
+pub mod seed_mix;
 pub mod server;
+pub mod stats;
 pub mod via;
 
 #[cfg(test)]

@@ -25,8 +25,9 @@ use serde::Serialize;
 pub use load::{preload, run as run_load, Load, Measured};
 pub use target::{proc_rss, redis_version, Kind, Running};
 
-use crate::common::progress;
-use crate::report;
+use crate::json;
+use crate::progress::progress;
+use crate::stats::{median_of, min_max};
 
 /// What `hopless bench server` was asked for; `None`: the quick or full default.
 #[derive(Clone, Debug, Default)]
@@ -115,12 +116,7 @@ pub struct ServerResult {
 
 impl ServerResult {
     fn range(&self, f: fn(&RunResult) -> f64) -> (f64, f64) {
-        self.runs
-            .iter()
-            .map(f)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
-                (lo.min(x), hi.max(x))
-            })
+        min_max(self.runs.iter().map(f))
     }
 }
 
@@ -158,7 +154,7 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
 }
 
 fn median(rs: &[RunResult]) -> RunResult {
-    let by = |f: fn(&RunResult) -> f64| report::median(&rs.iter().map(f).collect::<Vec<_>>());
+    let by = |f: fn(&RunResult) -> f64| median_of(rs, f);
     RunResult {
         ops: by(|r| r.ops as f64) as u64,
         elapsed_s: by(|r| r.elapsed_s),
@@ -262,7 +258,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
         );
     }
     if let Some(path) = &o.json {
-        report::write_json(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        json::write_results(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(results)

@@ -1,287 +1,76 @@
-//! The allocator micro-workloads, and the alternating rounds that measure them on every peer.
+//! The allocator workloads, each written once, generic over where its blocks come from ([`Blocks`]) and
+//! what it does to them ([`Touch`]), and run by name. Each view runs its own list of them: the in-process
+//! view (`in_process.rs`) on every peer's `GlobalAlloc` with [`Bare`](super::touch::Bare) blocks; the
+//! C-ABI view (`cabi.rs`) on the process's `malloc`/`free` with
+//! [`TaggedWord`](super::touch::TaggedWord) blocks (the first word written when allocated and, across
+//! threads, read by the thread that frees it).
 //!
 //! Workloads (an "op" is one allocation and its free):
 //! - `pair-N`: allocate N bytes and free it at once, N in 16, 64, 256, 1024, 4096;
-//! - `lifo-100`: allocate 100 objects (16..=256 bytes), then free them newest first;
+//! - `lifo-100`: allocate 100 blocks of 16..=256 bytes, then free them newest first;
+//! - `batch-100`: 100 blocks of 64 bytes, freed in allocation order (oldest first);
 //! - `random-churn`: a live set of 10 000 slots; each op frees a random slot's block and allocates a new
-//!   one of a random size in 8..=4096, writing its first byte (the sequence is fixed and the same for all);
+//!   one of a random size in 8..=4096 in its place (the sequence is fixed and the same for all);
 //! - `producer-consumer`: one thread allocates 64-byte blocks and hands them over a bounded queue to a
-//!   second thread that frees them (every free is a cross-thread free).
+//!   second thread that frees them (every free is a cross-thread free); the clock runs from before the
+//!   two threads start to after both end;
+//! - `producer-consumer-N`: one thread allocates 64-byte blocks and hands them round-robin over bounded
+//!   queues to N consumer threads that free them, N = 1, 3 and 15 (2, 4 and 16 threads); the clock runs
+//!   from the first allocation to the last consumer's last free;
+//! - `handoff-N`: the same with the queue's cost taken out: the producer fills a buffer of 1024 fresh
+//!   64-byte blocks and hands the whole buffer to the next of N consumers (1, 3, 15), which frees them
+//!   all; what is left is the allocator's cross-thread path (flush, transfer or lock, refill);
+//! - `all-to-all-N`: N threads (4 and 16) each put fresh 16..=256-byte blocks into random slots of one
+//!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another
+//!   thread); no thread knows that block's size, so only an allocator whose free needs none runs it;
+//! - `large-churn`: 32 live large blocks; each op frees a random one and allocates 256 KiB..8 MiB in its
+//!   place, writing every page (a fixed sequence): what the allocator does with freed large memory
+//!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::hint::black_box;
-use std::time::Instant;
+mod cross_thread;
+mod single_thread;
 
-use crossbeam_queue::ArrayQueue;
-use rand::{rngs::SmallRng, Rng, SeedableRng};
+pub use single_thread::ChurnPlan;
 
-use crate::peers::{Peer, WithAlloc};
-use crate::report::{median, AllocResult};
+use super::blocks::Blocks;
+use super::touch::Touch;
+use cross_thread::{all_to_all, handoff, producer_consumer, producer_consumers};
+use single_thread::{batch, churn, large_churn, lifo, pair};
 
-/// Workload names, in table order.
-pub const WORKLOADS: [&str; 8] = [
-    "pair-16",
-    "pair-64",
-    "pair-256",
-    "pair-1024",
-    "pair-4096",
-    "lifo-100",
-    "random-churn",
-    "producer-consumer",
-];
-
-/// How much work one measured run does, and how many rounds.
-#[derive(Clone, Copy, Debug)]
-pub struct Config {
-    pub rounds: usize,
-    /// Multiplies every workload's op count.
-    pub scale: f64,
-}
-
-impl Config {
-    pub fn quick() -> Self {
-        Config {
-            rounds: 5,
-            scale: 1.0,
-        }
-    }
-    pub fn full() -> Self {
-        Config {
-            rounds: 11,
-            scale: 3.0,
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Workload {
-    Pair(usize),
-    Lifo100,
-    RandomChurn,
-    ProducerConsumer,
-}
-
-fn workload(name: &str) -> Workload {
-    match name {
-        "pair-16" => Workload::Pair(16),
-        "pair-64" => Workload::Pair(64),
-        "pair-256" => Workload::Pair(256),
-        "pair-1024" => Workload::Pair(1024),
-        "pair-4096" => Workload::Pair(4096),
-        "lifo-100" => Workload::Lifo100,
-        "random-churn" => Workload::RandomChurn,
-        "producer-consumer" => Workload::ProducerConsumer,
-        other => panic!("unknown workload {other}"),
-    }
-}
-
-/// One measured run: returns nanoseconds per op.
-struct Run<'a> {
-    w: Workload,
-    scale: f64,
-    churn: &'a ChurnPlan,
-}
-
-/// The fixed random sequence of `random-churn`: (slot, size) pairs.
-pub struct ChurnPlan {
-    pub(super) steps: Vec<(u32, u32)>,
-}
-
-pub const CHURN_LIVE: usize = 10_000;
-
-impl ChurnPlan {
-    pub fn new() -> Self {
-        let mut rng = SmallRng::seed_from_u64(0x5eed);
-        let steps = (0..1 << 16)
-            .map(|_| (rng.gen_range(0..CHURN_LIVE as u32), rng.gen_range(8..=4096u32)))
-            .collect();
-        ChurnPlan { steps }
-    }
-}
-
-impl Default for ChurnPlan {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
+/// `base` ops scaled, at least one.
 fn ops(base: usize, scale: f64) -> usize {
     ((base as f64 * scale) as usize).max(1)
 }
 
-impl WithAlloc<f64> for Run<'_> {
-    fn call<A: GlobalAlloc + Sync>(self, a: &A) -> f64 {
-        match self.w {
-            Workload::Pair(size) => pair(a, size, ops(2_000_000, self.scale)),
-            Workload::Lifo100 => lifo(a, ops(20_000, self.scale)),
-            Workload::RandomChurn => churn(a, self.churn, ops(1_000_000, self.scale)),
-            Workload::ProducerConsumer => producer_consumer(a, ops(500_000, self.scale)),
-        }
+/// One measured run of workload `name` (any but `all-to-all-N`, see [`run_unsized`]) on `b`, at `scale`
+/// times its standard op count: nanoseconds per op.
+pub fn run<B: Blocks, T: Touch>(b: &B, name: &str, scale: f64, plan: &ChurnPlan) -> f64 {
+    match name {
+        "pair-16" => pair::<B, T>(b, 16, ops(2_000_000, scale)),
+        "pair-64" => pair::<B, T>(b, 64, ops(2_000_000, scale)),
+        "pair-256" => pair::<B, T>(b, 256, ops(2_000_000, scale)),
+        "pair-1024" => pair::<B, T>(b, 1024, ops(2_000_000, scale)),
+        "pair-4096" => pair::<B, T>(b, 4096, ops(2_000_000, scale)),
+        "lifo-100" => lifo::<B, T>(b, ops(20_000, scale)),
+        "batch-100" => batch::<B, T>(b, ops(20_000, scale)),
+        "random-churn" => churn::<B, T>(b, plan, ops(1_000_000, scale)),
+        "producer-consumer" => producer_consumer::<B, T>(b, ops(500_000, scale)),
+        "producer-consumer-1" => producer_consumers::<B, T>(b, 1, ops(500_000, scale)),
+        "producer-consumer-3" => producer_consumers::<B, T>(b, 3, ops(500_000, scale)),
+        "producer-consumer-15" => producer_consumers::<B, T>(b, 15, ops(500_000, scale)),
+        "handoff-1" => handoff::<B, T>(b, 1, ops(2_000_000, scale)),
+        "handoff-3" => handoff::<B, T>(b, 3, ops(2_000_000, scale)),
+        "handoff-15" => handoff::<B, T>(b, 15, ops(2_000_000, scale)),
+        "large-churn" => large_churn::<B, T>(b, ops(1_500, scale)),
+        other => panic!("unknown workload {other}"),
     }
 }
 
-#[inline(never)]
-fn pair<A: GlobalAlloc>(a: &A, size: usize, n: usize) -> f64 {
-    let layout = Layout::from_size_align(size, 8).unwrap();
-    let t = Instant::now();
-    for _ in 0..n {
-        // SAFETY: non-zero size; freed at once with the same layout.
-        unsafe {
-            let p = a.alloc(black_box(layout));
-            a.dealloc(black_box(p), layout);
-        }
-    }
-    t.elapsed().as_nanos() as f64 / n as f64
-}
-
-#[inline(never)]
-fn lifo<A: GlobalAlloc>(a: &A, iters: usize) -> f64 {
-    let layouts: Vec<Layout> = (0..100)
-        .map(|i| Layout::from_size_align(16 * (1 + i % 16), 8).unwrap())
-        .collect();
-    let mut live = [std::ptr::null_mut::<u8>(); 100];
-    let t = Instant::now();
-    for _ in 0..iters {
-        for (slot, &l) in live.iter_mut().zip(&layouts) {
-            // SAFETY: non-zero size.
-            *slot = unsafe { a.alloc(black_box(l)) };
-        }
-        for (slot, &l) in live.iter().zip(&layouts).rev() {
-            // SAFETY: allocated just above with this layout.
-            unsafe { a.dealloc(black_box(*slot), l) };
-        }
-    }
-    t.elapsed().as_nanos() as f64 / (iters * 100) as f64
-}
-
-#[inline(never)]
-fn churn<A: GlobalAlloc>(a: &A, plan: &ChurnPlan, n: usize) -> f64 {
-    let mut live: Vec<(*mut u8, Layout)> = Vec::with_capacity(CHURN_LIVE);
-    for i in 0..CHURN_LIVE {
-        let l = Layout::from_size_align(8 + (i * 97) % 4089, 8).unwrap();
-        // SAFETY: non-zero size.
-        live.push((unsafe { a.alloc(l) }, l));
-    }
-    let t = Instant::now();
-    for i in 0..n {
-        let (slot, size) = plan.steps[i & (plan.steps.len() - 1)];
-        let e = &mut live[slot as usize];
-        let l = Layout::from_size_align(size as usize, 8).unwrap();
-        // SAFETY: the slot's block was allocated with its layout; the new block has >= 8 bytes.
-        unsafe {
-            a.dealloc(e.0, e.1);
-            let p = a.alloc(l);
-            p.write(i as u8);
-            *e = (p, l);
-        }
-    }
-    let ns = t.elapsed().as_nanos() as f64 / n as f64;
-    for (p, l) in live {
-        // SAFETY: allocated with this layout.
-        unsafe { a.dealloc(p, l) };
-    }
-    ns
-}
-
-#[inline(never)]
-fn producer_consumer<A: GlobalAlloc + Sync>(a: &A, n: usize) -> f64 {
-    let q = ArrayQueue::<usize>::new(4096);
-    let layout = Layout::from_size_align(64, 8).unwrap();
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for _ in 0..n {
-                // SAFETY: non-zero size.
-                let mut p = unsafe { a.alloc(layout) } as usize;
-                while let Err(back) = q.push(p) {
-                    p = back;
-                    std::hint::spin_loop();
-                }
-            }
-        });
-        s.spawn(|| {
-            let mut got = 0;
-            let mut idle = 0u32;
-            while got < n {
-                match q.pop() {
-                    Some(p) => {
-                        // SAFETY: the producer allocated it with `layout` and gave it up.
-                        unsafe { a.dealloc(p as *mut u8, layout) };
-                        got += 1;
-                        idle = 0;
-                    }
-                    None => {
-                        idle += 1;
-                        if idle > 1000 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                }
-            }
-        });
-    });
-    t.elapsed().as_nanos() as f64 / n as f64
-}
-
-/// Runs every workload on every peer: one warm-up round, then `rounds` measured rounds, the peer order
-/// rotating each round. `tick` is called after each measured run (for a progress bar).
-pub fn measure(cfg: Config, workloads: &[&str], peers: &[Peer], mut tick: impl FnMut()) -> Vec<AllocResult> {
-    let churn = ChurnPlan::new();
-    let mut samples: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); peers.len()]; workloads.len()];
-    for round in 0..=cfg.rounds {
-        for (wi, name) in workloads.iter().enumerate() {
-            let w = workload(name);
-            for k in 0..peers.len() {
-                let pi = (k + round) % peers.len();
-                let scale = if round == 0 { cfg.scale / 4.0 } else { cfg.scale };
-                let ns = peers[pi].with(Run {
-                    w,
-                    scale,
-                    churn: &churn,
-                });
-                if round > 0 {
-                    samples[wi][pi].push(ns);
-                    tick();
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (wi, name) in workloads.iter().enumerate() {
-        for (pi, p) in peers.iter().enumerate() {
-            let s = &samples[wi][pi];
-            out.push(AllocResult {
-                workload: name.to_string(),
-                allocator: p.name().to_string(),
-                ns_per_op: median(s),
-                min_ns_per_op: s.iter().copied().fold(f64::INFINITY, f64::min),
-                max_ns_per_op: s.iter().copied().fold(0.0, f64::max),
-                rounds: s.clone(),
-            });
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_workload_runs_on_every_peer() {
-        let cfg = Config {
-            rounds: 1,
-            scale: 0.001,
-        };
-        let mut ticks = 0;
-        let rs = measure(cfg, &WORKLOADS, &Peer::ALL, || ticks += 1);
-        assert_eq!(rs.len(), WORKLOADS.len() * 4);
-        assert_eq!(ticks, WORKLOADS.len() * 4);
-        assert!(
-            rs.iter().all(|r| r.ns_per_op.is_finite() && r.ns_per_op > 0.0),
-            "{rs:?}"
-        );
+/// [`run`], and the workloads only an allocator whose free needs no size can run (`all-to-all-N`).
+pub fn run_unsized<B: Blocks<Size = ()>, T: Touch>(b: &B, name: &str, scale: f64, plan: &ChurnPlan) -> f64 {
+    match name {
+        "all-to-all-4" => all_to_all::<B, T>(b, 4, ops(1_000_000, scale)),
+        "all-to-all-16" => all_to_all::<B, T>(b, 16, ops(1_000_000, scale)),
+        _ => run::<B, T>(b, name, scale, plan),
     }
 }

@@ -4,8 +4,8 @@
 //! set-up and the eviction shape what the timed loop finds. Reported per timed op: D1 and LL read and
 //! write misses.
 //!
-//! Each run is this same executable as `hopless bench fastpath --child STRATEGY:SCENARIO:SIZE:SCALE`,
-//! which runs [`child`]: the cell, printing its timed op count.
+//! Each run is this same executable as `hopless bench fastpath --child STRATEGY:SCENARIO:SIZE:SCALE`
+//! under valgrind (`crate::child`), which runs [`child`]: the cell, printing its timed op count.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +13,7 @@ use std::path::Path;
 use indicatif::ProgressBar;
 
 use super::cell::{cell, SCENARIOS, SIZES, STRATEGIES};
+use crate::child::{self, Child};
 
 /// Runs in one pass (for the progress bar).
 pub const RUNS: usize = STRATEGIES.len() * SCENARIOS.len() * SIZES.len();
@@ -42,9 +43,7 @@ pub fn child(spec: &str) -> Result<(), String> {
     };
     let size: u32 = size.parse().map_err(|e| format!("{e}"))?;
     let scale: f64 = scale.parse().map_err(|e| format!("{e}"))?;
-    let r = cell(strategy, scenario, size, scale);
-    println!("{}", r.ops);
-    Ok(())
+    child::reply(&cell(strategy, scenario, size, scale).ops)
 }
 
 /// Scale of a cell under callgrind (about 50x slower than native): `cold` runs one timed round.
@@ -80,34 +79,23 @@ fn run_once(exe: &Path, strategy: &str, name: &str, size: u32, scale: f64) -> Op
         "hopless-callgrind-{}-{strategy}-{name}-{size}.out",
         std::process::id()
     ));
-    let out = std::process::Command::new("valgrind")
-        .args([
-            "--tool=callgrind",
-            "--cache-sim=yes",
-            "--collect-atstart=no",
-            // This machine's caches (valgrind's own guess of the last level can be far off).
-            &cache_arg("--D1", false),
-            &cache_arg("--LL", true),
-            // Demangled (Rust legacy mangling) and mangled spellings of `cell::timed::*`.
-            "--toggle-collect=*cell::timed::*",
-            "--toggle-collect=*4cell5timed*",
-        ])
-        .arg(format!("--callgrind-out-file={}", out_file.display()))
-        .arg(exe)
-        .args([
-            "bench",
-            "fastpath",
-            "--child",
-            &format!("{strategy}:{name}:{size}:{scale}"),
-        ])
-        .output()
-        .ok()?;
+    let spec = format!("{strategy}:{name}:{size}:{scale}");
+    let valgrind = [
+        "--tool=callgrind".to_string(),
+        "--cache-sim=yes".to_string(),
+        "--collect-atstart=no".to_string(),
+        // This machine's caches (valgrind's own guess of the last level can be far off).
+        cache_arg("--D1", false),
+        cache_arg("--LL", true),
+        // Demangled (Rust legacy mangling) and mangled spellings of `cell::timed::*`.
+        "--toggle-collect=*cell::timed::*".to_string(),
+        "--toggle-collect=*4cell5timed*".to_string(),
+        format!("--callgrind-out-file={}", out_file.display()),
+    ];
+    let ops = Child::under("valgrind", valgrind, exe, "fastpath", &spec).run::<u64>();
     let text = std::fs::read_to_string(&out_file).ok();
     let _ = std::fs::remove_file(&out_file);
-    if !out.status.success() {
-        return None;
-    }
-    let ops: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+    let ops = ops.ok()?;
     parse(&text?, ops)
 }
 

@@ -146,7 +146,7 @@ impl KvTarget for dashmap::DashMap<Box<[u8]>, Vec<u8>> {
 
 /// Resident and peak-resident bytes of this process (VmRSS, VmHWM).
 pub fn rss() -> (u64, u64) {
-    crate::common::rss_of(None)
+    crate::rss::rss_of(None)
 }
 
 pub(super) fn key_of(i: usize, out: &mut [u8; 16]) {
@@ -166,7 +166,7 @@ struct Plan {
 fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
     (0..p.threads)
         .map(|t| Plan {
-            ops: crate::common::seed_ops(p.keys, n_ops / p.threads, seed + t as u64),
+            ops: crate::seed_mix::seed_ops(p.keys, n_ops / p.threads, seed + t as u64),
         })
         .collect()
 }

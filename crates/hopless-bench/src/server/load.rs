@@ -182,7 +182,7 @@ pub fn preload(addr: SocketAddr, keys: usize, connections: usize) -> Result<(), 
 /// One connection's pre-drawn requests: key index, value length (0 = GET).
 fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
     let n = l.ops / l.connections / l.pipeline * l.pipeline;
-    crate::common::seed_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
+    crate::seed_mix::seed_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
 }
 
 /// Runs the measured load: every connection opens and draws its requests, then all start together; the

@@ -169,5 +169,5 @@ fn ping(addr: SocketAddr) -> bool {
 
 /// VmRSS and VmHWM of process `pid`, bytes (0 if unreadable).
 pub fn proc_rss(pid: u32) -> (u64, u64) {
-    crate::common::rss_of(Some(pid))
+    crate::rss::rss_of(Some(pid))
 }
