@@ -109,9 +109,17 @@ unsafe extern "C" fn on_thread_exit(arg: *mut libc::c_void) {
 
 // ------------------------------------------------------------------------------------------------------
 // The thread's words.
+//
+// The thread's cache pointer and last segment live in its words (`crate::tls`). The segment is the
+// last small or medium segment of the process heap its C free path found in the segment map, as the
+// segment's last byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address
+// ORed with the mask equals it needs no map lookup; no pointer's does while it is 0, so both words start
+// as zero. Such a segment is never unmapped (the process heap is never dropped), so the answer never
+// goes stale. It is set only while the thread has a live cache, and cleared when the thread gives its
+// cache up (`set_current`): a hit therefore means the cache pointer is not null.
 
 /// The cache every thread starts with: capacity 0 everywhere, never written.
-pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
+struct EmptyCache(UnsafeCell<ThreadCache>);
 // SAFETY: sharing `&EmptyCache` between threads is sound because nothing ever writes through it:
 // 1. its magazines have `cap == 0` and `count == 0` (`ThreadCache::EMPTY`), so `pop` returns null before
 //    any store and `push`/`push_keyed` return before storing (`n >= cap`);
@@ -120,7 +128,7 @@ pub(crate) struct EmptyCache(UnsafeCell<ThreadCache>);
 // 3. the counters (feature `stats`) are bumped only on a live cache: the fast path counts only after a
 //    pop or push succeeded, which never happens here.
 unsafe impl Sync for EmptyCache {}
-pub(crate) static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
+static EMPTY_CACHE: EmptyCache = EmptyCache(UnsafeCell::new(ThreadCache::EMPTY));
 
 /// Whether the calling thread's exit destructor has run (its later allocations bypass the cache).
 #[inline]
@@ -160,7 +168,7 @@ pub(crate) fn current() -> *mut ThreadCache {
 }
 
 /// Makes `tc` the calling thread's cache (the empty one: `empty()`). Giving up a cache forgets the last
-/// segment too (see `tls`: a remembered segment implies a live cache).
+/// segment too (a remembered segment implies a live cache: see the words above).
 #[inline]
 pub(crate) fn set_current(tc: *mut ThreadCache) {
     if tc == empty() {
@@ -171,14 +179,6 @@ pub(crate) fn set_current(tc: *mut ThreadCache) {
     }
 }
 
-/// The thread's cache pointer and last segment live in its words (`crate::tls`). The segment is the
-/// last small or medium segment of the process heap its C free path found in the segment map, as the
-/// segment's last byte address (`segment | (SEGMENT_SIZE - 1)`), 0 for none. A pointer whose address
-/// ORed with the mask equals it needs no map lookup; no pointer's does while it is 0, so both words start
-/// as zero. Such a segment is never unmapped (the process heap is never dropped), so the answer never
-/// goes stale. It is set only while the thread has a live cache, and cleared when the thread gives its
-/// cache up (`set_current`): a hit therefore means the cache pointer is not null.
-///
 /// The calling thread's cache, or null while it has none (the empty cache): one TLS load.
 #[inline(always)]
 pub(crate) fn current_or_null() -> *mut ThreadCache {
