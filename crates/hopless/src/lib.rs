@@ -103,7 +103,9 @@ pub mod experiment {
         pub use crate::segment::{segment_of, slab_of, Slab};
     }
     pub mod size_class {
-        pub use crate::size_class::{class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+        pub use crate::size_class::{
+            class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, MEDIUM_MAX, NUM_CLASSES, SMALL_MAX,
+        };
     }
     pub mod cache {
         pub use crate::cache::{Magazine, ThreadCache};
