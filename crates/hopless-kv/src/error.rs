@@ -24,6 +24,8 @@ pub enum Error {
     NanOrInfinity,
     /// RENAME: the source key does not exist.
     NoSuchKey,
+    /// The key holds another kind of value than the command works on.
+    WrongType,
 }
 
 impl fmt::Display for Error {
@@ -39,6 +41,7 @@ impl fmt::Display for Error {
             Error::NotFloat => "ERR value is not a valid float",
             Error::NanOrInfinity => "ERR increment would produce NaN or Infinity",
             Error::NoSuchKey => "ERR no such key",
+            Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
         })
     }
 }

@@ -10,7 +10,7 @@
 //! use hopless_kv::{Store, Config};
 //! let store = Store::new(Config::default());
 //! store.set_simple(b"greeting", b"hello").unwrap();
-//! assert_eq!(&*store.get(b"greeting").unwrap(), b"hello");
+//! assert_eq!(&*store.get(b"greeting").unwrap().unwrap(), b"hello");
 //! assert_eq!(store.incr(b"counter").unwrap(), 1);
 //! ```
 //!
@@ -39,18 +39,22 @@
 //! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
 //! | `error` | [`Error`]s worded as Redis words them |
 
+mod alloc;
 pub mod clock;
 mod deadlines;
 pub mod error;
 mod redis_util;
 pub mod store;
 mod table;
+pub mod types;
 mod value;
 
+pub use alloc::KvAlloc;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use store::{Config, ExpireCond, Op, Policy, SetCond, SetOptions, Stats, Store, Ttl, OP_NAMES};
-pub use value::{KvAlloc, Value};
+pub use types::{Collection, Kind, Limits};
+pub use value::Value;
 
 #[cfg(all(test, not(miri)))]
 #[global_allocator]

@@ -9,56 +9,11 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
-use allocator_api2::alloc::{AllocError, Allocator};
+use allocator_api2::alloc::AllocError;
+use allocator_api2::boxed::Box;
 
-/// The allocator a store allocates through: any `Allocator`, with an optional batch call (hopless has one).
-pub trait KvAlloc: Allocator + Clone + Send + Sync + 'static {
-    /// Fills `out` with blocks of `layout`; false (and nothing allocated) on failure.
-    fn allocate_batch(&self, layout: Layout, out: &mut [NonNull<u8>]) -> bool {
-        for i in 0..out.len() {
-            match self.allocate(layout) {
-                Ok(p) => out[i] = p.cast(),
-                Err(_) => {
-                    for p in &out[..i] {
-                        // SAFETY: allocated just above with `layout`.
-                        unsafe { self.deallocate(*p, layout) };
-                    }
-                    return false;
-                }
-            }
-        }
-        true
-    }
-}
-
-impl KvAlloc for hopless::Hopless {
-    fn allocate_batch(&self, layout: Layout, out: &mut [NonNull<u8>]) -> bool {
-        if layout.size() == 0 {
-            return false;
-        }
-        let mut raw = [core::ptr::null_mut::<u8>(); 64];
-        let mut done = 0;
-        while done < out.len() {
-            let n = (out.len() - done).min(raw.len());
-            let got = self.alloc_batch(layout, &mut raw[..n]);
-            for (o, &p) in out[done..done + got].iter_mut().zip(&raw[..got]) {
-                *o = NonNull::new(p).expect("alloc_batch returns non-null blocks");
-            }
-            done += got;
-            if got < n {
-                // SAFETY: the blocks allocated so far came from alloc_batch with `layout`.
-                unsafe {
-                    let ptrs: Vec<*mut u8> = out[..done].iter().map(|p| p.as_ptr()).collect();
-                    self.free_batch(layout, &ptrs);
-                }
-                return false;
-            }
-        }
-        true
-    }
-}
-
-impl KvAlloc for allocator_api2::alloc::Global {}
+use crate::alloc::KvAlloc;
+use crate::types::{self, Collection, Kind};
 
 /// The front of every item.
 #[repr(C, align(8))]
@@ -66,7 +21,8 @@ pub(crate) struct Header {
     refs: AtomicU32,
     key_len: u32,
     val_len: u32,
-    /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 0..24: the access stamp
+    /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 24..28: the [`Kind`] (0, a
+    /// string, or a collection whose pointer is the value's 8 bytes). Bits 0..24: the access stamp
     /// sampled LRU compares.
     meta: AtomicU32,
 }
@@ -74,6 +30,9 @@ pub(crate) struct Header {
 pub(crate) const HEADER_SIZE: usize = core::mem::size_of::<Header>();
 const HAS_TTL: u32 = 1 << 31;
 const STAMP_MASK: u32 = (1 << 24) - 1;
+const KIND_SHIFT: u32 = 24;
+const KIND_MASK: u32 = 0xf << KIND_SHIFT;
+const PTR_SIZE: usize = core::mem::size_of::<usize>();
 
 /// An item pointer the table owns one reference to.
 pub(crate) type ItemPtr = NonNull<Header>;
@@ -122,6 +81,112 @@ pub(crate) fn new_item<A: KvAlloc>(
     let block = alloc.allocate(layout)?.cast::<u8>();
     // SAFETY: a fresh block of the item's layout.
     Ok(unsafe { init_item(block, key, val_len, fill) })
+}
+
+/// Allocates an item for `key` holding `coll` (its value bytes are the collection's pointer). On failure
+/// the collection is dropped.
+pub(crate) fn new_coll_item<A: KvAlloc>(
+    alloc: &A,
+    key: &[u8],
+    coll: Collection<A>,
+) -> Result<ItemPtr, AllocError> {
+    let kind = coll.kind() as u32;
+    let boxed = Box::try_new_in(coll, alloc.clone()).map_err(|_| AllocError)?;
+    let item = match new_item(alloc, key, PTR_SIZE, |_| {}) {
+        Ok(it) => it,
+        Err(e) => {
+            drop(boxed);
+            return Err(e);
+        }
+    };
+    let (raw, _) = Box::into_raw_with_allocator(boxed);
+    // SAFETY: a fresh item of PTR_SIZE value bytes, ours alone; the pointer is written unaligned (the value
+    // follows a key of any length).
+    unsafe {
+        (*item.as_ptr()).meta.store(kind << KIND_SHIFT, Ordering::Relaxed);
+        let at = item.as_ptr().cast::<u8>().add(HEADER_SIZE + key.len());
+        at.cast::<*mut Collection<A>>().write_unaligned(raw);
+    }
+    Ok(item)
+}
+
+/// A new item for `key` holding what `h` holds: a copy of a string, or `h`'s collection itself, which `h`
+/// then no longer owns (its value bytes read as a string nobody reads: it is out of the table). For
+/// RENAME.
+///
+/// # Safety
+///
+/// As for [`key`]; the caller holds `h`'s shard write lock and has taken `h` out of its table under it
+/// (collection items are reached only through the table, under the lock, so nobody sees `h` again).
+pub(crate) unsafe fn move_item<A: KvAlloc>(alloc: &A, h: ItemPtr, key: &[u8]) -> Result<ItemPtr, AllocError> {
+    // SAFETY: see the contract.
+    unsafe {
+        let val = value(h);
+        let new = new_item(alloc, key, val.len(), |b| b.copy_from_slice(val))?;
+        let k = (*h.as_ptr()).meta.load(Ordering::Relaxed) & KIND_MASK;
+        if k != 0 {
+            (*new.as_ptr()).meta.store(k, Ordering::Relaxed);
+            (*h.as_ptr()).meta.fetch_and(!KIND_MASK, Ordering::Relaxed);
+        }
+        Ok(new)
+    }
+}
+
+/// What the item holds.
+///
+/// # Safety
+///
+/// As for [`key`].
+#[inline]
+pub(crate) unsafe fn kind(h: ItemPtr) -> Kind {
+    // SAFETY: live header; the kind bits never change after init.
+    Kind::from_bits((unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) } & KIND_MASK) >> KIND_SHIFT)
+}
+
+/// The collection pointer of a collection item.
+///
+/// # Safety
+///
+/// As for [`key`]; `h` holds a collection (`kind(h) != Kind::String`) made with allocator type `A`.
+unsafe fn coll_ptr<A: KvAlloc>(h: ItemPtr) -> *mut Collection<A> {
+    // SAFETY: the value's bytes are the pointer `new_coll_item` wrote.
+    unsafe { value(h).as_ptr().cast::<*mut Collection<A>>().read_unaligned() }
+}
+
+/// The collection a collection item holds.
+///
+/// # Safety
+///
+/// As for [`coll_ptr`]; the caller holds the item's shard lock (read or write) for `'a`, and no writer
+/// can reach the collection meanwhile (writers hold the write lock).
+pub(crate) unsafe fn coll<'a, A: KvAlloc>(h: ItemPtr) -> &'a Collection<A> {
+    // SAFETY: see the contract; the box lives as long as the item.
+    unsafe { &*coll_ptr::<A>(h) }
+}
+
+/// The collection, to change.
+///
+/// # Safety
+///
+/// As for [`coll`], with the write lock held for `'a` (so nobody else sees the collection meanwhile).
+pub(crate) unsafe fn coll_mut<'a, A: KvAlloc>(h: ItemPtr) -> &'a mut Collection<A> {
+    // SAFETY: see the contract.
+    unsafe { &mut *coll_ptr::<A>(h) }
+}
+
+/// What the store charges for an item: its block, and a collection's blocks.
+///
+/// # Safety
+///
+/// As for [`key`]; for a collection item, as for [`coll`] (the shard lock is held).
+pub(crate) unsafe fn charged_size<A: KvAlloc>(h: ItemPtr) -> usize {
+    // SAFETY: see the contract.
+    unsafe {
+        match kind(h) {
+            Kind::String => item_size(h),
+            _ => item_size(h) + coll::<A>(h).bytes(),
+        }
+    }
 }
 
 /// The key of a live item.
@@ -229,32 +294,36 @@ pub(crate) unsafe fn retain(h: ItemPtr) {
 /// # Safety
 ///
 /// The caller owns the reference it drops, and `alloc` is the allocator the item came from.
-pub(crate) unsafe fn release<A: Allocator>(h: ItemPtr, alloc: &A) {
+pub(crate) unsafe fn release<A: KvAlloc>(h: ItemPtr, alloc: &A) {
     // SAFETY: live header while we hold our reference.
     if unsafe { (*h.as_ptr()).refs.fetch_sub(1, Ordering::Release) } != 1 {
         return;
     }
     // Synchronise with every other reference's release before freeing (as Arc does).
     fence(Ordering::Acquire);
-    // SAFETY: that was the last reference: nobody else can reach the item.
+    // SAFETY: that was the last reference: nobody else can reach the item (or its collection, which goes
+    // with it: `from_raw_in` takes back the box `new_coll_item` made with this allocator).
     unsafe {
+        if kind(h) != Kind::String {
+            types::free_collection(Box::from_raw_in(coll_ptr::<A>(h), alloc.clone()));
+        }
         let layout = Layout::from_size_align_unchecked(item_size(h), 8);
         alloc.deallocate(h.cast(), layout);
     }
 }
 
 /// A value read from the store: a counted handle to its item, valid however long it is kept.
-pub struct Value<A: Allocator> {
+pub struct Value<A: KvAlloc> {
     item: ItemPtr,
     alloc: A,
 }
 
 // SAFETY: the item's bytes are immutable and its count atomic; sending or sharing the handle is like Arc.
-unsafe impl<A: Allocator + Send + Sync> Send for Value<A> {}
+unsafe impl<A: KvAlloc> Send for Value<A> {}
 // SAFETY: as above.
-unsafe impl<A: Allocator + Send + Sync> Sync for Value<A> {}
+unsafe impl<A: KvAlloc> Sync for Value<A> {}
 
-impl<A: Allocator> Value<A> {
+impl<A: KvAlloc> Value<A> {
     /// Wraps a reference the caller owns.
     ///
     /// # Safety
@@ -271,7 +340,7 @@ impl<A: Allocator> Value<A> {
     }
 }
 
-impl<A: Allocator> core::ops::Deref for Value<A> {
+impl<A: KvAlloc> core::ops::Deref for Value<A> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: we hold a reference.
@@ -279,7 +348,7 @@ impl<A: Allocator> core::ops::Deref for Value<A> {
     }
 }
 
-impl<A: Allocator + Clone> Clone for Value<A> {
+impl<A: KvAlloc> Clone for Value<A> {
     fn clone(&self) -> Self {
         // SAFETY: we hold a reference.
         unsafe { retain(self.item) };
@@ -290,20 +359,20 @@ impl<A: Allocator + Clone> Clone for Value<A> {
     }
 }
 
-impl<A: Allocator> Drop for Value<A> {
+impl<A: KvAlloc> Drop for Value<A> {
     fn drop(&mut self) {
         // SAFETY: we own one reference, allocated by `alloc`.
         unsafe { release(self.item, &self.alloc) }
     }
 }
 
-impl<A: Allocator> core::fmt::Debug for Value<A> {
+impl<A: KvAlloc> core::fmt::Debug for Value<A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Value({:?})", String::from_utf8_lossy(self))
     }
 }
 
-impl<A: Allocator> PartialEq<[u8]> for Value<A> {
+impl<A: KvAlloc> PartialEq<[u8]> for Value<A> {
     fn eq(&self, other: &[u8]) -> bool {
         **self == *other
     }

@@ -106,7 +106,7 @@ fn step(
         4..=6 => {
             let k = key(rng);
             assert_eq!(
-                s.get(&k).map(|v| v.to_vec()),
+                s.get(&k).unwrap().map(|v| v.to_vec()),
                 m.live(&k, now).map(|e| e.0.clone())
             );
         }
@@ -137,7 +137,7 @@ fn step(
         }
         9 => {
             let k = key(rng);
-            assert_eq!(s.strlen(&k), m.live(&k, now).map_or(0, |e| e.0.len()));
+            assert_eq!(s.strlen(&k).unwrap(), m.live(&k, now).map_or(0, |e| e.0.len()));
         }
         10 => {
             let k = key(rng);
@@ -165,7 +165,7 @@ fn step(
                 .live(&k, now)
                 .map(|e| redis_range(&e.0, a, b))
                 .unwrap_or_default();
-            assert_eq!(s.getrange(&k, a, b), expect);
+            assert_eq!(s.getrange(&k, a, b).unwrap(), expect);
         }
         12 => {
             let ks: Vec<Vec<u8>> = (0..rng.gen_range(1..5)).map(|_| key(rng)).collect();
@@ -231,7 +231,7 @@ fn step(
         17 => {
             let k = key(rng);
             assert_eq!(
-                s.getdel(&k).map(|v| v.to_vec()),
+                s.getdel(&k).unwrap().map(|v| v.to_vec()),
                 m.live(&k, now).map(|e| e.0.clone())
             );
             m.map.remove(&k);
@@ -300,7 +300,7 @@ fn random_sequences_match_the_model_single_threaded() {
         m.map.retain(|_, e| e.1.is_none_or(|d| d > now));
         // Everything the model has is there with the same value; expired keys may linger until touched.
         for (k, (v, _)) in &m.map {
-            assert_eq!(s.get(k).map(|x| x.to_vec()).as_ref(), Some(v));
+            assert_eq!(s.get(k).unwrap().map(|x| x.to_vec()).as_ref(), Some(v));
         }
         s.run_active_expiry();
         assert_eq!(
@@ -333,7 +333,7 @@ fn random_sequences_match_the_model_in_four_threads() {
                     step(&mut rng, &s, &mut m, &clock, false, &format!("t{t}-"), 100);
                 }
                 for (k, (v, _)) in &m.map {
-                    assert_eq!(s.get(k).map(|x| x.to_vec()).as_ref(), Some(v));
+                    assert_eq!(s.get(k).unwrap().map(|x| x.to_vec()).as_ref(), Some(v));
                 }
             });
         }

@@ -27,10 +27,10 @@ fn setrange_pads_overwrites_and_ignores_empty_patches() {
     assert_eq!(s.setrange(b"k", 0, b""), Ok(0));
     assert_eq!(s.exists(&[b"k"]), 0, "an empty patch creates no key");
     assert_eq!(s.setrange(b"k", 3, b"ab"), Ok(5));
-    assert_eq!(&*s.get(b"k").unwrap(), b"\0\0\0ab");
+    assert_eq!(&*s.get(b"k").unwrap().unwrap(), b"\0\0\0ab");
     s.set_simple(b"h", b"Hello World").unwrap();
     assert_eq!(s.setrange(b"h", 6, b"Redis"), Ok(11));
-    assert_eq!(&*s.get(b"h").unwrap(), b"Hello Redis");
+    assert_eq!(&*s.get(b"h").unwrap().unwrap(), b"Hello Redis");
     assert_eq!(s.setrange(b"h", 0, b""), Ok(11));
     assert_eq!(s.setrange(b"h", 512 << 20, b"x"), Err(Error::TooLarge));
 }
@@ -72,7 +72,7 @@ fn incrbyfloat_follows_redis() {
         Err(Error::NanOrInfinity)
     );
     assert_eq!(
-        &*s.get(b"m").unwrap(),
+        &*s.get(b"m").unwrap().unwrap(),
         b"1.7976931348623157e308",
         "a failed increment changes nothing"
     );
@@ -92,14 +92,14 @@ fn rename_moves_value_and_ttl_and_respects_nx() {
     )
     .unwrap();
     assert_eq!(s.rename(b"a", b"b", false), Ok(true));
-    assert!(s.get(b"a").is_none());
-    assert_eq!(&*s.get(b"b").unwrap(), b"1");
+    assert!(s.get(b"a").unwrap().is_none());
+    assert_eq!(&*s.get(b"b").unwrap().unwrap(), b"1");
     assert_eq!(s.ttl(b"b"), 50);
     s.set_simple(b"c", b"2").unwrap();
     assert_eq!(s.rename(b"b", b"c", true), Ok(false));
-    assert_eq!(&*s.get(b"c").unwrap(), b"2");
+    assert_eq!(&*s.get(b"c").unwrap().unwrap(), b"2");
     assert_eq!(s.rename(b"b", b"c", false), Ok(true));
-    assert_eq!(&*s.get(b"c").unwrap(), b"1");
+    assert_eq!(&*s.get(b"c").unwrap().unwrap(), b"1");
     assert_eq!(
         s.ttl(b"c"),
         50,
@@ -121,7 +121,7 @@ fn rename_moves_value_and_ttl_and_respects_nx() {
     }
     for i in 0..500 {
         assert_eq!(
-            &*s.get(format!("r{i}").as_bytes()).unwrap(),
+            &*s.get(format!("r{i}").as_bytes()).unwrap().unwrap(),
             format!("v{i}").as_bytes()
         );
     }
@@ -133,8 +133,8 @@ fn msetnx_writes_all_or_nothing() {
     let (s, _) = store();
     assert_eq!(s.msetnx(&[(b"a", b"1"), (b"b", b"2")]), Ok(true));
     assert_eq!(s.msetnx(&[(b"c", b"3"), (b"b", b"x")]), Ok(false));
-    assert!(s.get(b"c").is_none());
-    assert_eq!(&*s.get(b"b").unwrap(), b"2");
+    assert!(s.get(b"c").unwrap().is_none());
+    assert_eq!(&*s.get(b"b").unwrap().unwrap(), b"2");
 }
 
 #[test]

@@ -45,8 +45,8 @@ fn keys_expire_lazily_and_actively() {
     assert_eq!(s.ttl(b"missing"), -2);
     assert_eq!(s.stats().keys_with_ttl, 1000);
     clock.advance(100);
-    assert!(s.get(b"k0").is_none(), "due: gone on access");
-    assert!(s.get(b"k1").is_some());
+    assert!(s.get(b"k0").unwrap().is_none(), "due: gone on access");
+    assert!(s.get(b"k1").unwrap().is_some());
     clock.advance(500);
     // 500 keys are due; active expiry removes them without anyone touching them.
     assert_eq!(s.run_active_expiry(), 500);
@@ -71,7 +71,7 @@ fn ttl_options_follow_redis() {
         },
     );
     assert_eq!(r.err(), Some(Error::InvalidExpire));
-    assert!(s.get(b"k").is_none(), "a refused SET stores nothing");
+    assert!(s.get(b"k").unwrap().is_none(), "a refused SET stores nothing");
     s.set(
         b"k",
         b"v",
@@ -117,7 +117,7 @@ fn ttl_options_follow_redis() {
         s.pexpire(b"k", -1, ExpireCond::Always).unwrap(),
         "a past deadline deletes"
     );
-    assert!(s.get(b"k").is_none());
+    assert!(s.get(b"k").unwrap().is_none());
     let (w, old) = s
         .set(
             b"n",
@@ -157,10 +157,10 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(s.dbsize(), 0);
     s.set_simple(b"k", &[b'a'; 60]).unwrap();
     assert_eq!(s.append(b"k", b"12345"), Err(Error::TooLarge));
-    assert_eq!(s.strlen(b"k"), 60);
+    assert_eq!(s.strlen(b"k").unwrap(), 60);
     s.set_simple(b"s", b"not a number").unwrap();
     assert_eq!(s.incr(b"s"), Err(Error::NotInteger));
-    assert_eq!(s.get(b"s").unwrap().to_vec(), b"not a number");
+    assert_eq!(s.get(b"s").unwrap().unwrap().to_vec(), b"not a number");
     for bad in [&b" 1"[..], b"01", b"+1", b"1.5", b"", b"99999999999999999999"] {
         s.set_simple(b"b", bad).unwrap();
         assert_eq!(
@@ -172,7 +172,10 @@ fn bad_input_is_refused_and_changes_nothing() {
     }
     s.set_simple(b"max", i64::MAX.to_string().as_bytes()).unwrap();
     assert_eq!(s.incr(b"max"), Err(Error::Overflow));
-    assert_eq!(s.get(b"max").unwrap().to_vec(), i64::MAX.to_string().into_bytes());
+    assert_eq!(
+        s.get(b"max").unwrap().unwrap().to_vec(),
+        i64::MAX.to_string().into_bytes()
+    );
     assert_eq!(s.decr_by(b"neg", i64::MIN), Err(Error::Overflow));
     assert_eq!(s.incr_by(b"c", -5), Ok(-5));
     assert_eq!(s.decr(b"c"), Ok(-6));
@@ -213,16 +216,16 @@ fn sampled_lru_evicts_and_keeps_hot_keys() {
     for i in 0..20_000 {
         s.set_simple(format!("k{i}").as_bytes(), &[1; 100]).unwrap();
         // Keep k0..k99 hot.
-        let _ = s.get(format!("k{}", i % 100).as_bytes());
+        let _ = s.get(format!("k{}", i % 100).as_bytes()).unwrap();
     }
     let st = s.stats();
     assert!(st.evicted > 10_000, "{st:?}");
     assert!(st.bytes_used <= (1 << 20) + 4096);
     let hot = (0..100)
-        .filter(|i| s.get(format!("k{i}").as_bytes()).is_some())
+        .filter(|i| s.get(format!("k{i}").as_bytes()).unwrap().is_some())
         .count();
     let cold = (1000..1100)
-        .filter(|i| s.get(format!("k{i}").as_bytes()).is_some())
+        .filter(|i| s.get(format!("k{i}").as_bytes()).unwrap().is_some())
         .count();
     assert!(hot > 90 && cold < 30, "hot {hot} cold {cold}");
 }
@@ -240,9 +243,9 @@ fn a_value_read_stays_valid_after_overwrite_delete_and_expiry() {
         },
     )
     .unwrap();
-    let v = s.get(b"k").unwrap();
+    let v = s.get(b"k").unwrap().unwrap();
     s.set_simple(b"k", b"second").unwrap();
-    let w = s.get(b"k").unwrap();
+    let w = s.get(b"k").unwrap().unwrap();
     assert_eq!(s.del(&[b"k"]), 1);
     clock.advance(100);
     s.run_active_expiry();
@@ -277,7 +280,7 @@ fn readers_holding_values_race_writers_and_deleters() {
         let mut held = Vec::new();
         for round in 0..200_000u32 {
             let k = round % 64;
-            if let Some(v) = s.get(format!("key{k}").as_bytes()) {
+            if let Some(v) = s.get(format!("key{k}").as_bytes()).unwrap() {
                 let text = std::str::from_utf8(&v).unwrap();
                 assert!(text.starts_with(&format!("{k}:")), "value of key{k} is {text}");
                 held.push(v);
@@ -328,7 +331,7 @@ fn delete_racing_expiry_frees_each_key_exactly_once() {
             sc.spawn(move || while s2.run_active_expiry() > 0 {});
             sc.spawn(move || {
                 for i in (0..N).rev() {
-                    assert!(s3.get(format!("k{i}").as_bytes()).is_none());
+                    assert!(s3.get(format!("k{i}").as_bytes()).unwrap().is_none());
                 }
             });
         });
@@ -413,8 +416,8 @@ fn stats_count_operations_hits_and_misses() {
     let clock = Arc::new(ManualClock::new(START));
     let s = store_with(clock, |_| {});
     s.set_simple(b"a", b"1").unwrap();
-    let _ = s.get(b"a");
-    let _ = s.get(b"b");
+    let _ = s.get(b"a").unwrap();
+    let _ = s.get(b"b").unwrap();
     s.mset(&[(&b"x"[..], &b"1"[..]), (b"y", b"2")]).unwrap();
     let st = s.stats();
     assert_eq!((st.hits, st.misses, st.keys), (1, 1, 3));

@@ -4,51 +4,8 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-use common::{require_tool, Raw};
-
-struct RedisServer(Child);
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Real Redis on a free port; None (the test skips) when it is not installed and CI is not set.
-fn start_redis() -> Option<(RedisServer, std::net::SocketAddr)> {
-    if !require_tool("redis-server") {
-        return None;
-    }
-    let port = common::free_port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
-    let guard = RedisServer(child);
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(addr).is_ok() {
-            return Some((guard, addr));
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("redis-server did not listen on {addr} within 5 s");
-}
+use common::differ::start_redis;
+use common::Raw;
 
 /// Commands whose replies must match Redis 7's exactly, run in order on one connection of each.
 const SCRIPT: &[&str] = &[

@@ -29,7 +29,7 @@ pub fn eviction_hit_ratios(keys: usize, ops: usize, maxmemory: u64) -> (f64, f64
     let mut hits = 0u64;
     for &i in &trace {
         key_of(i as usize, &mut k);
-        if store.get(&k).is_some() {
+        if store.get(&k).ok().flatten().is_some() {
             hits += 1;
         } else {
             let _ = store.set_simple(&k, &val);

@@ -23,11 +23,31 @@ pub enum Op {
     GetDel,
     GetEx,
     Scan,
+    /// A read of a list, hash, set or sorted set.
+    CollRead,
+    /// A write of a list, hash, set or sorted set (or of several keys at once).
+    CollWrite,
 }
 
-pub const OP_NAMES: [&str; 16] = [
-    "get", "set", "del", "exists", "append", "strlen", "incr", "getrange", "mget", "mset", "expire", "ttl",
-    "persist", "getdel", "getex", "scan",
+pub const OP_NAMES: [&str; 18] = [
+    "get",
+    "set",
+    "del",
+    "exists",
+    "append",
+    "strlen",
+    "incr",
+    "getrange",
+    "mget",
+    "mset",
+    "expire",
+    "ttl",
+    "persist",
+    "getdel",
+    "getex",
+    "scan",
+    "collection_read",
+    "collection_write",
 ];
 
 /// Per-shard counters, changed under (or next to) the shard's lock.

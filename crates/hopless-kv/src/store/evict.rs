@@ -5,8 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::options::Policy;
 use super::shard::{Loc, Shard, Store};
+use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
-use crate::value::{self, KvAlloc};
+use crate::value;
 
 /// Keys sampled per eviction (Redis's maxmemory-samples default).
 pub const EVICTION_SAMPLES: usize = 5;

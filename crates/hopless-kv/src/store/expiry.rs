@@ -8,7 +8,8 @@ use std::sync::atomic::Ordering;
 use parking_lot::RwLockWriteGuard;
 
 use super::shard::{Inner, Loc, Shard, Store};
-use crate::value::{self, ItemPtr, KvAlloc};
+use crate::alloc::KvAlloc;
+use crate::value::{self, ItemPtr};
 
 /// Keys the active expiry removes per shard per pass, at most.
 pub const ACTIVE_EXPIRY_BUDGET: usize = 1000;

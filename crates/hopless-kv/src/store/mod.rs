@@ -23,6 +23,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
+//! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
 //! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
@@ -34,6 +35,7 @@
 //! | `counters.rs` | what is counted, per shard and per operation ([`Op`], [`OP_NAMES`]) |
 //! | `options.rs` | [`Config`], [`Policy`]; options: [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 
+mod collections;
 mod counters;
 mod evict;
 mod expiry;
@@ -45,6 +47,7 @@ mod stats;
 mod ttl;
 mod write;
 
+pub use self::collections::Keys;
 pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;

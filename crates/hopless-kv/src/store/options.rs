@@ -1,6 +1,7 @@
 //! The store's configuration ([`Config`], with its eviction [`Policy`]) and the options of its commands
 //! (SET's [`SetOptions`]: [`SetCond`] and [`Ttl`]; EXPIRE's [`ExpireCond`]).
 
+use crate::types::Limits;
 use std::sync::Arc;
 
 use foldhash::fast::SeedableRandomState;
@@ -42,6 +43,8 @@ pub struct Config {
     /// same platform). For benchmarks and reproductions; a store holding keys an outsider chooses should
     /// keep the random seed, since a known seed lets them choose keys that collide.
     pub hash_seed: Option<u64>,
+    /// The size thresholds of the collections' compact forms (Redis's `*-max-listpack-*` settings).
+    pub limits: Limits,
 }
 
 impl Default for Config {
@@ -56,6 +59,7 @@ impl Default for Config {
             active_expiry: true,
             clock: Arc::new(SystemClock),
             hash_seed: None,
+            limits: Limits::default(),
         }
     }
 }

@@ -5,20 +5,39 @@ use std::sync::atomic::Ordering;
 
 use super::counters::Op;
 use super::shard::{Loc, Store};
+use crate::alloc::KvAlloc;
+use crate::error::{Error, Result};
 use crate::redis_util::glob_match;
-use crate::value::{self, ItemPtr, KvAlloc, Value};
+use crate::types::Kind;
+use crate::value::{self, ItemPtr, Value};
 
 impl<A: KvAlloc> Store<A> {
     /// Looks a key up under the read lock: Some(item with a new reference) if live. A key found expired is
     /// deleted under the write lock before returning None.
     pub(super) fn lookup(&self, key: &[u8], l: Loc, touch: bool) -> Option<ItemPtr> {
+        self.lookup_as(key, l, touch, false).ok().flatten()
+    }
+
+    /// [`Store::lookup`] of a key a string command reads: [`Error::WrongType`] if it holds a collection
+    /// (checked under the lock, where an item's kind cannot change).
+    pub(super) fn lookup_string(&self, key: &[u8], l: Loc, touch: bool) -> Result<Option<ItemPtr>> {
+        self.lookup_as(key, l, touch, true)
+    }
+
+    fn lookup_as(&self, key: &[u8], l: Loc, touch: bool, string_only: bool) -> Result<Option<ItemPtr>> {
         let slot = self.slot(l);
         let expired = {
             let g = slot.lock.read();
-            let i = g.table.find(l.hash, key)?;
+            let Some(i) = g.table.find(l.hash, key) else {
+                return Ok(None);
+            };
             let item = g.table.item(i);
             // SAFETY: the table holds a reference while we hold the read lock.
             let dead = unsafe { value::has_ttl(item) } && self.is_expired(&g, item, self.now());
+            // SAFETY: as above.
+            if !dead && string_only && unsafe { value::kind(item) } != Kind::String {
+                return Err(Error::WrongType);
+            }
             if !dead {
                 // SAFETY: as above; the new reference is ours.
                 unsafe {
@@ -27,7 +46,7 @@ impl<A: KvAlloc> Store<A> {
                         value::touch(item, slot.c.clock.fetch_add(1, Ordering::Relaxed));
                     }
                 }
-                return Some(item);
+                return Ok(Some(item));
             }
             dead
         };
@@ -35,16 +54,16 @@ impl<A: KvAlloc> Store<A> {
             let mut g = slot.lock.write();
             self.expire_if_due(&mut g, l, key);
         }
-        None
+        Ok(None)
     }
 
-    /// GET.
-    pub fn get(&self, key: &[u8]) -> Option<Value<A>> {
+    /// GET: [`Error::WrongType`] if the key holds a collection.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Value<A>>> {
         let l = self.loc(key);
         self.count(Op::Get);
-        let v = self.lookup(key, l, true).map(|i| self.value(i));
+        let v = self.lookup_string(key, l, true)?.map(|i| self.value(i));
         self.hit_or_miss(v.is_some());
-        v
+        Ok(v)
     }
 
     /// EXISTS: how many of the keys exist (a key named twice counts twice).
@@ -65,26 +84,28 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// STRLEN (0 for a missing key).
-    pub fn strlen(&self, key: &[u8]) -> usize {
+    pub fn strlen(&self, key: &[u8]) -> Result<usize> {
         let l = self.loc(key);
         self.count(Op::Strlen);
-        self.lookup(key, l, true).map_or(0, |i| self.value(i).len())
+        Ok(self
+            .lookup_string(key, l, true)?
+            .map_or(0, |i| self.value(i).len()))
     }
 
     /// GETRANGE with Redis's index rules (negative from the end, clamped, inclusive end).
-    pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> Vec<u8> {
+    pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> Result<Vec<u8>> {
         let l = self.loc(key);
         self.count(Op::GetRange);
-        let Some(v) = self.lookup(key, l, true).map(|i| self.value(i)) else {
-            return Vec::new();
+        let Some(v) = self.lookup_string(key, l, true)?.map(|i| self.value(i)) else {
+            return Ok(Vec::new());
         };
         let len = v.len() as i64;
         if len == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let (mut s, mut e) = (start, end);
         if s < 0 && e < 0 && s > e {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if s < 0 {
             s += len;
@@ -98,18 +119,22 @@ impl<A: KvAlloc> Store<A> {
             e = len - 1;
         }
         if s > e {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        v[s as usize..=e as usize].to_vec()
+        Ok(v[s as usize..=e as usize].to_vec())
     }
 
-    /// MGET.
+    /// MGET (a key holding a collection reads as missing, as in Redis).
     pub fn mget(&self, keys: &[&[u8]]) -> Vec<Option<Value<A>>> {
         keys.iter()
             .map(|k| {
                 let l = self.loc(k);
                 self.count(Op::MGet);
-                let v = self.lookup(k, l, true).map(|i| self.value(i));
+                let v = self
+                    .lookup_string(k, l, true)
+                    .ok()
+                    .flatten()
+                    .map(|i| self.value(i));
                 self.hit_or_miss(v.is_some());
                 v
             })
@@ -125,6 +150,17 @@ impl<A: KvAlloc> Store<A> {
     /// Redis glob; None matches all). Every key present for the whole scan is returned at least once, also
     /// while other threads write; a key may be returned more than once.
     pub fn scan(&self, cursor: u64, count: usize, pattern: Option<&[u8]>) -> (u64, Vec<Vec<u8>>) {
+        self.scan_type(cursor, count, pattern, None)
+    }
+
+    /// SCAN with its TYPE filter: only keys holding `kind` are returned (when given).
+    pub fn scan_type(
+        &self,
+        cursor: u64,
+        count: usize,
+        pattern: Option<&[u8]>,
+        kind: Option<Kind>,
+    ) -> (u64, Vec<Vec<u8>>) {
         // Cursor: shard index above bit 33, the position in that shard's hash space below.
         let nshards = self.inner.shards.len() as u64;
         let mut shard = cursor >> 33;
@@ -141,6 +177,10 @@ impl<A: KvAlloc> Store<A> {
                 // SAFETY: the table holds a reference while we hold the read lock.
                 let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
                 if ttl && self.is_expired(&g, item, now) {
+                    return;
+                }
+                // SAFETY: as above.
+                if kind.is_some_and(|want| unsafe { value::kind(item) } != want) {
                     return;
                 }
                 if pattern.is_none_or(|p| glob_match(p, k)) {
@@ -216,10 +256,13 @@ impl<A: KvAlloc> Store<A> {
     /// its expiry entry if it has a TTL); None if missing.
     pub fn memory_usage(&self, key: &[u8]) -> Option<usize> {
         let l = self.loc(key);
-        let item = self.lookup(key, l, false)?;
-        // SAFETY: we hold a reference.
-        let (size, ttl) = unsafe { (value::item_size(item), value::has_ttl(item)) };
-        self.release(item);
+        let g = self.slot(l).lock.read();
+        let item = g.table.item(g.table.find(l.hash, key)?);
+        // SAFETY: the table's item, read (a collection too) under the read lock.
+        let (size, ttl) = unsafe { (value::charged_size::<A>(item), value::has_ttl(item)) };
+        if ttl && self.is_expired(&g, item, self.now()) {
+            return None;
+        }
         Some(size + 8 + if ttl { 17 + 16 } else { 0 })
     }
 }

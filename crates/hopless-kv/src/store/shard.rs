@@ -13,9 +13,11 @@ use parking_lot::RwLock;
 use super::counters::{Counters, OpCounters, STRIPES};
 use super::expiry_thread::ExpiryThread;
 use super::options::Config;
+use crate::alloc::KvAlloc;
 use crate::deadlines::DeadlineHeap;
 use crate::table::{KeyHasher, Table};
-use crate::value::{self, ItemPtr, KvAlloc, Value};
+use crate::types::LimitsCell;
+use crate::value::{self, ItemPtr, Value};
 
 pub(super) struct Shard<A: KvAlloc> {
     pub(super) table: Table<A>,
@@ -36,7 +38,7 @@ impl<A: KvAlloc> Shard<A> {
         let item = self.table.remove(i);
         self.expires.remove(&(item.as_ptr() as usize));
         // SAFETY: the reference just removed from the table is ours.
-        let size = unsafe { value::item_size(item) } as u64;
+        let size = unsafe { value::charged_size::<A>(item) } as u64;
         used.fetch_sub(size, Ordering::Relaxed);
         item
     }
@@ -57,6 +59,8 @@ pub(super) struct Inner<A: KvAlloc> {
     /// The key hash (seeded per [`Config::hash_seed`]); every shard's table hashes with it too.
     pub(super) hasher: KeyHasher,
     pub(super) cfg: Config,
+    /// The compact forms' thresholds ([`Config::limits`] at first, CONFIG SET later).
+    pub(super) limits: LimitsCell,
     pub(super) alloc: A,
 }
 
@@ -124,6 +128,7 @@ impl<A: KvAlloc> Store<A> {
             maxmemory: AtomicU64::new(cfg.maxmemory),
             policy: AtomicU8::new(cfg.policy as u8),
             stripes,
+            limits: LimitsCell::new(cfg.limits),
             hasher,
             cfg,
             alloc,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::counters::{stripe, Op};
 use super::shard::Store;
-use crate::value::KvAlloc;
+use crate::alloc::KvAlloc;
 
 /// A snapshot of the store's counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -5,8 +5,10 @@
 use super::counters::Op;
 use super::options::{ExpireCond, Ttl};
 use super::shard::{Shard, Store};
+use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
-use crate::value::{self, ItemPtr, KvAlloc, Value};
+use crate::types::Kind;
+use crate::value::{self, ItemPtr, Value};
 
 impl<A: KvAlloc> Store<A> {
     /// The deadline (ms since the epoch) a TTL option asks for, None for the options that set none. A
@@ -173,6 +175,10 @@ impl<A: KvAlloc> Store<A> {
             return Ok(None);
         };
         let item = g.table.item(i);
+        // SAFETY: the table's item, under the write lock.
+        if unsafe { value::kind(item) } != Kind::String {
+            return Err(Error::WrongType);
+        }
         // SAFETY: the table's item; the new reference is the caller's.
         unsafe { value::retain(item) };
         match (ttl, d) {

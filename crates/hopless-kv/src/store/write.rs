@@ -9,12 +9,14 @@ use parking_lot::RwLockWriteGuard;
 use super::counters::Op;
 use super::options::{SetCond, SetOptions, Ttl};
 use super::shard::{Loc, Shard, Store};
+use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::redis_util::parse_i64;
-use crate::value::{self, ItemPtr, KvAlloc, Value};
+use crate::types::Kind;
+use crate::value::{self, ItemPtr, Value};
 
 impl<A: KvAlloc> Store<A> {
-    fn check_key(&self, key: &[u8]) -> Result<()> {
+    pub(super) fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.len() > self.inner.cfg.max_key_len {
             return Err(Error::TooLarge);
         }
@@ -34,7 +36,7 @@ impl<A: KvAlloc> Store<A> {
 
     /// Installs `item` for `key` under the write lock with the given deadline (None: no TTL), replacing
     /// slot `existing` if given. Returns the old item's reference, if any.
-    fn install(
+    pub(super) fn install(
         &self,
         g: &mut Shard<A>,
         l: Loc,
@@ -43,7 +45,7 @@ impl<A: KvAlloc> Store<A> {
         deadline: Option<u64>,
     ) -> Option<ItemPtr> {
         // SAFETY: `item` is ours until published below.
-        let size = unsafe { value::item_size(item) } as u64;
+        let size = unsafe { value::charged_size::<A>(item) } as u64;
         let c = &self.slot(l).c;
         c.used.fetch_add(size, Ordering::Relaxed);
         if self.tracks_lru() {
@@ -56,7 +58,7 @@ impl<A: KvAlloc> Store<A> {
                 g.expires.remove(&(old.as_ptr() as usize));
                 // SAFETY: the old reference is ours now.
                 c.used
-                    .fetch_sub(unsafe { value::item_size(old) } as u64, Ordering::Relaxed);
+                    .fetch_sub(unsafe { value::charged_size::<A>(old) } as u64, Ordering::Relaxed);
                 Some(old)
             }
             None => {
@@ -85,6 +87,12 @@ impl<A: KvAlloc> Store<A> {
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         let existing = g.table.find(l.hash, key);
+        // SAFETY: the table's item, under the write lock.
+        if opts.get && existing.is_some_and(|i| unsafe { value::kind(g.table.item(i)) } != Kind::String) {
+            drop(g);
+            self.release(item);
+            return Err(Error::WrongType);
+        }
         let cond_ok = match opts.cond {
             SetCond::Always => true,
             SetCond::IfAbsent => existing.is_none(),
@@ -118,7 +126,7 @@ impl<A: KvAlloc> Store<A> {
     /// The end of every single-key write, under the shard's write lock: makes room for `item` (maxmemory),
     /// puts it in the key's slot with the deadline `deadline(current deadline)`, releases the lock, then
     /// drops the old item's table reference. On failure the new item is released and nothing changes.
-    fn store_item(
+    pub(super) fn store_item(
         &self,
         mut g: RwLockWriteGuard<'_, Shard<A>>,
         l: Loc,
@@ -127,7 +135,7 @@ impl<A: KvAlloc> Store<A> {
         deadline: impl FnOnce(Option<u64>) -> Option<u64>,
     ) -> Result<()> {
         // SAFETY: the item is ours until installed.
-        let need = unsafe { value::item_size(item) } as u64;
+        let need = unsafe { value::charged_size::<A>(item) } as u64;
         if let Err(e) = self.make_room(&mut g, l, need) {
             drop(g);
             self.release(item);
@@ -245,7 +253,7 @@ impl<A: KvAlloc> Store<A> {
     pub fn del(&self, keys: &[&[u8]]) -> usize {
         keys.iter()
             .filter(|k| {
-                self.take(k, Op::Del).is_some_and(|it| {
+                self.take(k, Op::Del, false).ok().flatten().is_some_and(|it| {
                     self.release(it);
                     true
                 })
@@ -253,23 +261,30 @@ impl<A: KvAlloc> Store<A> {
             .count()
     }
 
-    /// Removes a live key and returns its reference.
-    fn take(&self, key: &[u8], op: Op) -> Option<ItemPtr> {
+    /// Removes a live key and returns its reference (`string_only`: only a string; a collection is
+    /// [`Error::WrongType`] and stays).
+    fn take(&self, key: &[u8], op: Op, string_only: bool) -> Result<Option<ItemPtr>> {
         let l = self.loc(key);
         self.count(op);
         let mut g = self.slot(l).lock.write();
         if self.expire_if_due(&mut g, l, key) {
-            return None;
+            return Ok(None);
         }
-        let i = g.table.find(l.hash, key)?;
-        Some(g.remove_slot(i, &self.slot(l).c.used))
+        let Some(i) = g.table.find(l.hash, key) else {
+            return Ok(None);
+        };
+        // SAFETY: the table's item, under the write lock.
+        if string_only && unsafe { value::kind(g.table.item(i)) } != Kind::String {
+            return Err(Error::WrongType);
+        }
+        Ok(Some(g.remove_slot(i, &self.slot(l).c.used)))
     }
 
     /// GETDEL.
-    pub fn getdel(&self, key: &[u8]) -> Option<Value<A>> {
-        let v = self.take(key, Op::GetDel).map(|it| self.value(it));
+    pub fn getdel(&self, key: &[u8]) -> Result<Option<Value<A>>> {
+        let v = self.take(key, Op::GetDel, true)?.map(|it| self.value(it));
         self.hit_or_miss(v.is_some());
-        v
+        Ok(v)
     }
 
     /// Replaces a live key's value with `f(old) -> new`, keeping its TTL; creates it from `f(None)` if
@@ -287,6 +302,10 @@ impl<A: KvAlloc> Store<A> {
         self.expire_if_due(&mut g, l, key);
         let existing = g.table.find(l.hash, key);
         // SAFETY: the table's item, read under the write lock.
+        if existing.is_some_and(|i| unsafe { value::kind(g.table.item(i)) } != Kind::String) {
+            return Err(Error::WrongType);
+        }
+        // SAFETY: as above: a string's bytes.
         let old = existing.map(|i| unsafe { value::value(g.table.item(i)) });
         let (new, r) = f(old)?;
         self.check_value(new.len())?;
@@ -342,7 +361,7 @@ impl<A: KvAlloc> Store<A> {
     pub fn setrange(&self, key: &[u8], offset: usize, patch: &[u8]) -> Result<usize> {
         let max = self.inner.cfg.max_value_len;
         if patch.is_empty() {
-            return Ok(self.strlen(key));
+            return self.strlen(key);
         }
         if offset.checked_add(patch.len()).is_none_or(|end| end > max) {
             return Err(Error::TooLarge);
@@ -420,10 +439,17 @@ impl<A: KvAlloc> Store<A> {
         }
         let item = shard!(ls).table.item(si);
         let deadline = shard!(ls).expires.get(&(item.as_ptr() as usize)).copied();
-        // SAFETY: the table's item, read under its shard's write lock.
-        let val = unsafe { value::value(item) };
-        let moved = self.new_item(dst, val.len(), |b| b.copy_from_slice(val))?;
         let old_src = shard!(ls).remove_slot(si, &self.slot(ls).c.used);
+        // SAFETY: the item just taken out of its table, under its shard's write lock (a collection goes
+        // with it).
+        let moved = match unsafe { value::move_item(&self.inner.alloc, item, dst) } {
+            Ok(m) => m,
+            Err(_) => {
+                // Put the source back as it was: nothing changes.
+                let _ = self.install(shard!(ls), ls, None, old_src, deadline);
+                return Err(Error::AllocFailed);
+            }
+        };
         // Removing from the same table may have moved dst's slot: look it up again.
         let di = shard!(ld).table.find(ld.hash, dst);
         let old_dst = self.install(shard!(ld), ld, di, moved, deadline);

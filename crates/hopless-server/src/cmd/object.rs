@@ -20,12 +20,20 @@ fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     match sub.as_str() {
         "encoding" | "refcount" | "idletime" | "freq" if a.len() == 3 => {
-            let Some(v) = c.shared.store.get(&a[2]) else {
+            if c.shared.store.key_type(&a[2]).is_none() {
                 c.out.null();
                 return Ok(());
-            };
+            }
             match sub.as_str() {
+                "encoding" if c.shared.store.coll_encoding(&a[2]).is_some() => {
+                    let e = c.shared.store.coll_encoding(&a[2]).unwrap_or("listpack");
+                    c.out.bulk(e.as_bytes());
+                }
                 "encoding" => {
+                    let Some(v) = c.shared.store.get(&a[2]).ok().flatten() else {
+                        c.out.null();
+                        return Ok(());
+                    };
                     let e = if v.len() <= 20 && hopless_kv::store::parse_i64(&v).is_some() {
                         "int"
                     } else if v.len() <= 44 {

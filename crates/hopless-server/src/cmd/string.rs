@@ -58,7 +58,7 @@ pub(super) const COMMANDS: &[Command] = &[
 ];
 
 fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    match c.shared.store.get(&a[1]) {
+    match c.shared.store.get(&a[1])? {
         Some(v) => c.out.bulk(&v),
         None => c.out.null(),
     }
@@ -210,7 +210,7 @@ fn getset(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn getdel(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    match c.shared.store.getdel(&a[1]) {
+    match c.shared.store.getdel(&a[1])? {
         Some(v) => c.out.bulk(&v),
         None => c.out.null(),
     }
@@ -246,14 +246,14 @@ fn append(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn strlen(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let n = c.shared.store.strlen(&a[1]);
+    let n = c.shared.store.strlen(&a[1])?;
     c.out.int(n as i64);
     Ok(())
 }
 
 fn getrange(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let (s, e) = (int_arg(&a[2])?, int_arg(&a[3])?);
-    let v = c.shared.store.getrange(&a[1], s, e);
+    let v = c.shared.store.getrange(&a[1], s, e)?;
     c.out.bulk(&v);
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! raw socket for bytes no client library would send.
 #![allow(dead_code)]
 
+pub mod differ;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;

@@ -1,0 +1,211 @@
+//! The differential harness: a real `redis-server` beside `hopless serve`, the same commands to both,
+//! replies compared byte for byte (or as sets where Redis's order is unspecified), and the keyspaces
+//! compared at the end, key by key and type by type.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use hopless_server::codec::Frame;
+use hopless_server::Server;
+
+use super::{free_port, require_tool, Raw};
+
+pub struct RedisServer(Child);
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Real Redis on a free port; None (the test skips) when it is not installed and CI is not set.
+pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
+    if !require_tool("redis-server") {
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let guard = RedisServer(child);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Some((guard, addr));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("redis-server did not listen on {addr} within 5 s");
+}
+
+/// How two replies are compared.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Order {
+    /// Byte for byte.
+    Exact,
+    /// An array whose elements Redis returns in no set order (SMEMBERS, SUNION, HKEYS): compared sorted.
+    Unordered,
+    /// An array of pairs in no set order (HGETALL, HRANDFIELD WITHVALUES): compared as sorted pairs.
+    UnorderedPairs,
+}
+
+/// A reply in a form that compares as the [`Order`] asks.
+fn normalise(f: Frame, order: Order) -> Frame {
+    match (f, order) {
+        (Frame::Array(mut v), Order::Unordered) => {
+            v.sort_by_key(|x| format!("{x:?}"));
+            Frame::Array(v)
+        }
+        (Frame::Array(v), Order::UnorderedPairs) => {
+            let mut pairs: Vec<Vec<Frame>> = v.chunks(2).map(|c| c.to_vec()).collect();
+            pairs.sort_by_key(|p| format!("{p:?}"));
+            Frame::Array(pairs.into_iter().flatten().collect())
+        }
+        (f, _) => f,
+    }
+}
+
+/// One connection to each server.
+pub struct Differ {
+    pub redis: Raw,
+    pub ours: Raw,
+    pub diffs: Vec<String>,
+    _guard: RedisServer,
+    _server: Server,
+}
+
+pub fn split(cmd: &str) -> Vec<Vec<u8>> {
+    hopless_server::codec::split_args(cmd.as_bytes()).unwrap()
+}
+
+impl Differ {
+    /// Both servers, flushed; None when redis-server is missing (and CI is not set).
+    pub fn start() -> Option<Differ> {
+        let (guard, raddr) = start_redis()?;
+        let server = super::start();
+        let mut redis = Raw::connect(raddr);
+        let ours = Raw::connect(server.addr());
+        redis.cmd(&[b"FLUSHALL"]).read();
+        Some(Differ {
+            redis,
+            ours,
+            diffs: Vec::new(),
+            _guard: guard,
+            _server: server,
+        })
+    }
+
+    /// Sends `args` to both; records a difference; returns both replies (Redis's first).
+    pub fn run_args(&mut self, args: &[&[u8]], order: Order) -> (Frame, Frame) {
+        let t = self.redis.cmd(args).read();
+        let o = self.ours.cmd(args).read();
+        let (nt, no) = (normalise(t.clone(), order), normalise(o.clone(), order));
+        if nt != no {
+            let show: Vec<String> = args
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            self.diffs
+                .push(format!("{}\n  redis:   {t:?}\n  hopless: {o:?}", show.join(" ")));
+        }
+        (t, o)
+    }
+
+    /// [`Differ::run_args`] of a command line (split as redis-cli splits it).
+    pub fn run(&mut self, cmd: &str, order: Order) -> (Frame, Frame) {
+        let a = split(cmd);
+        let a: Vec<&[u8]> = a.iter().map(|x| &x[..]).collect();
+        self.run_args(&a, order)
+    }
+
+    /// Runs every line in order; lines of commands with unordered replies are matched by `order_of`.
+    pub fn script(&mut self, lines: &[&str], order_of: impl Fn(&str) -> Order) {
+        for l in lines {
+            self.run(l, order_of(l));
+        }
+    }
+
+    /// Compares the two keyspaces: the same keys, and each key's type, contents (in the type's order,
+    /// or sorted where the type has none) and whether it has a TTL.
+    pub fn compare_keyspace(&mut self) {
+        let keys = |r: &mut Raw| -> Vec<Vec<u8>> {
+            match r.cmd(&[b"KEYS", b"*"]).read() {
+                Frame::Array(v) => {
+                    let mut k: Vec<Vec<u8>> = v
+                        .into_iter()
+                        .map(|f| match f {
+                            Frame::Bulk(b) => b.to_vec(),
+                            other => panic!("KEYS gave {other:?}"),
+                        })
+                        .collect();
+                    k.sort();
+                    k
+                }
+                other => panic!("KEYS gave {other:?}"),
+            }
+        };
+        let (kt, ko) = (keys(&mut self.redis), keys(&mut self.ours));
+        if kt != ko {
+            let show = |k: &[Vec<u8>]| {
+                k.iter()
+                    .map(|x| String::from_utf8_lossy(x).into_owned())
+                    .collect::<Vec<_>>()
+            };
+            self.diffs.push(format!(
+                "KEYS *\n  redis:   {:?}\n  hopless: {:?}",
+                show(&kt),
+                show(&ko)
+            ));
+            return;
+        }
+        for k in kt {
+            let (t, _) = self.run_args(&[b"TYPE", &k], Order::Exact);
+            let reads: Vec<(Vec<&[u8]>, Order)> = match t {
+                Frame::Simple(s) if s == "string" => vec![(vec![b"GET", &k], Order::Exact)],
+                Frame::Simple(s) if s == "list" => vec![(vec![b"LRANGE", &k, b"0", b"-1"], Order::Exact)],
+                Frame::Simple(s) if s == "hash" => vec![(vec![b"HGETALL", &k], Order::UnorderedPairs)],
+                Frame::Simple(s) if s == "set" => vec![(vec![b"SMEMBERS", &k], Order::Unordered)],
+                Frame::Simple(s) if s == "zset" => {
+                    vec![(vec![b"ZRANGE", &k, b"0", b"-1", b"WITHSCORES"], Order::Exact)]
+                }
+                _ => vec![],
+            };
+            for (a, order) in reads {
+                self.run_args(&a, order);
+            }
+            let t = self.redis.cmd(&[b"TTL", &k]).read();
+            let o = self.ours.cmd(&[b"TTL", &k]).read();
+            let has = |f: &Frame| !matches!(f, Frame::Integer(-1));
+            if has(&t) != has(&o) {
+                self.diffs.push(format!(
+                    "TTL {}\n  redis:   {t:?}\n  hopless: {o:?}",
+                    String::from_utf8_lossy(&k)
+                ));
+            }
+        }
+    }
+
+    /// Fails the test with every difference recorded.
+    pub fn assert_none(&self) {
+        assert!(
+            self.diffs.is_empty(),
+            "{} differences:\n{}",
+            self.diffs.len(),
+            self.diffs.join("\n")
+        );
+    }
+}
