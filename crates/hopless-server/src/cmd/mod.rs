@@ -40,6 +40,8 @@ mod introspection;
 mod keys;
 mod memory;
 mod object;
+#[allow(dead_code)] // Used by the hash, set and sorted-set families.
+mod scan_args;
 mod string;
 
 pub use self::command::Action;
