@@ -16,13 +16,14 @@
 
 mod load;
 mod target;
+pub mod types_mix;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
 
-pub use load::{preload, run as run_load, Load, Measured};
+pub use load::{preload, run as run_load, run_encoded, send_all, Load, Measured};
 pub use target::{proc_rss, redis_version, Kind, Running};
 
 use crate::json;
@@ -50,11 +51,32 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Leave Redis out even when it is installed.
     pub no_redis: bool,
+    /// Which mixes to run (default: both, strings first).
+    pub workloads: Option<Vec<Workload>>,
+}
+
+/// A request mix of `hopless bench server`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Workload {
+    /// The seed's: Zipf keys, 60% SET / 40% GET of 32..=512-byte values.
+    Strings,
+    /// Hashes, a list, a sorted set and sets ([`types_mix`]).
+    Types,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Strings => "strings",
+            Workload::Types => "types",
+        }
+    }
 }
 
 /// The resolved parameters.
 #[derive(Clone, Debug, Serialize)]
 pub struct Params {
+    pub workloads: Vec<Workload>,
     pub connections: usize,
     pub pipelines: Vec<usize>,
     pub keys: usize,
@@ -70,6 +92,11 @@ impl Options {
         pipelines.iter_mut().for_each(|p| *p = (*p).max(1));
         pipelines.dedup();
         Params {
+            workloads: self
+                .workloads
+                .clone()
+                .filter(|w| !w.is_empty())
+                .unwrap_or_else(|| vec![Workload::Strings, Workload::Types]),
             connections: self.connections.unwrap_or(8).max(1),
             pipelines,
             keys: self.keys.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
@@ -97,8 +124,11 @@ pub struct RunResult {
     pub rss_after_bytes: u64,
     /// VmHWM (peak VmRSS) after the measured load.
     pub hwm_after_bytes: u64,
-    /// (rss_preloaded − rss_start) / keys.
+    /// (rss_preloaded − rss_start) / keys (the types mix: / elements).
     pub bytes_per_key: f64,
+    /// The types mix: bytes per element of each preloaded shape ([`types_mix::SHAPES`]), each the VmRSS
+    /// growth over its own preload step divided by its elements.
+    pub shape_bytes: Option<[f64; 4]>,
 }
 
 /// One row of the table and the JSON: a server at one pipeline depth, each figure's median, every run.
@@ -120,7 +150,65 @@ impl ServerResult {
     }
 }
 
-/// One run of `kind` at `pipeline`.
+/// One run of `kind` at `pipeline`, of the types mix: preload shape by shape (VmRSS after each), then
+/// the measured requests.
+pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
+    let server = Running::start(kind, p.threads)?;
+    let (rss_start, _) = server.rss();
+    let sizes = types_mix::Sizes::of(p.keys);
+    let mut shape_bytes = [0.0; 4];
+    let mut before = rss_start;
+    for (shape, elems) in sizes.elements().into_iter().enumerate() {
+        let cmds: Vec<Vec<u8>> = types_mix::preload(shape, &sizes)
+            .iter()
+            .map(|a| {
+                let mut out = Vec::new();
+                types_mix::encode(&mut out, a);
+                out
+            })
+            .collect();
+        send_all(server.addr, &cmds, p.connections, 64)?;
+        let (rss, _) = server.rss();
+        shape_bytes[shape] = (rss as f64 - before as f64) / elems.max(1) as f64;
+        before = rss;
+    }
+    let rss_preloaded = before;
+    let per_conn = p.ops / p.connections / pipeline * pipeline;
+    let batches = (0..p.connections)
+        .map(|c| {
+            types_mix::requests(&sizes, per_conn, seed.wrapping_mul(1000) + c as u64)
+                .chunks(pipeline)
+                .map(|batch| {
+                    let mut out = Vec::new();
+                    for a in batch {
+                        types_mix::encode(&mut out, a);
+                    }
+                    (out, batch.len())
+                })
+                .collect()
+        })
+        .collect();
+    let m = run_encoded(server.addr, batches)?;
+    let (rss_after, hwm_after) = server.rss();
+    server.stop()?;
+    let total: usize = sizes.elements().iter().sum();
+    Ok(RunResult {
+        ops: m.ops,
+        elapsed_s: m.elapsed.as_secs_f64(),
+        ops_per_sec: m.ops_per_sec(),
+        p50_ns: m.latency.value_at_quantile(0.50) as f64,
+        p99_ns: m.latency.value_at_quantile(0.99) as f64,
+        p999_ns: m.latency.value_at_quantile(0.999) as f64,
+        rss_start_bytes: rss_start,
+        rss_preloaded_bytes: rss_preloaded,
+        rss_after_bytes: rss_after,
+        hwm_after_bytes: hwm_after,
+        bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / total.max(1) as f64,
+        shape_bytes: Some(shape_bytes),
+    })
+}
+
+/// One run of `kind` at `pipeline`, of the seed's string mix.
 pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads)?;
     let (rss_start, _) = server.rss();
@@ -150,6 +238,7 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
         rss_after_bytes: rss_after,
         hwm_after_bytes: hwm_after,
         bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / p.keys as f64,
+        shape_bytes: None,
     })
 }
 
@@ -167,6 +256,10 @@ fn median(rs: &[RunResult]) -> RunResult {
         rss_after_bytes: by(|r| r.rss_after_bytes as f64) as u64,
         hwm_after_bytes: by(|r| r.hwm_after_bytes as f64) as u64,
         bytes_per_key: by(|r| r.bytes_per_key),
+        shape_bytes: rs
+            .first()
+            .and_then(|r| r.shape_bytes)
+            .map(|_| core::array::from_fn(|i| median_of(rs, |r| r.shape_bytes.map_or(0.0, |b| b[i])))),
     }
 }
 
@@ -179,23 +272,28 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
     if redis.is_some() {
         kinds.push(Kind::Redis);
     }
-    let configs: Vec<(Kind, usize)> = p
-        .pipelines
+    let configs: Vec<(Workload, Kind, usize)> = p
+        .workloads
         .iter()
-        .flat_map(|&pl| kinds.iter().map(move |&k| (k, pl)))
+        .flat_map(|&w| p.pipelines.iter().flat_map(move |&pl| [(w, pl)]))
+        .flat_map(|(w, pl)| kinds.iter().map(move |&k| (w, k, pl)))
         .collect();
     let bar = progress(p.runs * configs.len(), "bench server");
     let t0 = Instant::now();
     let mut samples: Vec<Vec<RunResult>> = vec![Vec::new(); configs.len()];
     for pass in 0..p.runs {
-        for (j, _) in p.pipelines.iter().enumerate() {
+        for group in 0..configs.len() / kinds.len() {
             for k in 0..kinds.len() {
-                let i = j * kinds.len() + (k + pass) % kinds.len();
-                let (kind, pipeline) = configs[i];
-                bar.set_message(format!("{} -P {pipeline}", kind.name()));
-                let r = run_one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
+                let i = group * kinds.len() + (k + pass) % kinds.len();
+                let (workload, kind, pipeline) = configs[i];
+                bar.set_message(format!("{} {} -P {pipeline}", workload.name(), kind.name()));
+                let one = match workload {
+                    Workload::Strings => run_one,
+                    Workload::Types => run_one_types,
+                };
+                let r = one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
                     bar.abandon();
-                    format!("{} pipeline {pipeline}: {e}", kind.name())
+                    format!("{} {} pipeline {pipeline}: {e}", workload.name(), kind.name())
                 })?;
                 samples[i].push(r);
                 bar.inc(1);
@@ -206,8 +304,11 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
     let results: Vec<ServerResult> = configs
         .iter()
         .zip(samples)
-        .map(|(&(server, pipeline), runs)| ServerResult {
-            workload: "server",
+        .map(|(&(workload, server, pipeline), runs)| ServerResult {
+            workload: match workload {
+                Workload::Strings => "server",
+                Workload::Types => "server-types",
+            },
             server,
             pipeline,
             connections: p.connections,
@@ -216,52 +317,105 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
             runs,
         })
         .collect();
-    println!(
-        "hopless bench server: {} connections, {} keys (preloaded, untimed), Zipf s=0.99, 60% SET / 40% GET, \
-         values 32..=512 B, {} requests per run; hopless serve --threads {}, {}; median [min–max] of {} runs \
-         (a fresh server process each, servers alternating), {:.0} s",
-        p.connections,
-        p.keys,
-        p.ops,
-        p.threads,
-        match &redis {
-            Some(v) => format!("{v} (--save \"\" --appendonly no, default threads)"),
-            None if o.no_redis => "Redis left out (--no-redis)".to_string(),
-            None => "redis-server not found: hopless only".to_string(),
-        },
-        p.runs,
-        t0.elapsed().as_secs_f64()
-    );
-    println!(
-        "latency: per request, from writing its batch to reading its reply; bytes/key: (VmRSS after preload - \
-         VmRSS at start) / keys, key and value (~288 B raw) included\n"
-    );
-    print!("{}", table(&results));
-    for &pl in &p.pipelines {
-        let find = |k: Kind| results.iter().find(|r| r.server == k && r.pipeline == pl);
-        if let (Some(h), Some(r)) = (find(Kind::Hopless), find(Kind::Redis)) {
+    let servers = match &redis {
+        Some(v) => format!("{v} (--save \"\" --appendonly no, default threads)"),
+        None if o.no_redis => "Redis left out (--no-redis)".to_string(),
+        None => "redis-server not found: hopless only".to_string(),
+    };
+    for &w in &p.workloads {
+        let mine: Vec<ServerResult> = results
+            .iter()
+            .filter(|r| {
+                r.workload
+                    == if w == Workload::Strings {
+                        "server"
+                    } else {
+                        "server-types"
+                    }
+            })
+            .cloned()
+            .collect();
+        match w {
+            Workload::Strings => {
+                println!(
+                    "hopless bench server, strings: {} connections, {} keys (preloaded, untimed), Zipf s=0.99, 60% \
+                     SET / 40% GET, values 32..=512 B, {} requests per run; hopless serve --threads {}, {servers}; \
+                     median [min–max] of {} runs (a fresh server process each, servers alternating)",
+                    p.connections, p.keys, p.ops, p.threads, p.runs,
+                );
+                println!(
+                    "latency: per request, from writing its batch to reading its reply; bytes/key: (VmRSS after \
+                     preload - VmRSS at start) / keys, key and value (~288 B raw) included\n"
+                );
+            }
+            Workload::Types => {
+                println!(
+                    "\nhopless bench server, types: {} connections, {} elements preloaded (untimed) as a quarter \
+                     each: hashes of 10 fields, one long list, one big sorted set, sets of 10 members; {} \
+                     requests per run, a quarter each of HSET/HGET, LPUSH/RPOP, ZADD/ZRANGE top 10, \
+                     SADD/SISMEMBER; hopless serve --threads {}, {servers}; median [min–max] of {} runs",
+                    p.connections, p.keys, p.ops, p.threads, p.runs,
+                );
+                println!("bytes/key here: (VmRSS after preload - VmRSS at start) / elements\n");
+            }
+        }
+        print!("{}", table(&mine));
+        if w == Workload::Types {
+            print!("{}", shape_table(&mine));
+        }
+        for &pl in &p.pipelines {
+            let find = |k: Kind| mine.iter().find(|r| r.server == k && r.pipeline == pl);
+            if let (Some(h), Some(r)) = (find(Kind::Hopless), find(Kind::Redis)) {
+                println!(
+                    "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, p99 {:.2}x, bytes/{} {:.2}x",
+                    h.median.ops_per_sec / r.median.ops_per_sec,
+                    h.median.p99_ns / r.median.p99_ns,
+                    if w == Workload::Strings { "key" } else { "element" },
+                    h.median.bytes_per_key / r.median.bytes_per_key
+                );
+            }
+        }
+        if w == Workload::Strings {
             println!(
-                "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, p99 {:.2}x, bytes/key {:.2}x",
-                h.median.ops_per_sec / r.median.ops_per_sec,
-                h.median.p99_ns / r.median.p99_ns,
-                h.median.bytes_per_key / r.median.bytes_per_key
+                "\nroughly equivalent redis-benchmark runs (uniform keys, fixed 272 B values, SET and GET \
+                 separately):"
             );
+            for &pl in &p.pipelines {
+                println!(
+                    "  redis-benchmark -h 127.0.0.1 -p PORT -t set,get -P {pl} -c {} -n {} -r {} -d 272 -q",
+                    p.connections, p.ops, p.keys
+                );
+            }
         }
     }
-    println!(
-        "\nroughly equivalent redis-benchmark runs (uniform keys, fixed 272 B values, SET and GET separately):"
-    );
-    for &pl in &p.pipelines {
-        println!(
-            "  redis-benchmark -h 127.0.0.1 -p PORT -t set,get -P {pl} -c {} -n {} -r {} -d 272 -q",
-            p.connections, p.ops, p.keys
-        );
-    }
+    println!("\n{:.0} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &o.json {
         json::write_results(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(results)
+}
+
+/// The types mix's bytes per element, shape by shape: median [min–max] for each server (the first
+/// pipeline depth's runs: the preload is the same at every depth).
+fn shape_table(results: &[ServerResult]) -> String {
+    let mut s = format!("\n{:<20}", "bytes per element");
+    let first = results.first().map_or(1, |r| r.pipeline);
+    let rows: Vec<&ServerResult> = results.iter().filter(|r| r.pipeline == first).collect();
+    for r in &rows {
+        s += &format!(" {:<22}", r.server.name());
+    }
+    s += "\n";
+    for (i, shape) in types_mix::SHAPES.iter().enumerate() {
+        s += &format!("{shape:<20}");
+        for r in &rows {
+            let f = |x: &RunResult| x.shape_bytes.map_or(0.0, |b| b[i]);
+            let (lo, hi) = min_max(r.runs.iter().map(f));
+            s += &format!(" {:<22}", format!("{:.1} [{:.1}–{:.1}]", f(&r.median), lo, hi));
+        }
+        s += "\n";
+    }
+    s
 }
 
 fn table(results: &[ServerResult]) -> String {

@@ -6,7 +6,7 @@ use clap::Args;
 use hopless_bench::server;
 
 /// `hopless bench server [--quick] [--runs N] [--json PATH] [--connections C] [--pipeline P,...] [--keys K]
-/// [--ops N]`.
+/// [--ops N] [--workload strings,types]`.
 #[derive(Args, Debug)]
 pub struct ServerArgs {
     /// Fewer keys, requests and runs: finishes in well under a minute on 2 cores.
@@ -37,6 +37,18 @@ pub struct ServerArgs {
     /// Benchmark hopless alone even when redis-server is installed.
     #[arg(long)]
     no_redis: bool,
+    /// The mixes to run, comma-separated: `strings` (the seed's SET/GET), `types` (hashes, a list, a
+    /// sorted set, sets). Default: both.
+    #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
+    workload: Option<Vec<server::Workload>>,
+}
+
+fn parse_workload(s: &str) -> Result<server::Workload, String> {
+    match s {
+        "strings" => Ok(server::Workload::Strings),
+        "types" => Ok(server::Workload::Types),
+        _ => Err(format!("unknown workload '{s}' (strings, types)")),
+    }
 }
 
 impl From<ServerArgs> for server::Options {
@@ -51,6 +63,7 @@ impl From<ServerArgs> for server::Options {
             ops: a.ops,
             threads: a.threads,
             no_redis: a.no_redis,
+            workloads: a.workload,
         }
     }
 }

@@ -185,8 +185,8 @@ fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
     crate::seed_mix::seed_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
 }
 
-/// Runs the measured load: every connection opens and draws its requests, then all start together; the
-/// elapsed time runs from the start to the last connection's last reply.
+/// Runs the measured load of the seed's mix: every connection draws its requests, then
+/// [`run_encoded`] sends them.
 pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
     let l = Load {
         connections: l.connections.max(1),
@@ -195,30 +195,49 @@ pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
         ..*l
     };
     let value = value_bytes();
-    let start = Barrier::new(l.connections + 1);
+    let batches = (0..l.connections)
+        .map(|c| {
+            plan(&l, c)
+                .chunks(l.pipeline)
+                .map(|batch| {
+                    let mut out = Vec::with_capacity(batch.len() * 600);
+                    for &(k, len) in batch {
+                        encode(&mut out, k, len, &value);
+                    }
+                    (out, batch.len())
+                })
+                .collect()
+        })
+        .collect();
+    run_encoded(addr, batches)
+}
+
+/// Sends each connection's batches (the bytes of a batch of requests, and how many requests it holds),
+/// one batch at a time, reading its replies before the next. Every connection opens first, then all
+/// start together; the elapsed time runs from the start to the last connection's last reply. Everything
+/// is encoded before the clock starts, so the timed region holds the same client work for every server.
+pub fn run_encoded(addr: SocketAddr, batches: Vec<Vec<(Vec<u8>, usize)>>) -> Result<Measured, String> {
+    let start = Barrier::new(batches.len() + 1);
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..l.connections)
-            .map(|c| {
-                let (value, start, l) = (&value, &start, &l);
+        let handles: Vec<_> = batches
+            .iter()
+            .map(|mine| {
+                let start = &start;
                 s.spawn(move || -> Result<(Histogram<u64>, u64, Instant), String> {
                     let conn = Conn::open(addr);
-                    let plan = plan(l, c);
                     let mut hist =
                         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-                    let mut out = Vec::with_capacity(l.pipeline * 600);
                     start.wait();
                     let mut conn = conn?;
-                    for batch in plan.chunks(l.pipeline) {
-                        out.clear();
-                        for &(k, len) in batch {
-                            encode(&mut out, k, len, value);
-                        }
+                    let mut n = 0;
+                    for (out, len) in mine {
                         let sent = Instant::now();
-                        conn.round(&out, batch.len(), |at| {
+                        conn.round(out, *len, |at| {
                             hist.saturating_record((at - sent).as_nanos().max(1) as u64);
                         })?;
+                        n += *len as u64;
                     }
-                    Ok((hist, plan.len() as u64, Instant::now()))
+                    Ok((hist, n, Instant::now()))
                 })
             })
             .collect();
@@ -238,6 +257,35 @@ pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
             elapsed: end - t0,
             latency,
         })
+    })
+}
+
+/// Sends every command of `cmds` (pre-encoded requests, any mix), `per_batch` a batch, split over
+/// `connections`: an untimed preload.
+pub fn send_all(
+    addr: SocketAddr,
+    cmds: &[Vec<u8>],
+    connections: usize,
+    per_batch: usize,
+) -> Result<(), String> {
+    let per = cmds.len().div_ceil(connections.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cmds
+            .chunks(per)
+            .map(|mine| {
+                s.spawn(move || -> Result<(), String> {
+                    let mut conn = Conn::open(addr)?;
+                    for batch in mine.chunks(per_batch.max(1)) {
+                        let out: Vec<u8> = batch.concat();
+                        conn.round(&out, batch.len(), |_| {})?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("preload thread panicked".into())))
     })
 }
 

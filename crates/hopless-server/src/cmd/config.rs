@@ -42,7 +42,20 @@ const PARAMS: &[&str] = &[
     "cluster-enabled",
 ];
 
+/// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
+/// `ziplist` aliases (Redis lists both names).
+fn all_params() -> impl Iterator<Item = &'static str> {
+    PARAMS.iter().copied().chain(
+        hopless_kv::Limits::NAMES
+            .iter()
+            .flat_map(|(n, aliases)| std::iter::once(*n).chain(aliases.iter().copied())),
+    )
+}
+
 fn param_value(c: &Ctx<'_>, p: &str) -> String {
+    if let Some(i) = hopless_kv::Limits::index_of(p) {
+        return c.shared.store.limits().get(i).to_string();
+    }
     let s = c.shared.settings();
     match p {
         "maxmemory" => c.shared.store.maxmemory().to_string(),
@@ -82,6 +95,25 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
             .map_err(|_| "argument couldn't be parsed into an integer".to_string())
     };
     let sh = c.shared;
+    if let Some(i) = hopless_kv::Limits::index_of(p) {
+        // `list-max-listpack-size` is a signed int (negative: node bytes); the others a size (>= 0).
+        let n = v
+            .parse::<i64>()
+            .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+        let signed = hopless_kv::Limits::NAMES[i].0 == "list-max-listpack-size";
+        if signed && !(i32::MIN as i64..=i32::MAX as i64).contains(&n) {
+            return Err(format!(
+                "argument must be between {} and {} inclusive",
+                i32::MIN,
+                i32::MAX
+            ));
+        }
+        if !signed && n < 0 {
+            return Err("argument must be between 0 and 9223372036854775807 inclusive".into());
+        }
+        sh.store.set_limit(i, n);
+        return Ok(());
+    }
     match p {
         "maxmemory" => sh.store.set_maxmemory(mem()?),
         "maxmemory-policy" => sh.store.set_policy(
@@ -139,8 +171,8 @@ fn config(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             let mut found: Vec<&str> = Vec::new();
             for pat in &a[2..] {
                 let pat = pat.to_ascii_lowercase();
-                for p in PARAMS {
-                    if glob_match(&pat, p.as_bytes()) && !found.contains(p) {
+                for p in all_params() {
+                    if glob_match(&pat, p.as_bytes()) && !found.contains(&p) {
                         found.push(p);
                     }
                 }
@@ -155,7 +187,7 @@ fn config(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         "set" if a.len() >= 4 && a.len() % 2 == 0 => {
             for kv in a[2..].chunks_exact(2) {
                 let p = String::from_utf8_lossy(&kv[0]).to_ascii_lowercase();
-                if !PARAMS.contains(&p.as_str()) {
+                if !all_params().any(|x| x == p) {
                     return Err(CmdError::Msg(format!(
                         "ERR Unknown option or number of arguments for CONFIG SET - '{p}'"
                     )));

@@ -13,9 +13,11 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("generic", "2.2.3", "A container for object introspection commands"),
 ];
 
-/// OBJECT ENCODING: every value is stored the same way (one block: header, key, value), but clients and
-/// tools expect Redis's names, so the answer is what Redis would store the value as: `int` for an
-/// integer of up to 20 characters, `embstr` up to 44 bytes, `raw` beyond.
+/// OBJECT ENCODING: a collection names the form it is really in (`listpack`, `quicklist`, `intset`,
+/// `hashtable`, `skiplist`: Redis's names for the same shapes). Every string is stored the same way (one
+/// block: header, key, value), but clients and tools expect Redis's names, so the answer is what Redis
+/// would store the value as: `int` for an integer of up to 20 characters, `embstr` up to 44 bytes, `raw`
+/// beyond.
 fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     match sub.as_str() {
@@ -25,11 +27,11 @@ fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 return Ok(());
             }
             match sub.as_str() {
-                "encoding" if c.shared.store.coll_encoding(&a[2]).is_some() => {
-                    let e = c.shared.store.coll_encoding(&a[2]).unwrap_or("listpack");
-                    c.out.bulk(e.as_bytes());
-                }
                 "encoding" => {
+                    if let Some(e) = c.shared.store.coll_encoding(&a[2]) {
+                        c.out.bulk(e.as_bytes());
+                        return Ok(());
+                    }
                     let Some(v) = c.shared.store.get(&a[2]).ok().flatten() else {
                         c.out.null();
                         return Ok(());
