@@ -110,7 +110,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                  used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
                  used_memory_dataset:{}\r\nused_memory_dataset_human:{}\r\nmaxmemory:{max}\r\n\
                  maxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{frag:.2}\r\n\
-                 mem_allocator:hopless\r\nhopless_stats:{}\r\n",
+                 mem_allocator:hopless\r\nlazyfree_pending_objects:{}\r\nhopless_stats:{}\r\n",
                 human(used),
                 human(rss),
                 human(peak),
@@ -118,6 +118,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 human(st.bytes_used),
                 human(max),
                 policy_name(sh.store.policy()),
+                hopless_kv::types::lazyfree_pending(),
                 if cfg!(feature = "stats") {
                     "on"
                 } else {
