@@ -24,6 +24,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
+//! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
 //! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
@@ -36,6 +37,7 @@
 //! | `options.rs` | [`Config`], [`Policy`]; options: [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 
 mod collections;
+mod copy;
 mod counters;
 mod evict;
 mod expiry;

@@ -52,6 +52,8 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("generic", "1.0.0", "Rename a key"),
     Command::new("renamenx", 3, "write fast", renamenx).keys(1, 2, 1).acl("@keyspace @write @fast")
         .doc("generic", "1.0.0", "Rename a key, only if the new key does not exist"),
+    Command::new("copy", -3, "write denyoom", copy).keys(1, 2, 1).acl("@keyspace @write @slow")
+        .doc("generic", "6.2.0", "Copy a key"),
     Command::new("dbsize", 1, "readonly fast", dbsize).acl("@keyspace @read @fast")
         .doc("server", "1.0.0", "Return the number of keys in the selected database"),
     Command::new("flushdb", -1, "write", flush).acl("@keyspace @write @slow @dangerous")
@@ -254,6 +256,34 @@ fn rename(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 fn renamenx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let moved = c.shared.store.rename(&a[1], &a[2], true)?;
     c.out.int(moved as i64);
+    Ok(())
+}
+
+/// COPY source destination [DB db] [REPLACE]: one database, so DB must name it (0).
+fn copy(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let mut replace = false;
+    let mut i = 3;
+    while i < a.len() {
+        if eq(&a[i], "replace") {
+            replace = true;
+        } else if eq(&a[i], "db") && i + 1 < a.len() {
+            let db = int_arg(&a[i + 1])?;
+            if db != 0 {
+                return Err(CmdError::Static("ERR DB index is out of range"));
+            }
+            i += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        i += 1;
+    }
+    if a[1] == a[2] {
+        return Err(CmdError::Static(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let done = c.shared.store.copy(&a[1], &a[2], replace)?;
+    c.out.int(done as i64);
     Ok(())
 }
 

@@ -1,0 +1,74 @@
+//! COPY: a key's value (a string, or a deep copy of a collection) and its TTL under another name.
+
+use super::counters::Op;
+use super::shard::Store;
+use crate::alloc::KvAlloc;
+use crate::error::{Error, Result};
+use crate::types::Kind;
+use crate::value;
+
+impl<A: KvAlloc> Store<A> {
+    /// COPY `src` to `dst`, with its TTL; `replace`: overwrite an existing `dst` (else nothing is copied
+    /// and the answer is false). False also when `src` is missing. Both shards are locked (lower index
+    /// first) for the whole copy. A collection is copied element by element under the source's lock (as
+    /// Redis does, in the command's time).
+    pub fn copy(&self, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
+        self.check_key(dst)?;
+        let (ls, ld) = (self.loc(src), self.loc(dst));
+        self.count(Op::Set);
+        let (a, b) = (ls.shard.min(ld.shard), ls.shard.max(ld.shard));
+        let mut ga = self.inner.shards[a].lock.write();
+        let mut gb = (b != a).then(|| self.inner.shards[b].lock.write());
+        macro_rules! shard {
+            ($l:expr) => {
+                if $l.shard == a {
+                    &mut ga
+                } else {
+                    gb.as_mut().expect("second shard locked")
+                }
+            };
+        }
+        self.expire_if_due(shard!(ls), ls, src);
+        self.expire_if_due(shard!(ld), ld, dst);
+        let Some(si) = shard!(ls).table.find(ls.hash, src) else {
+            return Ok(false);
+        };
+        let di = shard!(ld).table.find(ld.hash, dst);
+        if di.is_some() && !replace {
+            return Ok(false);
+        }
+        let item = shard!(ls).table.item(si);
+        let deadline = shard!(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        // SAFETY: the table's item, read (a collection too) under its shard's write lock.
+        let copied = unsafe {
+            match value::kind(item) {
+                Kind::String => {
+                    let v = value::value(item);
+                    value::new_item(&self.inner.alloc, dst, v.len(), |b| b.copy_from_slice(v))
+                        .map_err(|_| Error::AllocFailed)?
+                }
+                _ => {
+                    let c = value::coll::<A>(item).try_clone().ok_or(Error::AllocFailed)?;
+                    value::new_coll_item(&self.inner.alloc, dst, c).map_err(|_| Error::AllocFailed)?
+                }
+            }
+        };
+        // SAFETY: the new item is ours until installed.
+        let need = unsafe { value::charged_size::<A>(copied) } as u64;
+        if let Err(e) = self.make_room(shard!(ld), ld, need) {
+            drop(gb);
+            drop(ga);
+            self.release(copied);
+            return Err(e);
+        }
+        // Making room may have evicted dst (or moved its slot): look it up again.
+        let di = shard!(ld).table.find(ld.hash, dst);
+        let old = self.install(shard!(ld), ld, di, copied, deadline);
+        drop(gb);
+        drop(ga);
+        if let Some(o) = old {
+            self.release(o);
+        }
+        Ok(true)
+    }
+}
