@@ -26,6 +26,9 @@ pub enum Error {
     NoSuchKey,
     /// The key holds another kind of value than the command works on.
     WrongType,
+    /// Any other of Redis's fixed error texts, whole (`"ERR index out of range"`, `"ERR hash value is not
+    /// an integer"`...): a collection command's own errors, sent as they are.
+    Msg(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -42,6 +45,7 @@ impl fmt::Display for Error {
             Error::NanOrInfinity => "ERR increment would produce NaN or Infinity",
             Error::NoSuchKey => "ERR no such key",
             Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
+            Error::Msg(m) => m,
         })
     }
 }

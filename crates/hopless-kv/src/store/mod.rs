@@ -24,6 +24,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
+//! | `hash.rs`, `list.rs`, `set.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
@@ -42,12 +43,16 @@ mod counters;
 mod evict;
 mod expiry;
 mod expiry_thread;
+mod hash;
+mod list;
 mod options;
 mod read;
+mod set;
 mod shard;
 mod stats;
 mod ttl;
 mod write;
+mod zset;
 
 pub use self::collections::Keys;
 pub use self::counters::{Op, OP_NAMES};

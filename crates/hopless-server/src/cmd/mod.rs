@@ -9,6 +9,10 @@
 //! |---|---|
 //! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX |
 //! | `keys.rs` | DEL UNLINK EXISTS EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
+//! | `hash.rs` | the hash commands |
+//! | `list.rs` | the list commands |
+//! | `set.rs` | the set commands |
+//! | `zset.rs` | the sorted-set commands |
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
 //! | `info.rs` | INFO |
@@ -35,14 +39,18 @@ mod client;
 mod command;
 mod config;
 mod connection;
+mod hash;
 mod info;
 mod introspection;
 mod keys;
+mod list;
 mod memory;
 mod object;
 #[allow(dead_code)] // Used by the hash, set and sorted-set families.
 mod scan_args;
+mod set;
 mod string;
+mod zset;
 
 pub use self::command::Action;
 
@@ -53,6 +61,10 @@ pub fn table() -> &'static Table {
         Table::new(&[
             string::COMMANDS,
             keys::COMMANDS,
+            hash::COMMANDS,
+            list::COMMANDS,
+            set::COMMANDS,
+            zset::COMMANDS,
             connection::COMMANDS,
             client::COMMANDS,
             info::COMMANDS,

@@ -1,0 +1,5 @@
+//! The store's lists commands, over [`Store::read_coll`], [`Store::write_coll`] and [`Store::with_keys`]
+//! (`collections.rs`); the data structure is `crate::types::list`.
+
+#[allow(unused_imports)]
+use super::shard::Store;
