@@ -12,8 +12,10 @@
 
 mod large;
 mod listpack;
+pub mod query;
 pub mod range;
 pub mod score;
+pub mod setops;
 mod tree;
 
 use crate::alloc::KvAlloc;
@@ -21,8 +23,10 @@ use crate::types::packed::Packed;
 use crate::types::Limits;
 use large::Large;
 
+pub use query::{RangeBy, RangeSpec, Run};
 pub use range::{LexBound, LexRange, ScoreRange};
 pub use score::{format_score, parse_bound, parse_score};
+pub use setops::{Aggregate, SetOp};
 
 enum Form<A: KvAlloc> {
     Listpack(Packed<A>),
