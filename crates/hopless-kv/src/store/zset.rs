@@ -50,9 +50,9 @@ impl<A: KvAlloc> Store<A> {
     pub fn zadd(&self, key: &[u8], flags: AddFlags, pairs: &[(f64, &[u8])]) -> Result<ZaddReply> {
         let r = self.write_coll(key, Kind::ZSet, !flags.xx, |c, limits| {
             let z = zset_mut(c);
-            if z.is_empty() {
-                let max_len = pairs.iter().map(|p| p.1.len()).max().unwrap_or(0);
-                z.prepare(pairs.len(), max_len, limits);
+            // A new key's form, chosen as Redis 7.0's ZADD does: by its first member alone.
+            if let (true, Some(first)) = (z.is_empty(), pairs.first()) {
+                z.prepare(1, first.1.len(), limits);
             }
             let mut r = ZaddReply::default();
             for &(score, member) in pairs {

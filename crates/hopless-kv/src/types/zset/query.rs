@@ -218,7 +218,7 @@ mod tests {
             );
             assert_eq!(
                 names(&z, RangeSpec::new(RangeBy::Rank(-1, -1), false)),
-                [last.clone()]
+                std::slice::from_ref(&last)
             );
             assert_eq!(names(&z, RangeSpec::new(RangeBy::Rank(0, 0), true)), [last]);
             assert!(names(&z, RangeSpec::new(RangeBy::Rank(3, 2), false)).is_empty());

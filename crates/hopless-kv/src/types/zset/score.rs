@@ -1,8 +1,8 @@
 //! Scores as Redis reads and writes them: [`parse_score`] (ZADD, ZINCRBY, WEIGHTS: C's `strtod` over the
 //! whole argument, no leading space, no NaN, no overflow), [`parse_bound`] (the ends of a score range:
 //! `strtod` as Redis's `zslParseRange` calls it, leading spaces and overflow allowed) and
-//! [`format_score`] (Redis's `d2string`: integers plainly, everything else with 17 significant digits,
-//! as `%.17g` prints them).
+//! [`format_score`] (`%.17g`, as Redis's `addReplyDouble`: integers plainly, everything else with 17
+//! significant digits).
 
 /// Whether `b` is a byte C's `isspace` accepts.
 fn is_c_space(b: u8) -> bool {
@@ -113,14 +113,17 @@ pub fn parse_bound(s: &[u8]) -> Option<(f64, bool)> {
     (!v.is_nan()).then_some((v, ex))
 }
 
-/// A score as Redis prints it (its `d2string`): `inf`, `-inf`, `nan`; an integer with no fraction
-/// below 2^52 in size plainly; anything else as `%.17g` does.
+/// A score as Redis replies it (`addReplyDouble`): `inf`, `-inf`, `nan`, else as `%.17g` prints it
+/// (integers plainly, `-0` for negative zero, which a stored score never is).
 pub fn format_score(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
     }
     if v.is_infinite() {
         return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 && v.is_sign_negative() {
+        return "-0".into();
     }
     if v.abs() < 4_503_599_627_370_496.0 && v == v.trunc() {
         return format!("{}", v as i64);
@@ -222,7 +225,7 @@ mod tests {
     fn scores_print_as_redis_prints_them() {
         for (v, want) in [
             (0.0, "0"),
-            (-0.0, "0"),
+            (-0.0, "-0"),
             (3.0, "3"),
             (-42.0, "-42"),
             (0.1, "0.10000000000000001"),
