@@ -363,6 +363,90 @@ const SCRIPT: &[&str] = &[
     "OBJECT ENCODING z",
 ];
 
+/// Extremes: huge and negative indexes and counts, odd score spellings, option case, arity.
+const EDGES: &[&str] = &[
+    "zadd e nx 1 a 2 b 3 c",
+    "ZADD e 1 a CH",
+    "ZADD e 1.5e300 big 5e-324 denorm -1e-320 negdenorm 123456789012345678 huge 0.30000000000000004 pt3",
+    "ZRANGE e 0 -1 withscores",
+    "ZADD e 1e308 x",
+    "ZINCRBY e 1e308 x",
+    "ZINCRBY e 1e308 x",
+    "ZINCRBY e -inf x",
+    "ZSCORE e x",
+    "ZADD e GT INCR -1 a",
+    "ZADD e LT INCR -1 a",
+    "ZRANGE e -9223372036854775808 9223372036854775807",
+    "ZRANGE e 0 9223372036854775807 REV",
+    "ZRANGE e 9223372036854775807 -9223372036854775808",
+    "ZRANGE e 0 -1 BYSCORE LIMIT 0 9223372036854775807",
+    "ZRANGE e -inf +inf BYSCORE LIMIT 9223372036854775807 1",
+    "ZRANGE e -inf +inf BYSCORE LIMIT 1 9223372036854775807",
+    "ZRANGE e -inf +inf BYSCORE LIMIT -9223372036854775808 1",
+    "ZRANGE e -inf +inf BYSCORE LIMIT 0 -9223372036854775808 WITHSCORES",
+    "ZRANGE e 9223372036854775808 1",
+    "ZREMRANGEBYRANK e 9223372036854775807 -9223372036854775808",
+    "ZPOPMIN e 9223372036854775807",
+    "EXISTS e",
+    "ZADD e 1 a 2 b 3 c",
+    "ZPOPMAX e 9223372036854775808",
+    "ZMPOP 1 e MIN COUNT 9223372036854775807",
+    "ZMPOP 9223372036854775807 e MIN",
+    "ZADD e 1 a 2 b 3 c",
+    "ZRANGESTORE e e 1 -1",
+    "ZRANGE e 0 -1 WITHSCORES",
+    "ZUNION 9223372036854775807 e",
+    "ZUNION 1 e WEIGHTS",
+    "ZUNION 1 e AGGREGATE",
+    "ZUNION 1 e weights 2 aggregate max withscores",
+    "ZINTER 2 e e WEIGHTS inf 0 WITHSCORES",
+    "ZINTER 2 e e WEIGHTS inf -inf WITHSCORES",
+    "ZINTER 2 e e WEIGHTS inf -inf AGGREGATE MIN WITHSCORES",
+    "ZINTERCARD 9223372036854775807 e",
+    "ZINTERCARD -1 e",
+    "ZINTERCARD 1 e LIMIT",
+    "ZINTERCARD 1 e LIMIT 9223372036854775807",
+    "ZDIFF 0 e",
+    "ZDIFFSTORE d 0 e",
+    "ZCOUNT e (1 (1",
+    "ZCOUNT e (-inf (+inf",
+    "ZCOUNT e -INF +INF",
+    "ZCOUNT e -infinity infinity",
+    "ZLEXCOUNT e [ (",
+    "ZLEXCOUNT e ( [",
+    "ZLEXCOUNT e - -",
+    "ZLEXCOUNT e + +",
+    "ZLEXCOUNT e + -",
+    "ZSCAN e 0 MATCH b COUNT 100",
+    "ZSCAN e 18446744073709551615",
+    "ZSCAN e 18446744073709551616",
+    "ZSCAN e +0",
+    "ZSCAN e ' 0'",
+    "ZADD",
+    "ZADD e",
+    "ZADD e 1",
+    "ZINCRBY e 1",
+    "ZREM e",
+    "ZCARD e x",
+    "ZSCORE e",
+    "ZMSCORE e",
+    "ZRANK e a b",
+    "ZCOUNT e 1",
+    "ZRANGE e 0",
+    "ZRANGESTORE d e 0",
+    "ZREVRANGE e 0",
+    "ZRANGEBYSCORE e 0",
+    "ZRANGEBYLEX e -",
+    "ZPOPMIN",
+    "ZMPOP 1 e",
+    "ZRANDMEMBER",
+    "ZREMRANGEBYRANK e 0",
+    "ZUNION 1",
+    "ZUNIONSTORE d 1",
+    "ZINTERCARD 1",
+    "ZSCAN e",
+];
+
 /// The same kinds of commands, past the compact form's limits: a set of 200 members, one with a long
 /// member, and a set converted by CONFIG SET.
 const LARGE: &[&str] = &[
@@ -440,6 +524,7 @@ fn sorted_set_commands_match_redis() {
         return;
     };
     d.script(SCRIPT, order_of);
+    d.script(EDGES, order_of);
     d.script(LARGE, order_of);
     d.compare_keyspace();
     d.assert_none();
@@ -715,4 +800,107 @@ fn random_sequences_match_redis() {
     }
     d.compare_keyspace();
     d.assert_none();
+}
+
+/// ZRANDMEMBER's random picks: the same count and shape as Redis's, members drawn from the set (with
+/// repeats only for a negative count).
+#[test]
+fn random_members_have_redis_counts() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    let mut big = String::from("ZADD rm");
+    for i in 0..200 {
+        big.push_str(&format!(" {i} m{i}"));
+    }
+    for setup in ["ZADD rm 1 a 2 b 3 c 4 d 5 e", big.as_str()] {
+        d.run("DEL rm", Order::Exact);
+        d.run(setup, Order::Exact);
+        for count in ["1", "3", "-3", "-50", "100", "150", "199", "300"] {
+            for with in ["", " WITHSCORES"] {
+                let cmd = format!("ZRANDMEMBER rm {count}{with}");
+                let a = common::differ::split(&cmd);
+                let a: Vec<&[u8]> = a.iter().map(|x| &x[..]).collect();
+                let shape = |f: Frame| -> (usize, usize) {
+                    let Frame::Array(v) = f else {
+                        panic!("{cmd}: {f:?}")
+                    };
+                    let mut members: Vec<String> = v
+                        .iter()
+                        .step_by(if with.is_empty() { 1 } else { 2 })
+                        .map(|x| format!("{x:?}"))
+                        .collect();
+                    let n = members.len();
+                    members.sort();
+                    members.dedup();
+                    (n, members.len())
+                };
+                let t = shape(d.redis.cmd(&a).read());
+                let o = shape(d.ours.cmd(&a).read());
+                if count.starts_with('-') {
+                    assert_eq!(t.0, o.0, "{cmd}");
+                } else {
+                    assert_eq!(t, o, "{cmd}");
+                }
+            }
+        }
+    }
+    d.compare_keyspace();
+    d.assert_none();
+}
+
+/// COMMAND INFO of every sorted-set command: name, arity, flags, first/last key and step, ACL
+/// categories, as Redis 7.0 lists them.
+#[test]
+fn command_info_matches_redis() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    for name in [
+        "zadd",
+        "zincrby",
+        "zrem",
+        "zcard",
+        "zscore",
+        "zmscore",
+        "zrank",
+        "zrevrank",
+        "zcount",
+        "zlexcount",
+        "zrange",
+        "zrangestore",
+        "zrevrange",
+        "zrangebyscore",
+        "zrevrangebyscore",
+        "zrangebylex",
+        "zrevrangebylex",
+        "zpopmin",
+        "zpopmax",
+        "zmpop",
+        "zrandmember",
+        "zremrangebyrank",
+        "zremrangebyscore",
+        "zremrangebylex",
+        "zunion",
+        "zinter",
+        "zdiff",
+        "zunionstore",
+        "zinterstore",
+        "zdiffstore",
+        "zintercard",
+        "zscan",
+    ] {
+        let head = |f: Frame| -> Vec<Frame> {
+            let Frame::Array(mut v) = f else {
+                panic!("{name}: {f:?}")
+            };
+            let Frame::Array(info) = v.remove(0) else {
+                panic!("{name}")
+            };
+            info.into_iter().take(7).collect()
+        };
+        let t = head(d.redis.cmd(&[b"COMMAND", b"INFO", name.as_bytes()]).read());
+        let o = head(d.ours.cmd(&[b"COMMAND", b"INFO", name.as_bytes()]).read());
+        assert_eq!(t, o, "COMMAND INFO {name}");
+    }
 }
