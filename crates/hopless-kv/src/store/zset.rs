@@ -6,12 +6,12 @@
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
-use crate::types::zset::setops::{combine, inter_card};
+use crate::types::zset::setops::{combine, inter_card, Scored, Source};
 use crate::types::zset::{AddFlags, Added, Aggregate, RangeBy, RangeSpec, SetOp, ZSet};
 use crate::types::{Collection, Kind};
 
 /// Members with their scores, in the order a command returns them.
-pub type Scored = Vec<(Vec<u8>, f64)>;
+pub type Pairs = Vec<(Vec<u8>, f64)>;
 
 /// ZADD's outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -128,7 +128,7 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// ZRANGE in all its forms.
-    pub fn zrange(&self, key: &[u8], spec: &RangeSpec) -> Result<Scored> {
+    pub fn zrange(&self, key: &[u8], spec: &RangeSpec) -> Result<Pairs> {
         Ok(self
             .zread(key, |z| z.collect(z.run_of(spec)))?
             .unwrap_or_default())
@@ -163,14 +163,14 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// ZPOPMIN (ZPOPMAX with `max`): up to `count` members, removed, in pop order.
-    pub fn zpop(&self, key: &[u8], count: usize, max: bool) -> Result<Scored> {
+    pub fn zpop(&self, key: &[u8], count: usize, max: bool) -> Result<Pairs> {
         let r = self.write_coll(key, Kind::ZSet, false, |c, _| Ok(pop(zset_mut(c), count, max)))?;
         Ok(r.unwrap_or_default())
     }
 
     /// ZMPOP: pops from the first of `keys` that holds a sorted set; its index and the members.
     /// WRONGTYPE for a key of another kind met before it.
-    pub fn zmpop(&self, keys: &[&[u8]], count: usize, max: bool) -> Result<Option<(usize, Scored)>> {
+    pub fn zmpop(&self, keys: &[&[u8]], count: usize, max: bool) -> Result<Option<(usize, Pairs)>> {
         self.with_keys(keys, |v| {
             for i in 0..keys.len() {
                 if let Some(c) = v.coll_mut(i, Kind::ZSet, false)? {
@@ -182,7 +182,7 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// ZRANDMEMBER: None for a missing key; else see [`ZSet::random`].
-    pub fn zrandmember(&self, key: &[u8], count: i64) -> Result<Option<Scored>> {
+    pub fn zrandmember(&self, key: &[u8], count: i64) -> Result<Option<Pairs>> {
         self.zread(key, |z| z.random(count))
     }
 
@@ -193,7 +193,7 @@ impl<A: KvAlloc> Store<A> {
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
-    ) -> Result<(u64, Scored)> {
+    ) -> Result<(u64, Pairs)> {
         let r = self.zread(key, |z| {
             let mut out = Vec::new();
             let next = z.scan(cursor, count, |m, s| {
@@ -208,7 +208,7 @@ impl<A: KvAlloc> Store<A> {
 
     /// ZUNION, ZINTER, ZDIFF: the result sorted by score. `weights` (one per key, or empty) scale each
     /// key's scores.
-    pub fn zsetop(&self, op: SetOp, keys: &[&[u8]], weights: &[f64], agg: Aggregate) -> Result<Scored> {
+    pub fn zsetop(&self, op: SetOp, keys: &[&[u8]], weights: &[f64], agg: Aggregate) -> Result<Pairs> {
         self.with_keys(keys, |v| {
             let srcs = sources(v, 0..keys.len())?;
             Ok(combine(&srcs, weights, agg, op))
@@ -252,12 +252,14 @@ impl<A: KvAlloc> Store<A> {
 fn sources<'v, A: KvAlloc>(
     v: &'v super::Keys<'_, A>,
     range: core::ops::Range<usize>,
-) -> Result<Vec<Option<&'v ZSet<A>>>> {
-    range.map(|i| Ok(v.coll(i, Kind::ZSet)?.map(zset))).collect()
+) -> Result<Vec<Source<'v>>> {
+    range
+        .map(|i| Ok(v.coll(i, Kind::ZSet)?.map(|c| zset(c) as &dyn Scored)))
+        .collect()
 }
 
 /// Removes up to `count` members from the low end (the high end when `max`), in pop order.
-fn pop<A: KvAlloc>(z: &mut ZSet<A>, count: usize, max: bool) -> Scored {
+fn pop<A: KvAlloc>(z: &mut ZSet<A>, count: usize, max: bool) -> Pairs {
     let n = z.len();
     let k = count.min(n);
     let (lo, hi) = if max { (n - k, n) } else { (0, k) };

@@ -2,6 +2,9 @@
 //! `zunionInterDiffGenericCommand` arithmetic: each score times its set's weight (a NaN product, 0·inf,
 //! becomes 0), combined by SUM (inf + -inf becomes 0), MIN or MAX, sets taken smallest first for union
 //! and intersection (the order matters to a sum's rounding, so it is Redis's).
+//!
+//! The inputs are anything [`Scored`]: a sorted set, and (as in Redis, where a plain set's members
+//! all score 1) a plain set once it implements the trait.
 
 use std::collections::HashMap;
 
@@ -41,6 +44,32 @@ impl Aggregate {
     }
 }
 
+/// An input of the set operations: members with scores.
+pub trait Scored {
+    /// Members.
+    fn card(&self) -> usize;
+    /// `member`'s score, None if absent.
+    fn score_of(&self, member: &[u8]) -> Option<f64>;
+    /// Every member with its score, in the set's own order.
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64));
+}
+
+impl<A: KvAlloc> Scored for ZSet<A> {
+    fn card(&self) -> usize {
+        self.len()
+    }
+
+    fn score_of(&self, member: &[u8]) -> Option<f64> {
+        self.score(member)
+    }
+
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64)) {
+        for (m, s) in self.iter() {
+            f(m, s);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetOp {
     Union,
@@ -48,15 +77,17 @@ pub enum SetOp {
     Diff,
 }
 
-/// The sets (None: a missing key, an empty set) with their weights, smallest first, ties in argument
-/// order.
-fn by_size<'a, A: KvAlloc>(srcs: &[Option<&'a ZSet<A>>], weights: &[f64]) -> Vec<(Option<&'a ZSet<A>>, f64)> {
-    let mut v: Vec<(Option<&ZSet<A>>, f64)> = srcs
+/// An input: None for a missing key (an empty set).
+pub type Source<'a> = Option<&'a dyn Scored>;
+
+/// The sets with their weights, smallest first, ties in argument order.
+fn by_size<'a>(srcs: &[Source<'a>], weights: &[f64]) -> Vec<(Source<'a>, f64)> {
+    let mut v: Vec<(Source<'a>, f64)> = srcs
         .iter()
         .enumerate()
         .map(|(i, s)| (*s, weights.get(i).copied().unwrap_or(1.0)))
         .collect();
-    v.sort_by_key(|(s, _)| s.map_or(0, |z| z.len()));
+    v.sort_by_key(|(s, _)| s.map_or(0, |z| z.card()));
     v
 }
 
@@ -70,65 +101,61 @@ fn weighted(w: f64, s: f64) -> f64 {
 }
 
 /// The result of `op`, sorted by (score, member).
-pub fn combine<A: KvAlloc>(
-    srcs: &[Option<&ZSet<A>>],
-    weights: &[f64],
-    agg: Aggregate,
-    op: SetOp,
-) -> Vec<(Vec<u8>, f64)> {
-    let mut out: Vec<(Vec<u8>, f64)> = match op {
+pub fn combine(srcs: &[Source<'_>], weights: &[f64], agg: Aggregate, op: SetOp) -> Vec<(Vec<u8>, f64)> {
+    let mut out: Vec<(Vec<u8>, f64)> = Vec::new();
+    match op {
         SetOp::Union => {
-            let mut acc: HashMap<&[u8], f64> = HashMap::new();
-            let mut order: Vec<&[u8]> = Vec::new();
+            let mut acc: HashMap<Vec<u8>, usize> = HashMap::new();
             for (z, w) in by_size(srcs, weights) {
                 let Some(z) = z else { continue };
-                for (m, s) in z.iter() {
+                z.each(&mut |m, s| {
                     let v = weighted(w, s);
-                    match acc.get_mut(m) {
-                        Some(t) => agg.apply(t, v),
+                    match acc.get(m) {
+                        Some(&i) => agg.apply(&mut out[i].1, v),
                         None => {
-                            acc.insert(m, v);
-                            order.push(m);
+                            acc.insert(m.to_vec(), out.len());
+                            out.push((m.to_vec(), v));
                         }
                     }
-                }
+                });
             }
-            order.into_iter().map(|m| (m.to_vec(), acc[m])).collect()
         }
         SetOp::Inter => {
             let sets = by_size(srcs, weights);
-            let mut out = Vec::new();
             if let Some(&(Some(first), w0)) = sets.first() {
                 if sets.iter().all(|(z, _)| z.is_some()) {
-                    'member: for (m, s) in first.iter() {
+                    first.each(&mut |m, s| {
                         let mut score = weighted(w0, s);
                         for &(z, w) in &sets[1..] {
-                            match z.and_then(|z| z.score(m)) {
+                            match z.and_then(|z| z.score_of(m)) {
                                 Some(v) => agg.apply(&mut score, v * w),
-                                None => continue 'member,
+                                None => return,
                             }
                         }
                         out.push((m.to_vec(), score));
-                    }
+                    });
                 }
             }
-            out
         }
-        SetOp::Diff => match srcs.first() {
-            Some(Some(first)) => first
-                .iter()
-                .filter(|(m, _)| !srcs[1..].iter().any(|z| z.is_some_and(|z| z.score(m).is_some())))
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect(),
-            _ => Vec::new(),
-        },
-    };
+        SetOp::Diff => {
+            if let Some(Some(first)) = srcs.first() {
+                first.each(&mut |m, s| {
+                    if !srcs[1..]
+                        .iter()
+                        .any(|z| z.is_some_and(|z| z.score_of(m).is_some()))
+                    {
+                        out.push((m.to_vec(), s));
+                    }
+                });
+            }
+        }
+    }
     out.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
     out
 }
 
 /// ZINTERCARD: how many members are in every set, counting up to `limit` (0: no limit).
-pub fn inter_card<A: KvAlloc>(srcs: &[Option<&ZSet<A>>], limit: usize) -> usize {
+pub fn inter_card(srcs: &[Source<'_>], limit: usize) -> usize {
     let sets = by_size(srcs, &[]);
     let Some(&(Some(first), _)) = sets.first() else {
         return 0;
@@ -137,16 +164,14 @@ pub fn inter_card<A: KvAlloc>(srcs: &[Option<&ZSet<A>>], limit: usize) -> usize 
         return 0;
     }
     let mut n = 0;
-    for (m, _) in first.iter() {
-        if sets[1..]
-            .iter()
-            .all(|(z, _)| z.is_some_and(|z| z.score(m).is_some()))
+    first.each(&mut |m, _| {
+        if (limit == 0 || n < limit)
+            && sets[1..]
+                .iter()
+                .all(|(z, _)| z.is_some_and(|z| z.score_of(m).is_some()))
         {
             n += 1;
-            if limit != 0 && n >= limit {
-                break;
-            }
         }
-    }
+    });
     n
 }
