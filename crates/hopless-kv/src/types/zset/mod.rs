@@ -10,6 +10,7 @@
 //! ranks between two prefix counts, so ZRANGEBYSCORE, ZCOUNT, ZREMRANGEBYLEX and their kin are rank
 //! walks or rank removals. Scores are read and printed as Redis does ([`score`]).
 
+mod arena;
 mod large;
 mod listpack;
 pub mod query;

@@ -21,7 +21,7 @@ fn sorted(model: &std::collections::HashMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)
 
 fn check(z: &ZSet<Global>, model: &std::collections::HashMap<Vec<u8>, f64>) {
     if let Form::Skiplist(l) = &z.form {
-        l.tree.check();
+        l.check();
     }
     let want = sorted(model);
     assert_eq!(z.len(), want.len());

@@ -1,5 +1,5 @@
-//! The large form's ordered index: an order-statistic treap over (score, member), its nodes in one
-//! arena (`Vec` in the store's allocator, addressed by `u32` slot), each node owning its member's bytes
+//! The large form's ordered index: an order-statistic treap over (score, member), its nodes in an
+//! arena (chunks in the store's allocator, addressed by `u32` slot, see `arena.rs`), each node owning its member's bytes
 //! and counting its subtree. Insert, delete, rank and select are O(log n) expected (the priorities are
 //! random, so the depth is about 2·ln n); a run of k ranks is walked in O(log n + k).
 //!
@@ -15,6 +15,7 @@ use core::cmp::Ordering;
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
 
+use super::arena::Arena;
 use crate::alloc::KvAlloc;
 
 /// No node.
@@ -31,7 +32,7 @@ struct Node<A: KvAlloc> {
 }
 
 pub(super) struct Tree<A: KvAlloc> {
-    nodes: Vec<Node<A>, A>,
+    nodes: Arena<Node<A>, A>,
     root: u32,
     /// The first free slot (the next in its `left`), NIL if none.
     free: u32,
@@ -51,7 +52,7 @@ pub(super) fn cmp_key(score: f64, member: &[u8], s2: f64, m2: &[u8]) -> Ordering
 impl<A: KvAlloc> Tree<A> {
     pub(super) fn new_in(alloc: A) -> Self {
         Tree {
-            nodes: Vec::new_in(alloc.clone()),
+            nodes: Arena::new_in(alloc.clone()),
             root: NIL,
             free: NIL,
             member_bytes: 0,
@@ -65,35 +66,35 @@ impl<A: KvAlloc> Tree<A> {
     }
 
     pub(super) fn bytes(&self) -> usize {
-        self.nodes.capacity() * core::mem::size_of::<Node<A>>() + self.member_bytes
+        self.nodes.bytes() + self.member_bytes
     }
 
     fn size(&self, t: u32) -> usize {
         if t == NIL {
             0
         } else {
-            self.nodes[t as usize].size as usize
+            self.nodes[t].size as usize
         }
     }
 
     fn update(&mut self, t: u32) {
-        let n = &self.nodes[t as usize];
+        let n = &self.nodes[t];
         let s = self.size(n.left) + self.size(n.right) + 1;
-        self.nodes[t as usize].size = s as u32;
+        self.nodes[t].size = s as u32;
     }
 
     /// The member at slot `i` (a live one).
     pub(super) fn member(&self, i: u32) -> &[u8] {
-        self.nodes[i as usize].member.as_deref().expect("a live slot")
+        self.nodes[i].member.as_deref().expect("a live slot")
     }
 
     pub(super) fn score(&self, i: u32) -> f64 {
-        self.nodes[i as usize].score
+        self.nodes[i].score
     }
 
     /// Changes an unlinked node's score.
     pub(super) fn set_score(&mut self, i: u32, score: f64) {
-        self.nodes[i as usize].score = score;
+        self.nodes[i].score = score;
     }
 
     /// Slots in the arena, live or free (ZSCAN walks `0..slots()`).
@@ -123,19 +124,17 @@ impl<A: KvAlloc> Tree<A> {
         };
         if self.free != NIL {
             let i = self.free;
-            self.free = self.nodes[i as usize].left;
-            self.nodes[i as usize] = node;
+            self.free = self.nodes[i].left;
+            self.nodes[i] = node;
             i
         } else {
-            assert!(self.nodes.len() < NIL as usize, "sorted set slots fit in u32");
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
+            self.nodes.push(node)
         }
     }
 
     /// Frees an unlinked node's slot; its member's bytes.
     pub(super) fn free(&mut self, i: u32) -> Box<[u8], A> {
-        let n = &mut self.nodes[i as usize];
+        let n = &mut self.nodes[i];
         let m = n.member.take().expect("a live slot");
         n.left = self.free;
         self.free = i;
@@ -145,7 +144,7 @@ impl<A: KvAlloc> Tree<A> {
 
     /// `i`'s key against `t`'s.
     fn cmp_nodes(&self, i: u32, t: u32) -> Ordering {
-        let (a, b) = (&self.nodes[i as usize], &self.nodes[t as usize]);
+        let (a, b) = (&self.nodes[i], &self.nodes[t]);
         cmp_key(a.score, self.member(i), b.score, self.member(t))
     }
 
@@ -154,28 +153,28 @@ impl<A: KvAlloc> Tree<A> {
         if parent == NIL {
             self.root = new;
         } else if left {
-            self.nodes[parent as usize].left = new;
+            self.nodes[parent].left = new;
         } else {
-            self.nodes[parent as usize].right = new;
+            self.nodes[parent].right = new;
         }
     }
 
     /// Links the unlinked node `i` in at its key's place (its key must not be in the tree).
     pub(super) fn link(&mut self, i: u32) {
-        let prio = self.nodes[i as usize].prio;
+        let prio = self.nodes[i].prio;
         let (mut parent, mut left, mut t) = (NIL, false, self.root);
-        while t != NIL && self.nodes[t as usize].prio >= prio {
-            self.nodes[t as usize].size += 1;
+        while t != NIL && self.nodes[t].prio >= prio {
+            self.nodes[t].size += 1;
             parent = t;
             left = self.cmp_nodes(i, t) == Ordering::Less;
             t = if left {
-                self.nodes[t as usize].left
+                self.nodes[t].left
             } else {
-                self.nodes[t as usize].right
+                self.nodes[t].right
             };
         }
         let (l, r) = self.split_before(t, i);
-        let n = &mut self.nodes[i as usize];
+        let n = &mut self.nodes[i];
         n.left = l;
         n.right = r;
         self.update(i);
@@ -188,13 +187,13 @@ impl<A: KvAlloc> Tree<A> {
             return (NIL, NIL);
         }
         if self.cmp_nodes(t, i) == Ordering::Less {
-            let (l, r) = self.split_before(self.nodes[t as usize].right, i);
-            self.nodes[t as usize].right = l;
+            let (l, r) = self.split_before(self.nodes[t].right, i);
+            self.nodes[t].right = l;
             self.update(t);
             (t, r)
         } else {
-            let (l, r) = self.split_before(self.nodes[t as usize].left, i);
-            self.nodes[t as usize].left = r;
+            let (l, r) = self.split_before(self.nodes[t].left, i);
+            self.nodes[t].left = r;
             self.update(t);
             (l, t)
         }
@@ -205,15 +204,15 @@ impl<A: KvAlloc> Tree<A> {
         if t == NIL {
             return (NIL, NIL);
         }
-        let ls = self.size(self.nodes[t as usize].left);
+        let ls = self.size(self.nodes[t].left);
         if k <= ls {
-            let (l, r) = self.split_rank(self.nodes[t as usize].left, k);
-            self.nodes[t as usize].left = r;
+            let (l, r) = self.split_rank(self.nodes[t].left, k);
+            self.nodes[t].left = r;
             self.update(t);
             (l, t)
         } else {
-            let (l, r) = self.split_rank(self.nodes[t as usize].right, k - ls - 1);
-            self.nodes[t as usize].right = l;
+            let (l, r) = self.split_rank(self.nodes[t].right, k - ls - 1);
+            self.nodes[t].right = l;
             self.update(t);
             (t, r)
         }
@@ -227,14 +226,14 @@ impl<A: KvAlloc> Tree<A> {
         if b == NIL {
             return a;
         }
-        if self.nodes[a as usize].prio >= self.nodes[b as usize].prio {
-            let r = self.merge(self.nodes[a as usize].right, b);
-            self.nodes[a as usize].right = r;
+        if self.nodes[a].prio >= self.nodes[b].prio {
+            let r = self.merge(self.nodes[a].right, b);
+            self.nodes[a].right = r;
             self.update(a);
             a
         } else {
-            let l = self.merge(a, self.nodes[b as usize].left);
-            self.nodes[b as usize].left = l;
+            let l = self.merge(a, self.nodes[b].left);
+            self.nodes[b].left = l;
             self.update(b);
             b
         }
@@ -244,19 +243,19 @@ impl<A: KvAlloc> Tree<A> {
     pub(super) fn unlink(&mut self, i: u32) {
         let (mut parent, mut left, mut t) = (NIL, false, self.root);
         while t != i {
-            self.nodes[t as usize].size -= 1;
+            self.nodes[t].size -= 1;
             parent = t;
             left = self.cmp_nodes(i, t) == Ordering::Less;
             t = if left {
-                self.nodes[t as usize].left
+                self.nodes[t].left
             } else {
-                self.nodes[t as usize].right
+                self.nodes[t].right
             };
         }
-        let (l, r) = (self.nodes[i as usize].left, self.nodes[i as usize].right);
+        let (l, r) = (self.nodes[i].left, self.nodes[i].right);
         let m = self.merge(l, r);
         self.relink(parent, left, m);
-        let n = &mut self.nodes[i as usize];
+        let n = &mut self.nodes[i];
         n.left = NIL;
         n.right = NIL;
         n.size = 1;
@@ -266,7 +265,7 @@ impl<A: KvAlloc> Tree<A> {
     pub(super) fn rank(&self, i: u32) -> usize {
         let (mut t, mut below) = (self.root, 0);
         loop {
-            let n = &self.nodes[t as usize];
+            let n = &self.nodes[t];
             match self.cmp_nodes(i, t) {
                 Ordering::Less => t = n.left,
                 Ordering::Greater => {
@@ -282,7 +281,7 @@ impl<A: KvAlloc> Tree<A> {
     pub(super) fn count_prefix(&self, pred: impl Fn(f64, &[u8]) -> bool) -> usize {
         let (mut t, mut count) = (self.root, 0);
         while t != NIL {
-            let n = &self.nodes[t as usize];
+            let n = &self.nodes[t];
             if pred(n.score, self.member(t)) {
                 count += self.size(n.left) + 1;
                 t = n.right;
@@ -297,7 +296,7 @@ impl<A: KvAlloc> Tree<A> {
     pub(super) fn select(&self, mut k: usize) -> u32 {
         let mut t = self.root;
         loop {
-            let n = &self.nodes[t as usize];
+            let n = &self.nodes[t];
             let ls = self.size(n.left);
             match k.cmp(&ls) {
                 Ordering::Less => t = n.left,
@@ -316,7 +315,7 @@ impl<A: KvAlloc> Tree<A> {
         let mut t = self.root;
         if k < self.len() {
             while t != NIL {
-                let n = &self.nodes[t as usize];
+                let n = &self.nodes[t];
                 let ls = self.size(n.left);
                 match k.cmp(&ls) {
                     Ordering::Less => {
@@ -358,14 +357,14 @@ impl<A: KvAlloc> Tree<A> {
         while t != NIL || !stack.is_empty() {
             while t != NIL {
                 stack.push(t);
-                t = self.nodes[t as usize].left;
+                t = self.nodes[t].left;
             }
             let x = stack.pop().expect("not empty");
             order.push(x);
-            t = self.nodes[x as usize].right;
+            t = self.nodes[x].right;
         }
         for x in order {
-            let n = &mut self.nodes[x as usize];
+            let n = &mut self.nodes[x];
             n.left = NIL;
             n.right = NIL;
             n.size = 1;
@@ -375,8 +374,7 @@ impl<A: KvAlloc> Tree<A> {
 
     /// A deep copy; None when the allocator has no memory for it.
     pub(super) fn try_clone(&self) -> Option<Self> {
-        let mut nodes = Vec::new_in(self.alloc.clone());
-        nodes.try_reserve_exact(self.nodes.len()).ok()?;
+        let mut nodes = Arena::new_in(self.alloc.clone());
         for n in self.nodes.iter() {
             let member = match &n.member {
                 Some(m) => {
@@ -412,10 +410,10 @@ impl<A: KvAlloc> Tree<A> {
             if n == NIL {
                 return 0;
             }
-            let node = &t.nodes[n as usize];
+            let node = &t.nodes[n];
             for c in [node.left, node.right] {
                 if c != NIL {
-                    assert!(t.nodes[c as usize].prio <= node.prio);
+                    assert!(t.nodes[c].prio <= node.prio);
                 }
             }
             if node.left != NIL {
@@ -445,11 +443,11 @@ impl<'a, A: KvAlloc> Iterator for Walk<'a, A> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let x = self.stack.pop()?;
-        let n = &self.tree.nodes[x as usize];
+        let n = &self.tree.nodes[x];
         let mut t = if self.rev { n.left } else { n.right };
         while t != NIL {
             self.stack.push(t);
-            let c = &self.tree.nodes[t as usize];
+            let c = &self.tree.nodes[t];
             t = if self.rev { c.right } else { c.left };
         }
         Some((self.tree.member(x), n.score))
