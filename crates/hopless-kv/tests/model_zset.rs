@@ -260,8 +260,12 @@ fn random_sequences_match_the_model_in_four_threads_with_a_shared_key() {
             sc.spawn(move || {
                 let mut m = HashMap::new();
                 let mut rng = SmallRng::seed_from_u64(7 + t);
+                let mut forms = std::collections::HashSet::new();
                 for i in 0..steps {
                     step(&mut rng, &s, &mut m, &format!("t{t}-"));
+                    if let Some(k) = m.keys().next() {
+                        forms.extend(s.coll_encoding(k));
+                    }
                     // The shared key: every thread adds, bumps and pops; nobody can predict its
                     // contents, but it must stay a well-formed sorted set.
                     if i % 4 == 0 {
@@ -292,6 +296,10 @@ fn random_sequences_match_the_model_in_four_threads_with_a_shared_key() {
                 for (k, set) in &m {
                     assert_eq!(all(&s, k), sorted(set));
                 }
+                assert!(
+                    forms.contains("listpack") && forms.contains("skiplist"),
+                    "both forms met: {forms:?}"
+                );
             });
         }
     });
