@@ -136,7 +136,8 @@ impl<A: KvAlloc> ZSet<A> {
     }
 
     /// ZRANDMEMBER's picks: `count` distinct members when `count >= 0` (all of them, in order, when
-    /// that is at least the set's size), `-count` members with repeats when negative.
+    /// that is at least the set's size), `-count` members with repeats when negative (the caller
+    /// bounds that: it is the size of the result).
     pub fn random(&self, count: i64) -> Vec<(Vec<u8>, f64)> {
         let n = self.len();
         let own = |(m, s): (&[u8], f64)| (m.to_vec(), s);

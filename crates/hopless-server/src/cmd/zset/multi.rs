@@ -93,6 +93,9 @@ pub(super) fn zmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// The most picks a negative ZRANDMEMBER count may ask for (a reply of about a gigabyte).
+const MAX_PICKS: i64 = 1 << 26;
+
 /// ZRANDMEMBER key [count [WITHSCORES]].
 pub(super) fn zrandmember(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if a.len() < 3 {
@@ -115,11 +118,23 @@ pub(super) fn zrandmember(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if with_scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(CmdError::Static("ERR value is out of range"));
     }
+    // A negative count asks for that many picks, repeats allowed: Redis starts streaming them and
+    // runs out of memory past a few hundred million; we refuse such a count on a sorted set instead.
+    if count < -MAX_PICKS {
+        check_zset(c, &a[1])?;
+        if c.shared.store.key_type(&a[1]).is_some() {
+            return Err(CmdError::Static("ERR value is out of range"));
+        }
+    }
     let pairs = if count == 0 {
         check_zset(c, &a[1])?;
         Vec::new()
     } else {
-        c.shared.store.zrandmember(&a[1], count)?.unwrap_or_default()
+        // Clamped again: the key may have appeared since the check above.
+        c.shared
+            .store
+            .zrandmember(&a[1], count.max(-MAX_PICKS))?
+            .unwrap_or_default()
     };
     scored(c.out, &pairs, with_scores);
     Ok(())
