@@ -34,6 +34,7 @@
 //! | `store::expiry` | lazy expiry on access, and the active expiry's pass over the deadline heaps |
 //! | `store::evict` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `store::stats` | the [`Stats`] snapshot, and counting an operation |
+//! | `store::pair` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
 //! | `store::shard` | [`Store`] over its shards: construction, where a key lives, the one removal path (delete, expiry, eviction) |
 //! | `store::expiry_thread` | the background thread that runs the active expiry every 100 ms |
 //! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |

@@ -22,10 +22,9 @@ pub use hash::Hash;
 pub use kind::Kind;
 pub(crate) use lazyfree::free_collection;
 pub use lazyfree::{lazyfree_pending, LAZYFREE_THRESHOLD};
-pub(crate) use limits::LimitsCell;
 pub use limits::Limits;
+pub(crate) use limits::LimitsCell;
 pub use list::List;
 pub use random::{random_below, random_u64};
 pub use set::Set;
 pub use zset::ZSet;
-
