@@ -321,14 +321,29 @@ fn list_commands_match_redis() {
     d.assert_none();
 }
 
-/// Long lists across node sizes (CONFIG SET list-max-listpack-size, and its ziplist alias): every
+/// Long lists across node sizes (CONFIG SET list-max-listpack-size, and its ziplist alias; out-of-range
+/// ones too, which Redis clamps): every
 /// shape of node gets filled, split by inserts in the middle, emptied and joined.
 #[test]
 fn long_lists_under_every_node_size_match_redis() {
     let Some(mut d) = Differ::start() else {
         return;
     };
-    for (round, size) in ["4", "-1", "1", "-5", "128", "-2"].iter().enumerate() {
+    for (round, size) in [
+        "4",
+        "-1",
+        "1",
+        "-5",
+        "128",
+        "0",
+        "-10",
+        "-2147483648",
+        "2147483647",
+        "-2",
+    ]
+    .iter()
+    .enumerate()
+    {
         let key = format!("big{round}");
         exact(&mut d, &format!("CONFIG SET list-max-listpack-size {size}"));
         exact(&mut d, "CONFIG GET list-max-ziplist-size");

@@ -13,7 +13,7 @@ use crate::types::list::{End, List};
 use crate::types::{Collection, Kind};
 
 /// LSET's error for an index outside the list.
-pub const INDEX_OUT_OF_RANGE: Error = Error::Msg("ERR index out of range");
+const INDEX_OUT_OF_RANGE: Error = Error::Msg("ERR index out of range");
 
 fn list<A: KvAlloc>(c: &Collection<A>) -> &List<A> {
     match c {
@@ -116,7 +116,7 @@ impl<A: KvAlloc> Store<A> {
             .unwrap_or_default())
     }
 
-    /// LSET: [`Error::NoSuchKey`] without a list, [`INDEX_OUT_OF_RANGE`] for an index outside it.
+    /// LSET: [`Error::NoSuchKey`] without a list, `ERR index out of range` for an index outside it.
     pub fn lset(&self, key: &[u8], index: i64, elem: &[u8]) -> Result<()> {
         self.write_coll(key, Kind::List, false, |c, limits| {
             let l = list_mut(c);

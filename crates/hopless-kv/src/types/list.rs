@@ -6,9 +6,16 @@
 //!
 //! A small list is one node, a compact block as Redis's listpack; Redis 7.0 names both shapes
 //! `quicklist` in OBJECT ENCODING (`listpack` for a small list came with 7.2), and so does this.
+//!
+//! Beside this file: `nodes.rs` (the ring of nodes), `fill.rs` (how much a node may hold), `iter.rs`
+//! (walking the entries from an index, either way).
 
+mod fill;
+mod iter;
 mod nodes;
 
+use self::fill::Fill;
+pub use self::iter::{Iter, RevIter};
 use self::nodes::Nodes;
 use super::limits::Limits;
 use super::packed::{entry_size, Packed};
@@ -19,46 +26,6 @@ use crate::alloc::KvAlloc;
 pub enum End {
     Left,
     Right,
-}
-
-/// What one node may hold, from `list-max-listpack-size`: Redis's `_quicklistNodeAllowInsert` (a
-/// positive fill counts entries, capped at 32768 and at 8 KiB of bytes; a negative one counts bytes, -5
-/// at the lowest).
-#[derive(Clone, Copy)]
-struct Fill {
-    entries: usize,
-    bytes: usize,
-}
-
-/// The byte cap of a node under a positive fill (Redis's `SIZE_SAFETY_LIMIT`).
-const SIZE_SAFETY_LIMIT: usize = 8192;
-
-impl Fill {
-    fn of(limits: &Limits) -> Fill {
-        let f = limits.list_node;
-        if f < 0 {
-            let level = (-f.max(-5) - 1) as u32;
-            Fill {
-                entries: usize::MAX,
-                bytes: 4096 << level,
-            }
-        } else {
-            Fill {
-                entries: f.clamp(1, 1 << 15) as usize,
-                bytes: SIZE_SAFETY_LIMIT,
-            }
-        }
-    }
-
-    /// Whether `node` may take one more entry of `len` bytes.
-    fn allows<A: KvAlloc>(&self, node: &Packed<A>, len: usize) -> bool {
-        node.len() < self.entries && node.used() + entry_size(len) <= self.bytes
-    }
-
-    /// Whether two nodes fit in one.
-    fn joins<A: KvAlloc>(&self, a: &Packed<A>, b: &Packed<A>) -> bool {
-        a.len() + b.len() <= self.entries && a.used() + b.used() <= self.bytes
-    }
 }
 
 pub struct List<A: KvAlloc> {
@@ -285,7 +252,7 @@ impl<A: KvAlloc> List<A> {
             (self.nodes.len(), 0)
         };
         Iter {
-            list: self,
+            nodes: &self.nodes,
             node,
             pos,
             left: self.len.saturating_sub(i),
@@ -303,7 +270,7 @@ impl<A: KvAlloc> List<A> {
             (n, node.get(node.offset_of(j)).1)
         };
         RevIter {
-            list: self,
+            nodes: &self.nodes,
             node,
             pos,
             left: i,
@@ -551,73 +518,6 @@ impl<A: KvAlloc> List<A> {
         }
     }
 }
-
-/// Entries from one index towards the tail ([`List::iter_from`]).
-pub struct Iter<'a, A: KvAlloc> {
-    list: &'a List<A>,
-    node: usize,
-    pos: usize,
-    left: usize,
-}
-
-impl<'a, A: KvAlloc> Iterator for Iter<'a, A> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.left == 0 {
-            return None;
-        }
-        let mut node = self.list.nodes.get(self.node);
-        if self.pos >= node.end() {
-            self.node += 1;
-            self.pos = 0;
-            node = self.list.nodes.get(self.node);
-        }
-        let (e, next) = node.get(self.pos);
-        self.pos = next;
-        self.left -= 1;
-        Some(e)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<A: KvAlloc> ExactSizeIterator for Iter<'_, A> {}
-
-/// Entries from one index towards the head ([`List::rev_from`]).
-pub struct RevIter<'a, A: KvAlloc> {
-    list: &'a List<A>,
-    node: usize,
-    /// The offset just past the next entry to give, in `node`.
-    pos: usize,
-    left: usize,
-}
-
-impl<'a, A: KvAlloc> Iterator for RevIter<'a, A> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.left == 0 {
-            return None;
-        }
-        if self.pos == 0 {
-            self.node -= 1;
-            self.pos = self.list.nodes.get(self.node).end();
-        }
-        let node = self.list.nodes.get(self.node);
-        self.pos = node.prev(self.pos);
-        self.left -= 1;
-        Some(node.get(self.pos).0)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<A: KvAlloc> ExactSizeIterator for RevIter<'_, A> {}
 
 #[cfg(test)]
 mod tests;
