@@ -243,6 +243,9 @@ fn random_list_commands_match_the_model_in_four_threads() {
         shards: 4,
         ..Config::default()
     });
+    // The bytes charged for the empty tables: what is charged again once every key is deleted, if each
+    // change to a list was charged as it happened.
+    let base = s.stats().bytes_used;
     let steps = if cfg!(miri) { 200 } else { 20_000 };
     std::thread::scope(|sc| {
         for t in 0..4u64 {
@@ -272,6 +275,11 @@ fn random_list_commands_match_the_model_in_four_threads() {
     let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
     s.del(&refs);
     assert_eq!(s.stats().keys, 0);
+    assert_eq!(
+        s.stats().bytes_used,
+        base,
+        "bytes charged for lists that are gone"
+    );
 }
 
 /// One list all threads use as a queue: each pushes its own numbered elements at the head and pops from
@@ -285,6 +293,7 @@ fn a_shared_queue_loses_and_reorders_nothing() {
     });
     const THREADS: u64 = 4;
     let per = if cfg!(miri) { 100 } else { 10_000 };
+    let base = s.stats().bytes_used;
     let popped: Vec<Vec<Vec<u8>>> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..THREADS)
             .map(|t| {
@@ -353,4 +362,11 @@ fn a_shared_queue_loses_and_reorders_nothing() {
     all.sort_unstable();
     let want: Vec<(u64, usize)> = (0..THREADS).flat_map(|t| (0..per).map(move |i| (t, i))).collect();
     assert_eq!(all, want, "every element popped once or still queued once");
+    s.del(&[b"queue"]);
+    assert_eq!(s.stats().keys, 0, "the popper's own keys are gone once emptied");
+    assert_eq!(
+        s.stats().bytes_used,
+        base,
+        "bytes charged for lists that are gone"
+    );
 }
