@@ -284,6 +284,23 @@ const SCRIPT: &[&str] = &[
     "TTL x",
     "LPOP x 3",
     "EXISTS x",
+    // Over maxmemory (noeviction): the commands Redis flags denyoom are refused, whether or not their
+    // key is there; the others run.
+    "RPUSH oom a b",
+    "CONFIG SET maxmemory 1",
+    "LPUSH oom x",
+    "RPUSH newkey x",
+    "LPUSHX oom x",
+    "RPUSHX nokey x",
+    "LSET oom 0 x",
+    "LSET nokey 0 x",
+    "LINSERT oom before a x",
+    "LINSERT nokey before a x",
+    "LPOP oom",
+    "LRANGE oom 0 -1",
+    "LREM oom 0 b",
+    "EXISTS oom",
+    "CONFIG SET maxmemory 0",
 ];
 
 /// RESP3: null replies become `_`, arrays stay arrays.

@@ -38,6 +38,10 @@ impl<A: KvAlloc> Store<A> {
 
     /// LPUSH / RPUSH (each element in turn, so LPUSH reverses them), or with `existing_only` LPUSHX /
     /// RPUSHX: the list's length after, 0 when `existing_only` and there is no list.
+    ///
+    /// Like every command Redis flags `denyoom` (LSET and LINSERT too), this makes room under
+    /// `maxmemory` first, or fails with OOM, whether or not the key is there: they all reach the key
+    /// through `write_coll`'s creating path, and leave a list they find missing uncreated.
     pub fn list_push(
         &self,
         key: &[u8],
@@ -45,8 +49,11 @@ impl<A: KvAlloc> Store<A> {
         elems: &[impl AsRef<[u8]>],
         existing_only: bool,
     ) -> Result<usize> {
-        let r = self.write_coll(key, Kind::List, !existing_only, |c, limits| {
+        let r = self.write_coll(key, Kind::List, true, |c, limits| {
             let l = list_mut(c);
+            if existing_only && l.is_empty() {
+                return Ok(0);
+            }
             for e in elems {
                 l.push(end, e.as_ref(), limits);
             }
@@ -118,8 +125,11 @@ impl<A: KvAlloc> Store<A> {
 
     /// LSET: [`Error::NoSuchKey`] without a list, `ERR index out of range` for an index outside it.
     pub fn lset(&self, key: &[u8], index: i64, elem: &[u8]) -> Result<()> {
-        self.write_coll(key, Kind::List, false, |c, limits| {
+        self.write_coll(key, Kind::List, true, |c, limits| {
             let l = list_mut(c);
+            if l.is_empty() {
+                return Err(Error::NoSuchKey);
+            }
             let i = l.index(index).ok_or(INDEX_OUT_OF_RANGE)?;
             l.set(i, elem, limits);
             Ok(())
@@ -130,8 +140,11 @@ impl<A: KvAlloc> Store<A> {
     /// LINSERT: `elem` before (or after) the first `pivot` from the head; the list's length after, -1
     /// when there is no pivot, 0 when there is no list.
     pub fn linsert(&self, key: &[u8], after: bool, pivot: &[u8], elem: &[u8]) -> Result<i64> {
-        let r = self.write_coll(key, Kind::List, false, |c, limits| {
+        let r = self.write_coll(key, Kind::List, true, |c, limits| {
             let l = list_mut(c);
+            if l.is_empty() {
+                return Ok(0);
+            }
             Ok(if l.insert_by_pivot(pivot, after, elem, limits) {
                 l.len() as i64
             } else {
