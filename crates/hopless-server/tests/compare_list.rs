@@ -296,6 +296,8 @@ const SCRIPT: &[&str] = &[
     "LSET nokey 0 x",
     "LINSERT oom before a x",
     "LINSERT nokey before a x",
+    "LMOVE oom oom2 left left",
+    "RPOPLPUSH nokey oom2",
     "LPOP oom",
     "LRANGE oom 0 -1",
     "LREM oom 0 b",
