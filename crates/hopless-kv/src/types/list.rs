@@ -64,7 +64,8 @@ impl<A: KvAlloc> List<A> {
         "quicklist"
     }
 
-    /// A deep copy (the nodes repacked as they are).
+    /// A deep copy, node for node (COPY). Always `Some`: like every growth of a [`Packed`] block, a
+    /// failed allocation here aborts rather than returning.
     pub fn try_clone(&self) -> Option<Self> {
         let mut c = List::new_in(self.nodes.alloc().clone());
         for n in 0..self.nodes.len() {
