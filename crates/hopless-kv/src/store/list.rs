@@ -64,8 +64,14 @@ impl<A: KvAlloc> Store<A> {
 
     /// LPOP / RPOP of one element: None when there is no list.
     pub fn list_pop(&self, key: &[u8], end: End) -> Result<Option<Vec<u8>>> {
+        self.list_pop_with(key, end, <[u8]>::to_vec)
+    }
+
+    /// LPOP / RPOP of one element, handed to `f` under the key's lock before it goes (a server writes
+    /// its reply there, without a copy): `f`'s result, None when there is no list.
+    pub fn list_pop_with<R>(&self, key: &[u8], end: End, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         Ok(self
-            .write_coll(key, Kind::List, false, |c, _| Ok(list_mut(c).pop(end)))?
+            .write_coll(key, Kind::List, false, |c, _| Ok(list_mut(c).pop_with(end, f)))?
             .flatten())
     }
 

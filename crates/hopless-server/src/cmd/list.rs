@@ -115,10 +115,16 @@ fn reply_elems(c: &mut Ctx<'_>, v: &[Vec<u8>]) {
 /// LPOP / RPOP: without a count one element (or null), with one an array (a null array without a key).
 fn pop(c: &mut Ctx<'_>, a: &[Bytes], end: End) -> CmdResult {
     match a.len() {
-        2 => match c.shared.store.list_pop(&a[1], end)? {
-            Some(e) => c.out.bulk(&e),
-            None => c.out.null(),
-        },
+        2 => {
+            let out = &mut *c.out;
+            if c.shared
+                .store
+                .list_pop_with(&a[1], end, |e| out.bulk(e))?
+                .is_none()
+            {
+                c.out.null();
+            }
+        }
         3 => {
             let n = count_arg(&a[2], 0, "ERR value is out of range, must be positive")?;
             match c.shared.store.list_pop_many(&a[1], end, n)? {
