@@ -45,6 +45,9 @@ def strip_test_module(src: str) -> str:
 
 def expand_use_tree(tree: str) -> list[str]:
     """`a::{b, c::{d, e}}` -> [`a::b`, `a::c::d`, `a::c::e`] (renames and globs keep their path)."""
+    # A rename (`x as y`) keeps its path: mark it before the spaces go, so a name that merely contains
+    # "as" (`hash`, `class`) is left whole.
+    tree = re.sub(r"\s+as\s+", "@", tree)
     tree = re.sub(r"\s+", "", tree)
 
     def split_top(s: str) -> list[str]:
@@ -66,7 +69,7 @@ def expand_use_tree(tree: str) -> list[str]:
     def go(prefix: str, s: str) -> list[str]:
         i = s.find("{")
         if i < 0:
-            s = s.split("as")[0] if re.fullmatch(rf"{IDENT}(::{IDENT})*as{IDENT}", s) else s
+            s = s.split("@")[0]
             return [prefix + s]
         head, body = s[:i], s[i + 1 : s.rfind("}")]
         out = []

@@ -131,6 +131,33 @@ pub struct RunResult {
     pub shape_bytes: Option<[f64; 4]>,
 }
 
+impl RunResult {
+    /// A run's row: what the load measured, the server's VmRSS at start and after the preload, its
+    /// (VmRSS, VmHWM) after the load, and how many keys (or elements) the preload made.
+    fn of(
+        m: &load::Measured,
+        [rss_start, rss_preloaded]: [u64; 2],
+        (rss_after, hwm_after): (u64, u64),
+        preloaded: usize,
+        shape_bytes: Option<[f64; 4]>,
+    ) -> RunResult {
+        RunResult {
+            ops: m.ops,
+            elapsed_s: m.elapsed.as_secs_f64(),
+            ops_per_sec: m.ops_per_sec(),
+            p50_ns: m.latency.value_at_quantile(0.50) as f64,
+            p99_ns: m.latency.value_at_quantile(0.99) as f64,
+            p999_ns: m.latency.value_at_quantile(0.999) as f64,
+            rss_start_bytes: rss_start,
+            rss_preloaded_bytes: rss_preloaded,
+            rss_after_bytes: rss_after,
+            hwm_after_bytes: hwm_after,
+            bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / preloaded.max(1) as f64,
+            shape_bytes,
+        }
+    }
+}
+
 /// One row of the table and the JSON: a server at one pipeline depth, each figure's median, every run.
 #[derive(Clone, Debug, Serialize)]
 pub struct ServerResult {
@@ -189,23 +216,16 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
         })
         .collect();
     let m = run_encoded(server.addr, batches)?;
-    let (rss_after, hwm_after) = server.rss();
+    let after = server.rss();
     server.stop()?;
     let total: usize = sizes.elements().iter().sum();
-    Ok(RunResult {
-        ops: m.ops,
-        elapsed_s: m.elapsed.as_secs_f64(),
-        ops_per_sec: m.ops_per_sec(),
-        p50_ns: m.latency.value_at_quantile(0.50) as f64,
-        p99_ns: m.latency.value_at_quantile(0.99) as f64,
-        p999_ns: m.latency.value_at_quantile(0.999) as f64,
-        rss_start_bytes: rss_start,
-        rss_preloaded_bytes: rss_preloaded,
-        rss_after_bytes: rss_after,
-        hwm_after_bytes: hwm_after,
-        bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / total.max(1) as f64,
-        shape_bytes: Some(shape_bytes),
-    })
+    Ok(RunResult::of(
+        &m,
+        [rss_start, rss_preloaded],
+        after,
+        total,
+        Some(shape_bytes),
+    ))
 }
 
 /// One run of `kind` at `pipeline`, of the seed's string mix.
@@ -224,22 +244,9 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
             seed,
         },
     )?;
-    let (rss_after, hwm_after) = server.rss();
+    let after = server.rss();
     server.stop()?;
-    Ok(RunResult {
-        ops: m.ops,
-        elapsed_s: m.elapsed.as_secs_f64(),
-        ops_per_sec: m.ops_per_sec(),
-        p50_ns: m.latency.value_at_quantile(0.50) as f64,
-        p99_ns: m.latency.value_at_quantile(0.99) as f64,
-        p999_ns: m.latency.value_at_quantile(0.999) as f64,
-        rss_start_bytes: rss_start,
-        rss_preloaded_bytes: rss_preloaded,
-        rss_after_bytes: rss_after,
-        hwm_after_bytes: hwm_after,
-        bytes_per_key: (rss_preloaded as f64 - rss_start as f64) / p.keys as f64,
-        shape_bytes: None,
-    })
+    Ok(RunResult::of(&m, [rss_start, rss_preloaded], after, p.keys, None))
 }
 
 fn median(rs: &[RunResult]) -> RunResult {

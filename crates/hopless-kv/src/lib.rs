@@ -22,21 +22,40 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `store` | the [`store`] module's face: declares its files, re-exports [`Store`] and its options |
+//! | `store::hash` | the hash commands (HSET, HGET, HINCRBY, HRANDFIELD, HSCAN...) |
+//! | `store::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
+//! | `store::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
+//! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `store::copy` | COPY, of a string or a collection, with its TTL |
+//! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `store::write` | SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
 //! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
 //! | `store::expiry` | lazy expiry on access, and the active expiry's pass over the deadline heaps |
 //! | `store::evict` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `store::stats` | the [`Stats`] snapshot, and counting an operation |
+//! | `store::pair` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
 //! | `store::shard` | [`Store`] over its shards: construction, where a key lives, the one removal path (delete, expiry, eviction) |
 //! | `store::expiry_thread` | the background thread that runs the active expiry every 100 ms |
 //! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |
 //! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 //! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
-//! | `value` | items (header + key + value in one block), the counted [`Value`] handle, [`KvAlloc`] |
+//! | `value` | items (header + key + value in one block), the counted [`Value`] handle |
+//! | `types` | the [`types`] module's face: declares the collection types and re-exports them |
+//! | `types::lazyfree` | freeing big collections on a background thread |
+//! | `types::collection` | [`Collection`]: what a non-string key holds, and what the store asks of it |
+//! | `types::hash` | a hash: field/value pairs packed while small, a hash table when large |
+//! | `types::list` | a list: packed nodes in a deque (Redis's quicklist) |
+//! | `types::set` | a set: an intset, packed members, or a hash set |
+//! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index |
+//! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
+//! | `types::limits` | the compact forms' thresholds ([`Limits`]), changed at run time |
+//! | `types::kind` | [`Kind`]: what a key holds |
+//! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
 //! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
+//! | `alloc` | [`KvAlloc`]: the allocator a store allocates through (any `allocator_api2` one, with a batch call) |
 //! | `error` | [`Error`]s worded as Redis words them |
 
 mod alloc;

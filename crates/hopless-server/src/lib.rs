@@ -31,7 +31,12 @@
 //! | `cmd::connection` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `cmd::client` | CLIENT, and the CLIENT LIST line |
 //! | `cmd::string` | the string commands (GET, SET, INCR, MSET...) |
-//! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, SCAN, RENAME, FLUSHDB...) |
+//! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, SCAN, RENAME, COPY, FLUSHDB...) |
+//! | `cmd::hash` | the hash commands (HSET, HGET, HINCRBY, HRANDFIELD, HSCAN...) |
+//! | `cmd::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
+//! | `cmd::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
+//! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
 //! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |

@@ -1,5 +1,5 @@
-//! Load: a pipeline of 10 000 commands, 200 concurrent clients, and redis-benchmark (when installed; required
-//! under `CI=true`).
+//! Load: a pipeline of 10 000 commands, 200 concurrent clients, and redis-benchmark, pipelined and in its
+//! default run (when installed; required under `CI=true`).
 
 mod common;
 
@@ -79,6 +79,61 @@ fn redis_benchmark_completes_without_errors() {
     );
     let mut c = common::client(server.addr());
     assert!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap() > 0);
+}
+
+/// Every test of redis-benchmark's default run (no `-t`), as a new user would first try it: the strings,
+/// and the lists, sets, hashes and sorted sets behind LPUSH, RPOP, SADD, SPOP, HSET, ZADD, ZPOPMIN and
+/// LRANGE_600.
+#[test]
+fn redis_benchmark_default_run_completes_every_test() {
+    if !common::require_tool("redis-benchmark") {
+        return;
+    }
+    let server = common::start();
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &server.addr().port().to_string()])
+        .args(["-q", "-n", "2000"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let done: Vec<&str> = text
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("requests per second"))
+        .map(|l| l.split(':').next().unwrap_or("").trim())
+        .collect();
+    for t in [
+        "PING_INLINE",
+        "PING_MBULK",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LPUSH (needed to benchmark LRANGE)",
+        "LRANGE_100 (first 100 elements)",
+        "LRANGE_300 (first 300 elements)",
+        "LRANGE_500 (first 500 elements)",
+        "LRANGE_600 (first 600 elements)",
+        "MSET (10 keys)",
+    ] {
+        assert!(done.contains(&t), "{t} did not complete: {text}");
+    }
+    assert!(!text.contains("ERR"), "{text}");
+    // LRANGE_600 read back the list the LPUSH test built.
+    let mut c = common::client(server.addr());
+    assert!(c.llen::<_, i64>("mylist").unwrap() >= 600);
 }
 
 #[test]

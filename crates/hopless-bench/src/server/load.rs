@@ -153,21 +153,39 @@ impl Conn {
 pub fn preload(addr: SocketAddr, keys: usize, connections: usize) -> Result<(), String> {
     let lens = preload_lens(keys);
     let value = value_bytes();
-    let per = keys.div_ceil(connections.max(1));
+    over_connections(addr, keys, connections, 256, |i, out| {
+        encode(out, i as u32, lens[i], &value)
+    })
+}
+
+/// Sends requests `0..n` (request `i` written by `encode_one(i, out)`), split into `connections`
+/// contiguous runs, `per_batch` requests a round trip: the untimed preloads' one loop.
+fn over_connections(
+    addr: SocketAddr,
+    n: usize,
+    connections: usize,
+    per_batch: usize,
+    encode_one: impl Fn(usize, &mut Vec<u8>) + Sync,
+) -> Result<(), String> {
+    let connections = connections.max(1);
+    let per = n.div_ceil(connections).max(1);
+    let encode_one = &encode_one;
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..connections.max(1))
+        let handles: Vec<_> = (0..connections)
             .map(|c| {
-                let (lens, value) = (&lens, &value);
                 s.spawn(move || -> Result<(), String> {
                     let mut conn = Conn::open(addr)?;
-                    let range = (c * per).min(keys)..((c + 1) * per).min(keys);
+                    let (start, end) = ((c * per).min(n), ((c + 1) * per).min(n));
                     let mut out = Vec::new();
-                    for batch in range.collect::<Vec<_>>().chunks(256) {
+                    let mut i = start;
+                    while i < end {
+                        let stop = (i + per_batch.max(1)).min(end);
                         out.clear();
-                        for &i in batch {
-                            encode(&mut out, i as u32, lens[i], value);
+                        for j in i..stop {
+                            encode_one(j, &mut out);
                         }
-                        conn.round(&out, batch.len(), |_| {})?;
+                        conn.round(&out, stop - i, |_| {})?;
+                        i = stop;
                     }
                     Ok(())
                 })
@@ -268,24 +286,8 @@ pub fn send_all(
     connections: usize,
     per_batch: usize,
 ) -> Result<(), String> {
-    let per = cmds.len().div_ceil(connections.max(1)).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = cmds
-            .chunks(per)
-            .map(|mine| {
-                s.spawn(move || -> Result<(), String> {
-                    let mut conn = Conn::open(addr)?;
-                    for batch in mine.chunks(per_batch.max(1)) {
-                        let out: Vec<u8> = batch.concat();
-                        conn.round(&out, batch.len(), |_| {})?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("preload thread panicked".into())))
+    over_connections(addr, cmds.len(), connections, per_batch, |i, out| {
+        out.extend_from_slice(&cmds[i])
     })
 }
 

@@ -208,8 +208,8 @@ impl<A: KvAlloc> Store<A> {
             released: Vec::new(),
             limits: self.limits(),
         };
-        for i in 0..keys.len() {
-            let (l, k) = (view.locs[i], keys[i]);
+        for (i, &k) in keys.iter().enumerate() {
+            let l = view.locs[i];
             let g = view.guard(l.shard);
             self.expire_if_due(g, l, k);
         }

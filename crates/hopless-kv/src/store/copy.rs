@@ -1,6 +1,7 @@
 //! COPY: a key's value (a string, or a deep copy of a collection) and its TTL under another name.
 
 use super::counters::Op;
+use super::pair::ShardPair;
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -16,29 +17,18 @@ impl<A: KvAlloc> Store<A> {
         self.check_key(dst)?;
         let (ls, ld) = (self.loc(src), self.loc(dst));
         self.count(Op::Set);
-        let (a, b) = (ls.shard.min(ld.shard), ls.shard.max(ld.shard));
-        let mut ga = self.inner.shards[a].lock.write();
-        let mut gb = (b != a).then(|| self.inner.shards[b].lock.write());
-        macro_rules! shard {
-            ($l:expr) => {
-                if $l.shard == a {
-                    &mut ga
-                } else {
-                    gb.as_mut().expect("second shard locked")
-                }
-            };
-        }
-        self.expire_if_due(shard!(ls), ls, src);
-        self.expire_if_due(shard!(ld), ld, dst);
-        let Some(si) = shard!(ls).table.find(ls.hash, src) else {
+        let mut pair = ShardPair::lock(self, ls, ld);
+        self.expire_if_due(pair.of(ls), ls, src);
+        self.expire_if_due(pair.of(ld), ld, dst);
+        let Some(si) = pair.of(ls).table.find(ls.hash, src) else {
             return Ok(false);
         };
-        let di = shard!(ld).table.find(ld.hash, dst);
+        let di = pair.of(ld).table.find(ld.hash, dst);
         if di.is_some() && !replace {
             return Ok(false);
         }
-        let item = shard!(ls).table.item(si);
-        let deadline = shard!(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        let item = pair.of(ls).table.item(si);
+        let deadline = pair.of(ls).expires.get(&(item.as_ptr() as usize)).copied();
         // SAFETY: the table's item, read (a collection too) under its shard's write lock.
         let copied = unsafe {
             match value::kind(item) {
@@ -55,17 +45,15 @@ impl<A: KvAlloc> Store<A> {
         };
         // SAFETY: the new item is ours until installed.
         let need = unsafe { value::charged_size::<A>(copied) } as u64;
-        if let Err(e) = self.make_room(shard!(ld), ld, need) {
-            drop(gb);
-            drop(ga);
+        if let Err(e) = self.make_room(pair.of(ld), ld, need) {
+            drop(pair);
             self.release(copied);
             return Err(e);
         }
         // Making room may have evicted dst (or moved its slot): look it up again.
-        let di = shard!(ld).table.find(ld.hash, dst);
-        let old = self.install(shard!(ld), ld, di, copied, deadline);
-        drop(gb);
-        drop(ga);
+        let di = pair.of(ld).table.find(ld.hash, dst);
+        let old = self.install(pair.of(ld), ld, di, copied, deadline);
+        drop(pair);
         if let Some(o) = old {
             self.release(o);
         }

@@ -32,6 +32,7 @@
 //! | `expiry.rs` | removing keys past their deadline: lazily on access, actively (the background thread) |
 //! | `evict.rs` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `stats.rs` | the [`Stats`] snapshot, and counting an operation |
+//! | `pair.rs` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
 //! | `shard.rs` | the skeleton: [`Store`] over its shards, construction, where a key lives, the one removal path |
 //! | `expiry_thread.rs` | the background thread that runs the active expiry's passes |
 //! | `counters.rs` | what is counted, per shard and per operation ([`Op`], [`OP_NAMES`]) |
@@ -46,6 +47,7 @@ mod expiry_thread;
 mod hash;
 mod list;
 mod options;
+mod pair;
 mod read;
 mod set;
 mod shard;

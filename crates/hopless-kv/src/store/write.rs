@@ -8,6 +8,7 @@ use parking_lot::RwLockWriteGuard;
 
 use super::counters::Op;
 use super::options::{SetCond, SetOptions, Ttl};
+use super::pair::ShardPair;
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -414,47 +415,35 @@ impl<A: KvAlloc> Store<A> {
         self.check_key(dst)?;
         let (ls, ld) = (self.loc(src), self.loc(dst));
         self.count(Op::Set);
-        let (a, b) = (ls.shard.min(ld.shard), ls.shard.max(ld.shard));
-        let mut ga = self.inner.shards[a].lock.write();
-        let mut gb = (b != a).then(|| self.inner.shards[b].lock.write());
-        macro_rules! shard {
-            ($l:expr) => {
-                if $l.shard == a {
-                    &mut ga
-                } else {
-                    gb.as_mut().expect("second shard locked")
-                }
-            };
-        }
-        self.expire_if_due(shard!(ls), ls, src);
-        self.expire_if_due(shard!(ld), ld, dst);
-        let Some(si) = shard!(ls).table.find(ls.hash, src) else {
+        let mut pair = ShardPair::lock(self, ls, ld);
+        self.expire_if_due(pair.of(ls), ls, src);
+        self.expire_if_due(pair.of(ld), ld, dst);
+        let Some(si) = pair.of(ls).table.find(ls.hash, src) else {
             return Err(Error::NoSuchKey);
         };
         if src == dst {
             return Ok(!nx);
         }
-        if nx && shard!(ld).table.find(ld.hash, dst).is_some() {
+        if nx && pair.of(ld).table.find(ld.hash, dst).is_some() {
             return Ok(false);
         }
-        let item = shard!(ls).table.item(si);
-        let deadline = shard!(ls).expires.get(&(item.as_ptr() as usize)).copied();
-        let old_src = shard!(ls).remove_slot(si, &self.slot(ls).c.used);
+        let item = pair.of(ls).table.item(si);
+        let deadline = pair.of(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        let old_src = pair.of(ls).remove_slot(si, &self.slot(ls).c.used);
         // SAFETY: the item just taken out of its table, under its shard's write lock (a collection goes
         // with it).
         let moved = match unsafe { value::move_item(&self.inner.alloc, item, dst) } {
             Ok(m) => m,
             Err(_) => {
                 // Put the source back as it was: nothing changes.
-                let _ = self.install(shard!(ls), ls, None, old_src, deadline);
+                let _ = self.install(pair.of(ls), ls, None, old_src, deadline);
                 return Err(Error::AllocFailed);
             }
         };
         // Removing from the same table may have moved dst's slot: look it up again.
-        let di = shard!(ld).table.find(ld.hash, dst);
-        let old_dst = self.install(shard!(ld), ld, di, moved, deadline);
-        drop(gb);
-        drop(ga);
+        let di = pair.of(ld).table.find(ld.hash, dst);
+        let old_dst = self.install(pair.of(ld), ld, di, moved, deadline);
+        drop(pair);
         self.release(old_src);
         if let Some(o) = old_dst {
             self.release(o);

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use hopless_kv::ExpireCond;
 
 use super::command::{int_arg, Command, Ctx};
+use super::scan_args;
 use crate::errors::{invalid_expire, CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 
@@ -202,41 +203,17 @@ fn keys(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn scan(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let cursor = core::str::from_utf8(&a[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let s = scan_args::parse_keyspace(a)?;
     // TYPE: a kind, or (a name Redis 7.0 does not know either) a filter nothing passes.
-    let (mut pattern, mut count, mut kind, mut none) = (None, 10usize, None, false);
-    let mut i = 2;
-    while i < a.len() {
-        let Some(v) = a.get(i + 1) else {
-            return Err(SYNTAX);
-        };
-        if eq(&a[i], "count") {
-            let n = int_arg(v)?;
-            if n < 1 {
-                return Err(SYNTAX);
-            }
-            count = n.min(1 << 20) as usize;
-        } else if eq(&a[i], "match") {
-            pattern = Some(&v[..]).filter(|p| *p != b"*");
-        } else if eq(&a[i], "type") {
-            kind = hopless_kv::Kind::from_name(v);
-            none = kind.is_none();
-        } else {
-            return Err(SYNTAX);
-        }
-        i += 2;
-    }
-    let (next, mut keys) = c.shared.store.scan_type(cursor, count, pattern, kind);
-    if none {
+    let kind = s.type_name.map(hopless_kv::Kind::from_name);
+    let (next, mut keys) = c
+        .shared
+        .store
+        .scan_type(s.cursor, s.count, s.pattern, kind.flatten());
+    if kind == Some(None) {
         keys.clear();
     }
-    c.out.array(2);
-    c.out.bulk(next.to_string().as_bytes());
-    c.out.bulks(keys.iter().map(|k| &k[..]));
-    Ok(())
+    scan_args::reply(c.out, next, keys.iter().map(|k| &k[..]))
 }
 
 fn randomkey(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {

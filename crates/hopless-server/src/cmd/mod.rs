@@ -46,7 +46,6 @@ mod keys;
 mod list;
 mod memory;
 mod object;
-#[allow(dead_code)] // Used by the hash, set and sorted-set families.
 mod scan_args;
 mod set;
 mod string;

@@ -1,5 +1,6 @@
-//! The arguments HSCAN, SSCAN and ZSCAN share: the cursor (an unsigned 64-bit number, else "invalid
-//! cursor"), then MATCH pattern and COUNT n in any order, as Redis's `scanGenericCommand` reads them.
+//! The arguments SCAN, HSCAN, SSCAN and ZSCAN share: the cursor (an unsigned 64-bit number, else "invalid
+//! cursor"), then MATCH pattern and COUNT n in any order (and SCAN's TYPE), as Redis's
+//! `scanGenericCommand` reads them; and the reply they share.
 
 use bytes::Bytes;
 
@@ -14,10 +15,21 @@ pub(super) struct ScanArgs<'a> {
     pub(super) count: usize,
     /// The glob elements must match (`None`: all; `*` reads as none).
     pub(super) pattern: Option<&'a [u8]>,
+    /// SCAN's TYPE filter, the name as given (a collection scan has none: TYPE is a syntax error there).
+    pub(super) type_name: Option<&'a [u8]>,
 }
 
-/// Reads `a[cursor_at]` and the options after it.
+/// Reads a collection scan's `a[cursor_at]` and the options after it.
 pub(super) fn parse<'a>(a: &'a [Bytes], cursor_at: usize) -> Result<ScanArgs<'a>, CmdError> {
+    parse_options(a, cursor_at, false)
+}
+
+/// Reads SCAN's cursor (`a[1]`) and options, TYPE among them.
+pub(super) fn parse_keyspace(a: &[Bytes]) -> Result<ScanArgs<'_>, CmdError> {
+    parse_options(a, 1, true)
+}
+
+fn parse_options(a: &[Bytes], cursor_at: usize, with_type: bool) -> Result<ScanArgs<'_>, CmdError> {
     let cursor = core::str::from_utf8(&a[cursor_at])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
@@ -26,6 +38,7 @@ pub(super) fn parse<'a>(a: &'a [Bytes], cursor_at: usize) -> Result<ScanArgs<'a>
         cursor,
         count: 10,
         pattern: None,
+        type_name: None,
     };
     let mut i = cursor_at + 1;
     while i < a.len() {
@@ -40,6 +53,8 @@ pub(super) fn parse<'a>(a: &'a [Bytes], cursor_at: usize) -> Result<ScanArgs<'a>
             s.count = n.min(1 << 20) as usize;
         } else if eq(&a[i], "match") {
             s.pattern = Some(&v[..]).filter(|p| *p != b"*");
+        } else if with_type && eq(&a[i], "type") {
+            s.type_name = Some(&v[..]);
         } else {
             return Err(SYNTAX);
         }

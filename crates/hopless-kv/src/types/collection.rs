@@ -1,0 +1,83 @@
+//! [`Collection`]: what a non-string key holds, one of the four types, and what the store asks of any of
+//! them (its kind, length, bytes, encoding, a copy).
+
+use super::hash::Hash;
+use super::kind::Kind;
+use super::list::List;
+use super::set::Set;
+use super::zset::ZSet;
+use crate::alloc::KvAlloc;
+
+/// What a non-string key holds.
+pub enum Collection<A: KvAlloc> {
+    List(List<A>),
+    Hash(Hash<A>),
+    Set(Set<A>),
+    ZSet(ZSet<A>),
+}
+
+impl<A: KvAlloc> Collection<A> {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Collection::List(_) => Kind::List,
+            Collection::Hash(_) => Kind::Hash,
+            Collection::Set(_) => Kind::Set,
+            Collection::ZSet(_) => Kind::ZSet,
+        }
+    }
+
+    /// An empty collection of `kind` (not a string).
+    pub fn empty(kind: Kind, alloc: A) -> Self {
+        match kind {
+            Kind::List => Collection::List(List::new_in(alloc)),
+            Kind::Hash => Collection::Hash(Hash::new_in(alloc)),
+            Kind::Set => Collection::Set(Set::new_in(alloc)),
+            Kind::ZSet | Kind::String => Collection::ZSet(ZSet::new_in(alloc)),
+        }
+    }
+
+    /// Elements (fields, members, entries) held.
+    pub fn len(&self) -> usize {
+        match self {
+            Collection::List(x) => x.len(),
+            Collection::Hash(x) => x.len(),
+            Collection::Set(x) => x.len(),
+            Collection::ZSet(x) => x.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the collection's blocks take (what the store charges against `maxmemory`).
+    pub fn bytes(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + match self {
+                Collection::List(x) => x.bytes(),
+                Collection::Hash(x) => x.bytes(),
+                Collection::Set(x) => x.bytes(),
+                Collection::ZSet(x) => x.bytes(),
+            }
+    }
+
+    /// OBJECT ENCODING's answer.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Collection::List(x) => x.encoding(),
+            Collection::Hash(x) => x.encoding(),
+            Collection::Set(x) => x.encoding(),
+            Collection::ZSet(x) => x.encoding(),
+        }
+    }
+
+    /// A copy (COPY), or None when the allocator has no memory for it.
+    pub fn try_clone(&self) -> Option<Self> {
+        Some(match self {
+            Collection::List(x) => Collection::List(x.try_clone()?),
+            Collection::Hash(x) => Collection::Hash(x.try_clone()?),
+            Collection::Set(x) => Collection::Set(x.try_clone()?),
+            Collection::ZSet(x) => Collection::ZSet(x.try_clone()?),
+        })
+    }
+}
