@@ -6,16 +6,17 @@
 
 mod multi;
 mod range;
+mod reply;
 
 use bytes::Bytes;
-use hopless_kv::types::zset::{format_score, parse_score, AddFlags, LexRange, RangeBy, ScoreRange};
+use hopless_kv::types::zset::{parse_score, AddFlags};
 
 use super::command::{Command, Ctx};
-use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 use multi::*;
 use range::*;
+use reply::{lex_range, score, score_range, NOT_FLOAT};
 
 /// This family's rows of the command table, in COMMAND's order, one command a row.
 #[rustfmt::skip]
@@ -88,64 +89,6 @@ pub(super) const COMMANDS: &[Command] = &[
     Command::new("zscan", -3, "readonly", zscan).keys(1, 1, 1).acl("@read @sortedset @slow")
         .doc("sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores"),
 ];
-
-const NOT_FLOAT: CmdError = CmdError::Static("ERR value is not a valid float");
-const BAD_SCORE_RANGE: CmdError = CmdError::Static("ERR min or max is not a float");
-const BAD_LEX_RANGE: CmdError = CmdError::Static("ERR min or max not valid string range item");
-
-/// A score as Redis sends it: a double in RESP3, a bulk string in RESP2.
-fn score(out: &mut Reply, v: f64) {
-    let s = format_score(v);
-    if out.resp3() {
-        out.buf.extend_from_slice(b",");
-        out.buf.extend_from_slice(s.as_bytes());
-        out.buf.extend_from_slice(b"\r\n");
-    } else {
-        out.bulk(s.as_bytes());
-    }
-}
-
-/// Members, with their scores when asked: RESP2 flat (member, score, ...), RESP3 [member, score]
-/// pairs.
-fn scored(out: &mut Reply, pairs: &[(Vec<u8>, f64)], with_scores: bool) {
-    if with_scores {
-        let nested = out.resp3();
-        pairs_reply(out, pairs, nested);
-    } else {
-        out.array(pairs.len());
-        for (m, _) in pairs {
-            out.bulk(m);
-        }
-    }
-}
-
-/// Members with scores, as [member, score] pairs (`nested`) or flat.
-fn pairs_reply(out: &mut Reply, pairs: &[(Vec<u8>, f64)], nested: bool) {
-    if nested {
-        out.array(pairs.len());
-        for (m, s) in pairs {
-            out.array(2);
-            out.bulk(m);
-            score(out, *s);
-        }
-    } else {
-        out.array(2 * pairs.len());
-        for (m, s) in pairs {
-            out.bulk(m);
-            score(out, *s);
-        }
-    }
-}
-
-fn score_range(min: &[u8], max: &[u8]) -> Result<RangeBy, CmdError> {
-    ScoreRange::parse(min, max)
-        .map(RangeBy::Score)
-        .ok_or(BAD_SCORE_RANGE)
-}
-
-fn lex_range(min: &[u8], max: &[u8]) -> Result<RangeBy, CmdError> {
-    LexRange::parse(min, max).map(RangeBy::Lex).ok_or(BAD_LEX_RANGE)
-}
 
 /// ZADD and ZINCRBY (`incr`): Redis's `zaddGenericCommand`, its checks in its order.
 fn zadd_generic(c: &mut Ctx<'_>, a: &[Bytes], mut flags: AddFlags) -> CmdResult {

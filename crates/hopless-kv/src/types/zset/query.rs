@@ -3,9 +3,10 @@
 //! turned into a [`Run`] of ranks as Redis's `genericZrangeby*Command` would walk them, and ZRANDMEMBER's
 //! picks.
 
-use super::{LexRange, ScoreRange, ZSet};
+use super::range::{LexRange, ScoreRange};
+use super::sorted_set::ZSet;
 use crate::alloc::KvAlloc;
-use crate::types::random_below;
+use crate::types::random::random_below;
 
 /// How a range is given.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,7 +178,7 @@ impl<A: KvAlloc> ZSet<A> {
 
     /// A set of `pairs` (distinct members, any order), in the form Redis would store it: compact when
     /// within the limits.
-    pub fn from_pairs(alloc: A, pairs: &[(Vec<u8>, f64)], limits: &crate::types::Limits) -> Self {
+    pub fn from_pairs(alloc: A, pairs: &[(Vec<u8>, f64)], limits: &crate::types::limits::Limits) -> Self {
         let mut z = ZSet::new_in(alloc);
         let max_len = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
         z.prepare(pairs.len(), max_len, limits);

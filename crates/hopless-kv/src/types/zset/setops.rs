@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
+use super::sorted_set::ZSet;
 use super::tree::cmp_key;
-use super::ZSet;
 use crate::alloc::KvAlloc;
 
 /// How scores of one member in several sets combine.

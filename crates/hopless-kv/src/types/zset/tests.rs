@@ -2,7 +2,10 @@
 
 use allocator_api2::alloc::Global;
 
+use super::sorted_set::Form;
+use super::tree;
 use super::*;
+use crate::types::limits::Limits;
 
 fn limits(entries: i64, value: i64) -> Limits {
     Limits {

@@ -120,7 +120,7 @@ impl<A: KvAlloc> Tree<A> {
             left: NIL,
             right: NIL,
             size: 1,
-            prio: super::super::random_u64() as u32,
+            prio: crate::types::random::random_u64() as u32,
         };
         if self.free != NIL {
             let i = self.free;

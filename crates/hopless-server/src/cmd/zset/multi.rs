@@ -8,7 +8,7 @@ use hopless_kv::{Error, Kind};
 
 use super::super::command::{int_arg, Ctx};
 use super::super::scan_args;
-use super::{pairs_reply, scored};
+use super::reply::{pairs_reply, scored};
 use crate::errors::{CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 

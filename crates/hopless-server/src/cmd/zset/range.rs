@@ -6,7 +6,7 @@ use bytes::Bytes;
 use hopless_kv::types::zset::{RangeBy, RangeSpec};
 
 use super::super::command::{int_arg, Ctx};
-use super::{lex_range, score_range, scored};
+use super::reply::{lex_range, score_range, scored};
 use crate::errors::{CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 
