@@ -713,11 +713,25 @@ impl Rng {
 /// thresholds, one with equal scores for the lex commands), replies and keyspaces compared.
 #[test]
 fn random_sequences_match_redis() {
+    random_sequence(false, 0x5eed_2a5e_7001);
+}
+
+/// The same under RESP3 (doubles, pairs), with another seed.
+#[test]
+fn random_sequences_match_redis_in_resp3() {
+    random_sequence(true, 0x3e5b_0077_aa01);
+}
+
+fn random_sequence(resp3: bool, seed: u64) {
     let Some(mut d) = Differ::start() else {
         return;
     };
+    if resp3 {
+        d.run("HELLO 3", Order::Exact);
+        d.diffs.clear();
+    }
     d.run("CONFIG SET zset-max-listpack-entries 16", Order::Exact);
-    let mut r = Rng(0x5eed_2a5e_7001);
+    let mut r = Rng(seed);
     let keys = ["k1", "k2", "k3", "lx"];
     let scores = [
         "0", "1", "-1", "2.5", "1e3", "(1", "inf", "-inf", "0.1", "3", "7", "x",
