@@ -145,34 +145,49 @@ impl<A: KvAlloc> ZSet<A> {
         }
     }
 
-    /// Sets `member`'s score, adding it if new; whether it was new. `score` is not NaN.
-    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> bool {
-        let score = score + 0.0;
+    /// Where `member` is (its listpack offset or its arena slot) and its score.
+    fn locate(&self, member: &[u8]) -> Option<(usize, f64)> {
+        match &self.form {
+            Form::Listpack(p) => listpack::find(p, member).map(|(pos, _, s)| (pos, s)),
+            Form::Skiplist(l) => l.find(member).map(|i| (i as usize, l.tree.score(i))),
+        }
+    }
+
+    /// Moves the member found at `at` (from [`ZSet::locate`]) to `score`.
+    fn rescore_at(&mut self, at: usize, member: &[u8], score: f64) {
         match &mut self.form {
             Form::Listpack(p) => {
-                if let Some((pos, _, old)) = listpack::find(p, member) {
-                    if old != score {
-                        listpack::remove_at(p, pos);
-                        listpack::insert(p, member, score);
-                    }
-                    return false;
-                }
+                listpack::remove_at(p, at);
+                listpack::insert(p, member, score);
             }
-            Form::Skiplist(l) => {
-                if let Some(i) = l.find(member) {
-                    if l.tree.score(i) != score {
-                        l.rescore(i, score);
-                    }
-                    return false;
-                }
-            }
+            Form::Skiplist(l) => l.rescore(at as u32, score),
         }
+    }
+
+    /// Adds `member`, known absent, converting first if it crosses a limit.
+    fn insert_new(&mut self, member: &[u8], score: f64, limits: &Limits) {
         self.grow_for(member.len(), limits);
         match &mut self.form {
             Form::Listpack(p) => listpack::insert(p, member, score),
             Form::Skiplist(l) => l.insert(member, score),
         }
-        true
+    }
+
+    /// Sets `member`'s score, adding it if new; whether it was new. `score` is not NaN.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> bool {
+        let score = score + 0.0;
+        match self.locate(member) {
+            Some((at, old)) => {
+                if old != score {
+                    self.rescore_at(at, member, score);
+                }
+                false
+            }
+            None => {
+                self.insert_new(member, score, limits);
+                true
+            }
+        }
     }
 
     /// One ZADD pair under `flags`, as Redis's `zsetAdd`. `score` is not NaN.
@@ -183,8 +198,8 @@ impl<A: KvAlloc> ZSet<A> {
         flags: AddFlags,
         limits: &Limits,
     ) -> Result<Added, NanScore> {
-        match self.score(member) {
-            Some(cur) => {
+        match self.locate(member) {
+            Some((at, cur)) => {
                 if flags.nx {
                     return Ok(Added::Nop);
                 }
@@ -202,13 +217,14 @@ impl<A: KvAlloc> ZSet<A> {
                 if score == cur {
                     return Ok(Added::Same(score));
                 }
-                self.insert(member, score, limits);
+                self.rescore_at(at, member, score);
                 Ok(Added::Updated(score))
             }
             None if flags.xx => Ok(Added::Nop),
             None => {
-                self.insert(member, score, limits);
-                Ok(Added::Added(score + 0.0))
+                let score = score + 0.0;
+                self.insert_new(member, score, limits);
+                Ok(Added::Added(score))
             }
         }
     }
