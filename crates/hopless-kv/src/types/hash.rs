@@ -170,7 +170,7 @@ impl<A: KvAlloc> Hash<A> {
     /// cursor (0 when done). The compact form gives everything at once with cursor 0, as Redis does for
     /// a listpack; the large form visits `count` positions of its array, from the end towards the front
     /// (see [`dict`] for why nothing present throughout a scan is missed).
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], &'a [u8])) -> u64 {
         match &self.repr {
             Repr::Compact(_) => {
                 for (k, v) in self.iter() {
