@@ -111,7 +111,7 @@ fn step(rng: &mut SmallRng, s: &Store, m: &mut HashMap<Vec<u8>, Hash>, prefix: &
             }
         }
         6 => {
-            let d = [0.5, -1.25, 3.0][rng.gen_range(0..3)];
+            let (dt, d) = [("0.5", 0.5), ("-1.25", -1.25), ("3", 3.0)][rng.gen_range(0..3)];
             let f = field(rng);
             let h = m.entry(key.clone()).or_default();
             let cur = h.get(&f).map(|v| {
@@ -120,7 +120,7 @@ fn step(rng: &mut SmallRng, s: &Store, m: &mut HashMap<Vec<u8>, Hash>, prefix: &
                     .filter(|s| !s.is_empty())
                     .and_then(|s| s.parse::<f64>().ok())
             });
-            match (s.hincrbyfloat(&key, &f, d), cur) {
+            match (s.hincrbyfloat(&key, &f, dt.as_bytes()), cur) {
                 (Ok(text), None) => {
                     assert_eq!(text.as_slice(), format!("{d}").as_bytes());
                     h.insert(f, text);

@@ -7,10 +7,10 @@
 //! come in the hash's order: insertion order while it is compact, as Redis's listpack.
 
 use super::shard::Store;
-use super::write::{format_f64, parse_f64};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::redis_util::{glob_match, parse_i64};
+use crate::types::hash::long_double::{self, LongDouble, Parsed};
 use crate::types::{Collection, Hash, Kind};
 
 /// A field and its value, owned.
@@ -140,31 +140,26 @@ impl<A: KvAlloc> Store<A> {
         Ok(r.expect("write_coll with create runs the closure"))
     }
 
-    /// HINCRBYFLOAT: adds `delta` to the float in `field` (0 when missing, creating the hash); the new
-    /// value as stored. Errors as Redis's: `ERR value is NaN or Infinity` for such a `delta`,
-    /// `ERR hash value is not a float` for a value that is not one, and
-    /// [`Error::NanOrInfinity`] for a result that is not finite.
-    ///
-    /// The sum is an `f64` printed as the string INCRBYFLOAT prints it (15 significant digits); Redis
-    /// computes in `long double`, so results past 15 significant digits (or beyond `f64`'s range) differ.
-    pub fn hincrbyfloat(&self, key: &[u8], field: &[u8], delta: f64) -> Result<Vec<u8>> {
-        if delta.is_nan() {
-            return Err(Error::NotFloat);
-        }
-        if delta.is_infinite() {
-            return Err(Error::Msg("ERR value is NaN or Infinity"));
-        }
+    /// HINCRBYFLOAT: adds `delta` (a float's text) to the float in `field` (0 when missing, creating the
+    /// hash); the new value as stored. Computed as x86-64 Redis computes it, in `long double`, and
+    /// printed as it prints it (`long_double.rs`). Errors as Redis's: [`Error::NotFloat`] for a `delta`
+    /// that is not a float, `ERR value is NaN or Infinity` for an infinite one, `ERR hash value is not a
+    /// float` for a stored value that is not one, and [`Error::NanOrInfinity`] for an infinite result.
+    pub fn hincrbyfloat(&self, key: &[u8], field: &[u8], delta: &[u8]) -> Result<Vec<u8>> {
+        let d = match long_double::parse(delta) {
+            Some(Parsed::Finite(d)) => d,
+            Some(Parsed::Infinite) => return Err(Error::Msg("ERR value is NaN or Infinity")),
+            None => return Err(Error::NotFloat),
+        };
         let r = self.write_coll(key, Kind::Hash, true, |c, limits| {
             let h = hash_mut(c);
-            let cur = match h.get(field) {
-                Some(v) => parse_f64(v).ok_or(Error::Msg("ERR hash value is not a float"))?,
-                None => 0.0,
+            let cur = match h.get(field).map(long_double::parse) {
+                None => LongDouble::ZERO,
+                Some(Some(Parsed::Finite(v))) => v,
+                Some(Some(Parsed::Infinite)) => return Err(Error::NanOrInfinity),
+                Some(None) => return Err(Error::Msg("ERR hash value is not a float")),
             };
-            let n = cur + delta;
-            if !n.is_finite() {
-                return Err(Error::NanOrInfinity);
-            }
-            let text = format_f64(n).into_bytes();
+            let text = cur.add(d).ok_or(Error::NanOrInfinity)?.to_human().into_bytes();
             h.set(field, &text, limits);
             Ok(text)
         })?;

@@ -482,7 +482,7 @@ impl<A: KvAlloc> Store<A> {
 }
 
 /// Redis's `string2ld` for INCRBYFLOAT: a decimal or exponent float, no spaces, not NaN.
-pub(crate) fn parse_f64(b: &[u8]) -> Option<f64> {
+fn parse_f64(b: &[u8]) -> Option<f64> {
     let s = core::str::from_utf8(b).ok()?;
     if s.is_empty() || s.len() > 5 * 1024 || s.starts_with(|c: char| c.is_whitespace()) {
         return None;
@@ -491,7 +491,7 @@ pub(crate) fn parse_f64(b: &[u8]) -> Option<f64> {
 }
 
 /// A float as INCRBYFLOAT prints it: rounded to 15 significant digits, plain notation, no trailing zeros.
-pub(crate) fn format_f64(v: f64) -> String {
+fn format_f64(v: f64) -> String {
     let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
     let s = format!("{rounded}");
     if s == "-0" {

@@ -9,6 +9,7 @@
 //! the threshold is checked on every write of a field and value, against the limits of that moment.
 
 mod dict;
+pub(crate) mod long_double;
 
 use crate::alloc::KvAlloc;
 use crate::types::packed::Packed;

@@ -192,22 +192,8 @@ fn hincrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// A float argument as Redis's `string2ld` reads it: no leading space, no NaN.
-fn float_arg(b: &[u8]) -> Result<f64, CmdError> {
-    let bad = CmdError::Static("ERR value is not a valid float");
-    let s = core::str::from_utf8(b).map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
-    if s.is_empty() || s.starts_with(|ch: char| ch.is_whitespace()) {
-        return Err(bad);
-    }
-    match s.parse::<f64>() {
-        Ok(d) if !d.is_nan() => Ok(d),
-        _ => Err(bad),
-    }
-}
-
 fn hincrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let d = float_arg(&a[3])?;
-    let v = c.shared.store.hincrbyfloat(&a[1], &a[2], d)?;
+    let v = c.shared.store.hincrbyfloat(&a[1], &a[2], &a[3])?;
     c.out.bulk(&v);
     Ok(())
 }
