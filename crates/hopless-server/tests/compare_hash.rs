@@ -657,3 +657,48 @@ fn random_hash_sequences_match_redis() {
     d.compare_keyspace();
     d.assert_none();
 }
+
+/// HINCRBYFLOAT over random numbers of every shape (long mantissas, exponents far both ways, integers
+/// near 2^63, hex), stored value and increment alike: Redis's `long double` sums and prints, digit for
+/// digit.
+#[test]
+fn hincrbyfloat_matches_redis_on_random_numbers() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    let mut rng = Rng(0x11d0_u64);
+    let number = |rng: &mut Rng| -> String {
+        let sign = ["", "-", "+"][rng.index(3)];
+        // One to `max` random digits.
+        let digits = |rng: &mut Rng, max: usize| -> String {
+            let n = rng.index(max) + 1;
+            (0..n).map(|_| char::from(b'0' + rng.index(10) as u8)).collect()
+        };
+        match rng.index(6) {
+            0 => format!("{sign}{}", digits(rng, 25)),
+            1 => {
+                let int = digits(rng, 12);
+                format!("{sign}{int}.{}", digits(rng, 25))
+            }
+            2 => format!("{sign}{}e{}", digits(rng, 20), rng.range(-60, 60)),
+            3 => format!("{sign}0.{}e{}", digits(rng, 20), rng.range(-4950, 4932)),
+            4 => format!("{sign}{}", 9223372036854775807i64 - rng.range(0, 1000)),
+            _ => format!(
+                "{sign}0x{:x}.{:x}p{}",
+                rng.next() >> 8,
+                rng.next() >> 40,
+                rng.range(-80, 80)
+            ),
+        }
+    };
+    for i in 0..1500 {
+        let (a, b) = (number(&mut rng), number(&mut rng));
+        exact(&mut d, &format!("HSET fl f{} {a}", i % 50));
+        exact(&mut d, &format!("HINCRBYFLOAT fl f{} {b}", i % 50));
+        exact(&mut d, &format!("HINCRBYFLOAT fl f{} {b}", i % 50));
+        if d.diffs.len() > 10 {
+            break;
+        }
+    }
+    d.assert_none();
+}
