@@ -471,9 +471,15 @@ fn hash_commands_match_redis() {
         "HRANDFIELD big 0",
         "HSCAN big abc",
         "HSCAN big 0 COUNT 0",
+        "COPY big bigcopy",
+        "OBJECT ENCODING bigcopy",
+        "HLEN bigcopy",
+        "HDEL bigcopy f10",
+        "HEXISTS big f10",
+        "EXPIRE bigcopy 1000",
     ];
     exact_all(&mut d, &lines);
-    for l in ["HGETALL big", "HKEYS big", "HVALS big"] {
+    for l in ["HGETALL big", "HKEYS big", "HVALS big", "HGETALL bigcopy"] {
         d.run(l, order_of(l));
     }
     // A full iteration with several COUNTs and a MATCH, then after removals and additions.

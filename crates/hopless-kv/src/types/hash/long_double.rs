@@ -171,18 +171,21 @@ impl Big {
         b
     }
 
-    /// `(self / d, self % d != 0)` for a quotient of at most 128 bits, by shift and subtract.
+    /// `(self / d, self % d != 0)` for a quotient under 2^128, by shift and subtract.
     fn div_sticky(&self, d: &Big) -> (Big, bool) {
         let mut r = self.clone();
-        let mut q = Big(Vec::new());
-        let top = (self.bits() - d.bits()).max(0);
+        let mut q = 0u128;
+        let top = (self.bits() - d.bits()).clamp(0, 127);
         for i in (0..=top).rev() {
             let s = d.shl(i);
             if r.cmp(&s) != core::cmp::Ordering::Less {
                 r = r.sub(&s);
-                q = q.add(&Big::from_u64(1).shl(i));
+                q |= 1 << i;
             }
         }
+        let q = Big::from_u64((q >> 64) as u64)
+            .shl(64)
+            .add(&Big::from_u64(q as u64));
         (q, !r.is_zero())
     }
 
