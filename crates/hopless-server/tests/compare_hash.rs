@@ -708,3 +708,49 @@ fn hincrbyfloat_matches_redis_on_random_numbers() {
     }
     d.assert_none();
 }
+
+/// COMMAND INFO of each hash command: name, arity, flags, key positions and ACL categories as Redis 7.0
+/// lists them (the tips, key specs and subcommands after those hopless leaves empty).
+#[test]
+fn command_info_rows_match_redis() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    for name in [
+        "hset",
+        "hsetnx",
+        "hget",
+        "hmget",
+        "hmset",
+        "hdel",
+        "hlen",
+        "hstrlen",
+        "hexists",
+        "hkeys",
+        "hvals",
+        "hgetall",
+        "hincrby",
+        "hincrbyfloat",
+        "hrandfield",
+        "hscan",
+    ] {
+        let a: [&[u8]; 3] = [b"COMMAND", b"INFO", name.as_bytes()];
+        let head = |f: Frame| match f {
+            Frame::Array(mut v) => match v.pop() {
+                Some(Frame::Array(mut row)) => {
+                    row.truncate(7);
+                    row
+                }
+                other => panic!("COMMAND INFO {name} gave {other:?}"),
+            },
+            other => panic!("COMMAND INFO {name} gave {other:?}"),
+        };
+        let t = head(d.redis.cmd(&a).read());
+        let o = head(d.ours.cmd(&a).read());
+        if t != o {
+            d.diffs
+                .push(format!("COMMAND INFO {name}\n  redis:   {t:?}\n  hopless: {o:?}"));
+        }
+    }
+    d.assert_none();
+}
