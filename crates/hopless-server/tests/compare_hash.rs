@@ -554,6 +554,41 @@ fn hash_replies_in_resp3_match_redis() {
             "HSCAN nokey 0",
         ],
     );
+    // A hashtable: HGETALL's map compared as a set of pairs, HRANDFIELD's nested pairs by shape.
+    let mut big = vec!["HSET big".to_string()];
+    big.extend((0..200).map(|i| format!("f{i} v{i}")));
+    exact(&mut d, &big.join(" "));
+    let sorted_map = |f: Frame| match f {
+        Frame::Map(mut m) => {
+            m.sort_by_key(|p| format!("{p:?}"));
+            m
+        }
+        other => panic!("HGETALL gave {other:?} under RESP3"),
+    };
+    let t = sorted_map(d.redis.cmd(&[b"HGETALL", b"big"]).read());
+    let o = sorted_map(d.ours.cmd(&[b"HGETALL", b"big"]).read());
+    assert_eq!(t, o, "HGETALL big under RESP3");
+    for count in [&b"-5"[..], b"5", b"300"] {
+        let shape = |f: Frame| {
+            match f {
+            Frame::Array(v) => v
+                .iter()
+                .map(|p| matches!(p, Frame::Array(pair) if matches!(&pair[..], [Frame::Bulk(_), Frame::Bulk(_)])))
+                .filter(|ok| *ok)
+                .count(),
+            other => panic!("HRANDFIELD gave {other:?}"),
+        }
+        };
+        let a: [&[u8]; 4] = [b"HRANDFIELD", b"big", count, b"WITHVALUES"];
+        let t = shape(d.redis.cmd(&a).read());
+        let o = shape(d.ours.cmd(&a).read());
+        assert_eq!(
+            t,
+            o,
+            "HRANDFIELD big {} WITHVALUES under RESP3",
+            String::from_utf8_lossy(count)
+        );
+    }
     d.assert_none();
 }
 

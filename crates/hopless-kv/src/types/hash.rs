@@ -196,6 +196,30 @@ impl<A: KvAlloc> Hash<A> {
         }
     }
 
+    /// `n` random picks with repeats (HRANDFIELD with a negative count), each handed to `f` as it is
+    /// made, so that a big `n` costs no list of them.
+    pub fn random_picks<'a>(&'a self, n: u64, mut f: impl FnMut(&'a [u8], &'a [u8])) {
+        let len = self.len();
+        if len == 0 {
+            return;
+        }
+        match &self.repr {
+            Repr::Compact(_) => {
+                let all: std::vec::Vec<(&[u8], &[u8])> = self.iter().collect();
+                for _ in 0..n {
+                    let (k, v) = all[random_below(len)];
+                    f(k, v);
+                }
+            }
+            Repr::Large(d) => {
+                for _ in 0..n {
+                    let (k, v) = d.nth(random_below(len));
+                    f(k, v);
+                }
+            }
+        }
+    }
+
     /// HRANDFIELD's picks, as Redis makes them: `count` fields with repeats when it is negative
     /// (`-count` picks), distinct fields otherwise (the whole hash, in its order, when `count` is at
     /// least its length). The caller keeps `-count` to what it can reply.
@@ -217,8 +241,9 @@ impl<A: KvAlloc> Hash<A> {
             Repr::Large(d) => d.nth(i),
         };
         if count < 0 {
-            let n = count.unsigned_abs() as usize;
-            return (0..n).map(|_| nth(random_below(len))).collect();
+            let mut out = std::vec::Vec::new();
+            self.random_picks(count.unsigned_abs(), |f, v| out.push((f, v)));
+            return out;
         }
         let n = count as usize;
         let picks: std::vec::Vec<usize> = if n * 3 > len {

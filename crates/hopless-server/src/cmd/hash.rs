@@ -231,20 +231,29 @@ fn hrandfield(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
     let out = &mut *c.out;
     let found = c.shared.store.read_hash(&a[1], |h| {
-        let picks = h.random_pairs(count);
         let resp3 = out.resp3();
-        out.array(if with_values && !resp3 {
-            picks.len() * 2
-        } else {
-            picks.len()
-        });
-        for (f, v) in picks {
+        let header = |out: &mut crate::codec::Reply, n: usize| {
+            out.array(if with_values && !resp3 { n * 2 } else { n })
+        };
+        let send = |out: &mut crate::codec::Reply, f: &[u8], v: &[u8]| {
             if with_values && resp3 {
                 out.array(2);
             }
             out.bulk(f);
             if with_values {
                 out.bulk(v);
+            }
+        };
+        if count < 0 && !h.is_empty() {
+            // Picks with repeats go out as they are made.
+            let n = count.unsigned_abs();
+            header(out, n as usize);
+            h.random_picks(n, |f, v| send(out, f, v));
+        } else {
+            let picks = h.random_pairs(count);
+            header(out, picks.len());
+            for (f, v) in picks {
+                send(out, f, v);
             }
         }
     })?;
