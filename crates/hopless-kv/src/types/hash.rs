@@ -12,18 +12,21 @@ mod bignum;
 mod dict;
 pub(crate) mod long_double;
 
+use allocator_api2::boxed::Box;
+
 use crate::alloc::KvAlloc;
 use crate::types::packed::Packed;
 use crate::types::{random_below, Limits};
 
-use self::dict::Dict;
+use self::dict::{Dict, DictIter};
 
 /// Redis converts a listpack that would grow past 1 GiB (`lpSafeToAdd`), whatever the thresholds say.
 const PACKED_MAX: usize = 1 << 30;
 
 enum Repr<A: KvAlloc> {
     Compact(Packed<A>),
-    Large(Dict<A>),
+    /// Boxed, so that a small hash (and every collection, whose size is its largest kind's) stays small.
+    Large(Box<Dict<A>, A>),
 }
 
 pub struct Hash<A: KvAlloc> {
@@ -55,7 +58,7 @@ impl<A: KvAlloc> Hash<A> {
     pub fn bytes(&self) -> usize {
         match &self.repr {
             Repr::Compact(p) => p.bytes(),
-            Repr::Large(d) => d.bytes(),
+            Repr::Large(d) => core::mem::size_of::<Dict<A>>() + d.bytes(),
         }
     }
 
@@ -77,7 +80,7 @@ impl<A: KvAlloc> Hash<A> {
                 }
                 Repr::Compact(c)
             }
-            Repr::Large(d) => Repr::Large(d.try_clone()?),
+            Repr::Large(d) => Repr::Large(Box::new_in(d.try_clone()?, self.alloc.clone())),
         };
         Some(Hash {
             repr,
@@ -156,7 +159,7 @@ impl<A: KvAlloc> Hash<A> {
         while let (Some(f), Some(v)) = (it.next(), it.next()) {
             d.set(f, v);
         }
-        self.repr = Repr::Large(d);
+        self.repr = Repr::Large(Box::new_in(d, self.alloc.clone()));
     }
 
     /// Every field and value: in insertion order in the compact form (as Redis's listpack replies),
@@ -164,7 +167,7 @@ impl<A: KvAlloc> Hash<A> {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
         match &self.repr {
             Repr::Compact(p) => Iter::Compact(p.iter(), self.len()),
-            Repr::Large(d) => Iter::Large(std::boxed::Box::new(d.iter())),
+            Repr::Large(d) => Iter::Large(d.iter()),
         }
     }
 
@@ -275,7 +278,7 @@ impl<A: KvAlloc> Hash<A> {
 /// Fields and values of a [`Hash`], see [`Hash::iter`].
 enum Iter<'a, A: KvAlloc> {
     Compact(crate::types::packed::Iter<'a, A>, usize),
-    Large(std::boxed::Box<dyn ExactSizeIterator<Item = (&'a [u8], &'a [u8])> + 'a>),
+    Large(DictIter<'a, A>),
 }
 
 impl<'a, A: KvAlloc> Iterator for Iter<'a, A> {
@@ -383,6 +386,11 @@ mod tests {
                 assert_eq!(h.get(f), Some(&v[..]));
             }
         }
+    }
+
+    #[test]
+    fn a_hash_is_small_whatever_its_form() {
+        assert!(core::mem::size_of::<Hash<Global>>() <= 40);
     }
 
     #[test]

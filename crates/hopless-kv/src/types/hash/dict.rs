@@ -25,7 +25,7 @@ use crate::alloc::KvAlloc;
 
 /// One field and its value in one block: the field's length (4 bytes, little-endian), the field, the
 /// value.
-struct Entry<A: KvAlloc>(Box<[u8], A>);
+pub(super) struct Entry<A: KvAlloc>(Box<[u8], A>);
 
 impl<A: KvAlloc> Entry<A> {
     fn new(field: &[u8], value: &[u8], alloc: A) -> Self {
@@ -55,6 +55,10 @@ impl<A: KvAlloc> Entry<A> {
         self.0.len()
     }
 }
+
+/// [`Dict::iter`]'s iterator, named so that the hash's iterator can hold it without a box.
+pub(super) type DictIter<'a, A> =
+    core::iter::Map<core::slice::Iter<'a, Entry<A>>, fn(&'a Entry<A>) -> (&'a [u8], &'a [u8])>;
 
 pub(super) struct Dict<A: KvAlloc> {
     entries: Vec<Entry<A>, A>,
@@ -167,7 +171,7 @@ impl<A: KvAlloc> Dict<A> {
     }
 
     /// Every field and value, in array order.
-    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &[u8])> + ExactSizeIterator + '_ {
+    pub(super) fn iter(&self) -> DictIter<'_, A> {
         self.entries.iter().map(|e| (e.field(), e.value()))
     }
 
