@@ -245,12 +245,6 @@ impl<A: KvAlloc> Packed<A> {
             self.buf.shrink_to(self.buf.len() + self.buf.len() / 8);
         }
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.buf.clear();
-        self.buf.shrink_to_fit();
-        self.count = 0;
-    }
 }
 
 pub(crate) struct Iter<'a, A: KvAlloc> {

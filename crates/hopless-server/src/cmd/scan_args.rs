@@ -30,10 +30,7 @@ pub(super) fn parse_keyspace(a: &[Bytes]) -> Result<ScanArgs<'_>, CmdError> {
 }
 
 fn parse_options(a: &[Bytes], cursor_at: usize, with_type: bool) -> Result<ScanArgs<'_>, CmdError> {
-    let cursor = core::str::from_utf8(&a[cursor_at])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let cursor = parse_cursor(&a[cursor_at]).ok_or(CmdError::Static("ERR invalid cursor"))?;
     let mut s = ScanArgs {
         cursor,
         count: 10,
@@ -63,6 +60,29 @@ fn parse_options(a: &[Bytes], cursor_at: usize, with_type: bool) -> Result<ScanA
     Ok(s)
 }
 
+/// A cursor as Redis reads it (`strtoul` in base 10, then: no leading space, nothing after the digits,
+/// no overflow): an optional sign, a negative number wrapping round (`-1` is 2^64 - 1), and the empty
+/// string as 0.
+fn parse_cursor(b: &[u8]) -> Option<u64> {
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        // strtoul read nothing: the end pointer stays at the start, so only "" passes.
+        return b.is_empty().then_some(0);
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { n.wrapping_neg() } else { n })
+}
+
 /// Sends a scan's reply: the next cursor, then the elements.
 pub(super) fn reply<'e>(
     out: &mut crate::codec::Reply,
@@ -73,4 +93,29 @@ pub(super) fn reply<'e>(
     out.bulk(next.to_string().as_bytes());
     out.bulks(elems);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursors_read_as_strtoul_reads_them() {
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b"+7"), Some(7));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b"18446744073709551616"[..],
+            b" 1",
+            b"1 ",
+            b"-",
+            b"+",
+            b"1x",
+            b"0x10",
+        ] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
+    }
 }
