@@ -438,6 +438,8 @@ const EDGES: &[&str] = &[
     "ZSCAN e 18446744073709551616",
     "ZSCAN e +0",
     "ZSCAN e ' 0'",
+    "ZSCAN e ''",
+    "ZSCAN e +-1",
     "ZADD",
     "ZADD e",
     "ZADD e 1",

@@ -1,6 +1,8 @@
 //! [`ZSet`]: a sorted set in either form (the compact `listpack.rs` block or the large `large.rs`
 //! hash and tree) behind one API, the one-way conversion between them, and ZADD's conditions.
 
+use allocator_api2::boxed::Box;
+
 use super::large::Large;
 use super::range::{LexRange, ScoreRange};
 use super::{listpack, tree};
@@ -10,7 +12,9 @@ use crate::types::packed::Packed;
 
 pub(super) enum Form<A: KvAlloc> {
     Listpack(Packed<A>),
-    Skiplist(Large<A>),
+    /// Boxed: a set's struct stays the size of the compact form (every key's collection is sized by
+    /// the largest kind's struct).
+    Skiplist(Box<Large<A>, A>),
 }
 
 pub struct ZSet<A: KvAlloc> {
@@ -74,7 +78,7 @@ impl<A: KvAlloc> ZSet<A> {
     pub fn bytes(&self) -> usize {
         match &self.form {
             Form::Listpack(p) => p.bytes(),
-            Form::Skiplist(l) => l.bytes(),
+            Form::Skiplist(l) => core::mem::size_of::<Large<A>>() + l.bytes(),
         }
     }
 
@@ -94,7 +98,7 @@ impl<A: KvAlloc> ZSet<A> {
                 }
                 Form::Listpack(q)
             }
-            Form::Skiplist(l) => Form::Skiplist(l.try_clone()?),
+            Form::Skiplist(l) => Form::Skiplist(Box::new_in(l.try_clone()?, self.alloc.clone())),
         };
         Some(ZSet {
             alloc: self.alloc.clone(),
@@ -110,7 +114,8 @@ impl<A: KvAlloc> ZSet<A> {
             && matches!(self.form, Form::Listpack(_))
             && (n as i64 > limits.zset_entries || max_len as i64 > limits.zset_value)
         {
-            self.form = Form::Skiplist(Large::new_in(self.alloc.clone(), n.min(1 << 16)));
+            let large = Large::new_in(self.alloc.clone(), n.min(1 << 16));
+            self.form = Form::Skiplist(Box::new_in(large, self.alloc.clone()));
         }
     }
 
@@ -126,7 +131,7 @@ impl<A: KvAlloc> ZSet<A> {
         for (m, s) in listpack::walk(p, 0, false) {
             large.insert(m, s);
         }
-        self.form = Form::Skiplist(large);
+        self.form = Form::Skiplist(Box::new_in(large, self.alloc.clone()));
     }
 
     /// `member`'s score.

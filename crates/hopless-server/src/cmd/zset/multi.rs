@@ -140,21 +140,9 @@ pub(super) fn zrandmember(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// A scan cursor as Redis's `parseScanCursorOrReply` reads it (C's `strtoul`: an optional sign, a
-/// negative one wrapping around).
-fn parse_cursor(b: &[u8]) -> Option<u64> {
-    let s = core::str::from_utf8(b).ok()?;
-    match s.strip_prefix('-') {
-        Some(rest) if !rest.starts_with(['+', '-']) => rest.parse::<u64>().ok().map(u64::wrapping_neg),
-        _ => s.parse::<u64>().ok(),
-    }
-}
-
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]: the cursor first, then the key, then the options.
 pub(super) fn zscan(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let Some(cursor) = parse_cursor(&a[2]) else {
-        return Err(CmdError::Static("ERR invalid cursor"));
-    };
+    let cursor = scan_args::parse(&a[..3], 2)?.cursor;
     match c.shared.store.key_type(&a[1]) {
         None => {
             c.out.array(2);
@@ -165,10 +153,7 @@ pub(super) fn zscan(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         Some(k) if k != Kind::ZSet => return Err(Error::WrongType.into()),
         _ => {}
     }
-    // The shared parser reads the cursor too, and only as unsigned: give it a plain one.
-    let mut args = a.to_vec();
-    args[2] = Bytes::from_static(b"0");
-    let s = scan_args::parse(&args, 2)?;
+    let s = scan_args::parse(a, 2)?;
     let (next, pairs) = c.shared.store.zscan(&a[1], cursor, s.count, s.pattern)?;
     let texts: Vec<Vec<u8>> = pairs
         .iter()
