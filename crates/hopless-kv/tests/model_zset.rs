@@ -311,3 +311,28 @@ fn random_sequences_match_the_model_in_four_threads_with_a_shared_key() {
         assert_eq!(s.zscore(b"shared", mb).unwrap(), Some(*sc));
     }
 }
+
+/// Over `maxmemory` under `noeviction`, ZADD is refused whatever its options (Redis's `denyoom`),
+/// XX included, and nothing changes; ZREM and ZPOPMIN, which free memory, still run.
+#[test]
+fn zadd_is_refused_over_maxmemory() {
+    let s = store();
+    s.zadd(b"z", AddFlags::default(), &[(1.0, b"a"), (2.0, b"b")])
+        .unwrap();
+    s.set_maxmemory(1);
+    let xx = AddFlags {
+        xx: true,
+        ..AddFlags::default()
+    };
+    for flags in [AddFlags::default(), xx] {
+        assert_eq!(s.zadd(b"z", flags, &[(5.0, b"a")]), Err(Error::OutOfMemory));
+        assert_eq!(s.zadd(b"nokey", flags, &[(5.0, b"a")]), Err(Error::OutOfMemory));
+    }
+    assert_eq!(s.zincrby(b"z", 1.0, b"a"), Err(Error::OutOfMemory));
+    assert_eq!(all(&s, b"z"), vec![(b"a".to_vec(), 1.0), (b"b".to_vec(), 2.0)]);
+    assert_eq!(s.zpop(b"z", 1, false).unwrap(), vec![(b"a".to_vec(), 1.0)]);
+    assert_eq!(s.zrem(b"z", &[b"b"]).unwrap(), 1);
+    s.set_maxmemory(0);
+    assert_eq!(s.zadd(b"z", xx, &[(5.0, b"a")]).unwrap().added, 0);
+    assert_eq!(s.zcard(b"z").unwrap(), 0);
+}

@@ -46,9 +46,10 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// ZADD (and ZINCRBY, with `flags.incr`): the pairs `(score, member)` under `flags`. Scores are not
-    /// NaN; with INCR there is one pair. XX on a missing key creates nothing.
+    /// NaN; with INCR there is one pair. XX on a missing key creates nothing (the new empty set is not
+    /// installed), but over `maxmemory` it is refused as Redis refuses any ZADD.
     pub fn zadd(&self, key: &[u8], flags: AddFlags, pairs: &[(f64, &[u8])]) -> Result<ZaddReply> {
-        let r = self.write_coll(key, Kind::ZSet, !flags.xx, |c, limits| {
+        let r = self.write_coll(key, Kind::ZSet, true, |c, limits| {
             let z = zset_mut(c);
             // A new key's form, chosen as Redis 7.0's ZADD does: by its first member alone.
             if let (true, Some(first)) = (z.is_empty(), pairs.first()) {
