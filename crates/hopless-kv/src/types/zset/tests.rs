@@ -52,7 +52,7 @@ fn run(entries: i64, seed: u64) {
         x ^= x << 17;
         x % n
     };
-    let steps = if cfg!(miri) { 150 } else { 4000 };
+    let steps = if cfg!(miri) { 60 } else { 4000 };
     for step in 0..steps {
         let member = format!("m{}", rnd(60)).into_bytes();
         let score = [0.0, 1.0, -1.0, 2.5, f64::INFINITY, f64::NEG_INFINITY, 1e20][rnd(7) as usize];
