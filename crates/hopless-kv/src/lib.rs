@@ -53,15 +53,19 @@
 //! | `types::kind` | [`Kind`]: what a key holds |
 //! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
+//! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
+//! | `bignum` | the unsigned big integers `long_double` reads and prints through |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
 //! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
 //! | `alloc` | [`KvAlloc`]: the allocator a store allocates through (any `allocator_api2` one, with a batch call) |
 //! | `error` | [`Error`]s worded as Redis words them |
 
 mod alloc;
+mod bignum;
 pub mod clock;
 mod deadlines;
 pub mod error;
+mod long_double;
 mod redis_util;
 pub mod store;
 mod table;
