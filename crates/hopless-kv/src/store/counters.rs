@@ -67,7 +67,7 @@ pub(super) struct Counters {
 pub(super) struct OpCounters {
     pub(super) hits: AtomicU64,
     pub(super) misses: AtomicU64,
-    pub(super) ops: [AtomicU64; 16],
+    pub(super) ops: [AtomicU64; OP_NAMES.len()],
 }
 
 pub(super) const STRIPES: usize = 32;

@@ -18,7 +18,7 @@ pub struct Stats {
     pub evicted: u64,
     pub bytes_used: u64,
     /// Per [`OP_NAMES`](super::OP_NAMES).
-    pub ops: [u64; 16],
+    pub ops: [u64; super::OP_NAMES.len()],
 }
 
 impl<A: KvAlloc> Store<A> {
