@@ -1,8 +1,8 @@
 //! A set of byte strings (SADD and friends), in the three forms Redis keeps one in:
 //!
 //! - **intset**: while every member is an integer in canonical decimal form (Redis's `string2ll`: "01",
-//!   "+1" and "-0" are not) and there are at most `set-max-intset-entries`: a sorted vector of `i64`,
-//!   binary search. Iterates in ascending order, as Redis's does.
+//!   "+1" and "-0" are not) and there are at most `set-max-intset-entries`: sorted integers, 2, 4 or 8
+//!   bytes each, binary search (`intset.rs`). Iterates in ascending order, as Redis's does.
 //! - **listpack**: while there are at most `set-max-listpack-entries` members of at most
 //!   `set-max-listpack-value` bytes: one [`Packed`] block, insertion order, linear search.
 //! - **hashtable**: otherwise: a hash index over a dense vector of members (`table.rs`).
@@ -15,10 +15,10 @@
 //! The random commands take their random numbers from the caller (`rng`), so that the type stays
 //! deterministic under test.
 
+mod intset;
 mod table;
 
-use allocator_api2::vec::Vec as AVec;
-
+use self::intset::IntSet;
 use self::table::Table;
 use super::packed::Packed;
 use crate::alloc::KvAlloc;
@@ -35,7 +35,7 @@ pub struct SetLimits {
 
 enum Repr<A: KvAlloc> {
     /// Sorted, no duplicates.
-    Ints(AVec<i64, A>),
+    Ints(IntSet<A>),
     /// Insertion order, no duplicates.
     Packed(Packed<A>),
     Table(Table<A>),
@@ -100,7 +100,7 @@ fn distinct_indices(k: usize, n: usize, rng: &mut impl FnMut() -> u64) -> Vec<us
 impl<A: KvAlloc> Set<A> {
     pub fn new_in(alloc: A) -> Self {
         Set {
-            repr: Repr::Ints(AVec::new_in(alloc.clone())),
+            repr: Repr::Ints(IntSet::new_in(alloc.clone())),
             alloc,
         }
     }
@@ -120,7 +120,7 @@ impl<A: KvAlloc> Set<A> {
     /// Bytes this collection's blocks take beyond the struct itself.
     pub fn bytes(&self) -> usize {
         match &self.repr {
-            Repr::Ints(v) => v.capacity() * core::mem::size_of::<i64>(),
+            Repr::Ints(v) => v.bytes(),
             Repr::Packed(p) => p.bytes(),
             Repr::Table(t) => t.bytes(),
         }
@@ -138,12 +138,7 @@ impl<A: KvAlloc> Set<A> {
     /// A deep copy, or None when the allocator has no memory for it.
     pub fn try_clone(&self) -> Option<Self> {
         let repr = match &self.repr {
-            Repr::Ints(v) => {
-                let mut c = AVec::new_in(self.alloc.clone());
-                c.try_reserve_exact(v.len()).ok()?;
-                c.extend_from_slice(v);
-                Repr::Ints(c)
-            }
+            Repr::Ints(v) => Repr::Ints(v.try_clone()?),
             Repr::Packed(p) => {
                 let mut c = Packed::new_in(self.alloc.clone());
                 for e in p.iter() {
@@ -162,7 +157,7 @@ impl<A: KvAlloc> Set<A> {
     /// SISMEMBER.
     pub fn contains(&self, m: &[u8]) -> bool {
         match &self.repr {
-            Repr::Ints(v) => parse_i64(m).is_some_and(|x| v.binary_search(&x).is_ok()),
+            Repr::Ints(v) => parse_i64(m).is_some_and(|x| v.contains(x)),
             Repr::Packed(p) => p.find(m, 1).is_some(),
             Repr::Table(t) => t.contains(m),
         }
@@ -174,10 +169,9 @@ impl<A: KvAlloc> Set<A> {
         match &mut self.repr {
             Repr::Ints(v) => {
                 if let Some(x) = parse_i64(m) {
-                    let Err(at) = v.binary_search(&x) else {
+                    if !v.insert(x) {
                         return false;
-                    };
-                    v.insert(at, x);
+                    }
                     if v.len() > lim.intset_entries.min(1 << 30) {
                         self.convert_to_table(0);
                     }
@@ -187,9 +181,7 @@ impl<A: KvAlloc> Set<A> {
                 // and room for one more.
                 let mut buf = [0u8; 20];
                 let widest = match (v.first(), v.last()) {
-                    (Some(&lo), Some(&hi)) => {
-                        int_bytes(lo, &mut buf).len().max(int_bytes(hi, &mut buf).len())
-                    }
+                    (Some(lo), Some(hi)) => int_bytes(lo, &mut buf).len().max(int_bytes(hi, &mut buf).len()),
                     _ => 0,
                 };
                 if v.len() < lim.entries && m.len() <= lim.value && widest <= lim.value {
@@ -221,16 +213,7 @@ impl<A: KvAlloc> Set<A> {
     /// Removes `m`; false if it was not a member.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Ints(v) => match parse_i64(m).map(|x| v.binary_search(&x)) {
-                Some(Ok(i)) => {
-                    v.remove(i);
-                    if v.capacity() > 16 && v.len() < v.capacity() / 4 {
-                        v.shrink_to(v.len() * 2);
-                    }
-                    true
-                }
-                _ => false,
-            },
+            Repr::Ints(v) => parse_i64(m).is_some_and(|x| v.remove(x)),
             Repr::Packed(p) => match p.find(m, 1) {
                 Some(pos) => {
                     p.remove(pos);
@@ -247,7 +230,7 @@ impl<A: KvAlloc> Set<A> {
         match &self.repr {
             Repr::Ints(v) => {
                 let mut buf = [0u8; 20];
-                for &x in v.iter() {
+                for x in v.iter() {
                     f(int_bytes(x, &mut buf));
                 }
             }
@@ -268,7 +251,9 @@ impl<A: KvAlloc> Set<A> {
         match &self.repr {
             Repr::Ints(v) => {
                 let mut buf = [0u8; 20];
-                idx.iter().map(|&i| int_bytes(v[i], &mut buf).to_vec()).collect()
+                idx.iter()
+                    .map(|&i| int_bytes(v.get(i), &mut buf).to_vec())
+                    .collect()
             }
             Repr::Packed(p) => {
                 let all: Vec<&[u8]> = p.iter().collect();
@@ -285,7 +270,7 @@ impl<A: KvAlloc> Set<A> {
         }
         let i = below(rng, self.len());
         Some(match &self.repr {
-            Repr::Ints(v) => int_bytes(v[i], &mut [0u8; 20]).to_vec(),
+            Repr::Ints(v) => int_bytes(v.get(i), &mut [0u8; 20]).to_vec(),
             Repr::Packed(p) => p.get(p.offset_of(i)).0.to_vec(),
             Repr::Table(t) => t.get(i).to_vec(),
         })
@@ -317,7 +302,7 @@ impl<A: KvAlloc> Set<A> {
         }
         let i = below(rng, self.len());
         Some(match &mut self.repr {
-            Repr::Ints(v) => int_bytes(v.remove(i), &mut [0u8; 20]).to_vec(),
+            Repr::Ints(v) => int_bytes(v.remove_at(i), &mut [0u8; 20]).to_vec(),
             Repr::Packed(p) => {
                 let pos = p.offset_of(i);
                 let m = p.get(pos).0.to_vec();
@@ -333,7 +318,7 @@ impl<A: KvAlloc> Set<A> {
     pub fn pop_many(&mut self, count: usize, rng: &mut impl FnMut() -> u64) -> Vec<Vec<u8>> {
         if count >= self.len() {
             let all = self.members();
-            self.repr = Repr::Ints(AVec::new_in(self.alloc.clone()));
+            self.repr = Repr::Ints(IntSet::new_in(self.alloc.clone()));
             return all;
         }
         let out = self.members_at(&distinct_indices(count, self.len(), rng));
@@ -341,7 +326,7 @@ impl<A: KvAlloc> Set<A> {
             Repr::Ints(v) => {
                 let mut gone: Vec<i64> = out.iter().filter_map(|m| parse_i64(m)).collect();
                 gone.sort_unstable();
-                v.retain(|x| gone.binary_search(x).is_err());
+                v.retain(|x| gone.binary_search(&x).is_err());
             }
             _ => {
                 for m in &out {
@@ -371,7 +356,7 @@ impl<A: KvAlloc> Set<A> {
         };
         let mut p = Packed::new_in(self.alloc.clone());
         let mut buf = [0u8; 20];
-        for &x in v.iter() {
+        for x in v.iter() {
             p.push_back(int_bytes(x, &mut buf));
         }
         self.repr = Repr::Packed(p);
@@ -510,10 +495,15 @@ mod tests {
             let mut m = BTreeSet::new();
             for _ in 0..steps {
                 let r = rng();
-                let member: Vec<u8> = match r % 4 {
+                let member: Vec<u8> = match r % 6 {
                     0 | 1 => ((r >> 8) % 40).to_string().into_bytes(),
                     2 => format!("m{}", (r >> 8) % 40).into_bytes(),
-                    _ => format!("0{}", (r >> 8) % 10).into_bytes(),
+                    3 => format!("0{}", (r >> 8) % 10).into_bytes(),
+                    // Integers of every intset width.
+                    _ => (((r >> 8) % 9) as i64 - 4)
+                        .wrapping_mul(1 << (8 * ((r >> 16) % 8)))
+                        .to_string()
+                        .into_bytes(),
                 };
                 match (r >> 32) % 8 {
                     0..=3 => assert_eq!(s.add(&member, &lim), m.insert(member.clone())),
