@@ -20,7 +20,7 @@ pub(super) struct ScanArgs<'a> {
 pub(super) fn parse<'a>(a: &'a [Bytes], cursor_at: usize) -> Result<ScanArgs<'a>, CmdError> {
     let cursor = core::str::from_utf8(&a[cursor_at])
         .ok()
-        .and_then(|s| s.parse::<u64>().ok())
+        .and_then(parse_cursor)
         .ok_or(CmdError::Static("ERR invalid cursor"))?;
     let mut s = ScanArgs {
         cursor,
@@ -58,4 +58,23 @@ pub(super) fn reply<'e>(
     out.bulk(next.to_string().as_bytes());
     out.bulks(elems);
     Ok(())
+}
+
+/// A cursor as Redis's `parseScanCursorOrReply` reads it with `strtoul`: an optional sign, then decimal
+/// digits, within 64 bits; a minus negates modulo 2^64 (`-1` is the largest cursor), and the empty
+/// string is 0. No leading space, nothing after the digits.
+fn parse_cursor(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v = digits.parse::<u64>().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
 }
