@@ -402,3 +402,42 @@ fn sets_match_the_model_in_threads_with_a_shared_key() {
     assert_eq!(got, want);
     assert_eq!(s.coll_encoding(b"shared").is_some(), !want.is_empty());
 }
+
+#[test]
+fn bytes_are_accounted_through_growth_conversions_and_a_whole_pop() {
+    let s = Store::new(Config::default());
+    let base = s.stats().bytes_used;
+    let n = 20_000;
+    let members: Vec<Vec<u8>> = (0..n).map(|i| format!("member:{i}").into_bytes()).collect();
+    for chunk in members.chunks(100) {
+        let refs: Vec<&[u8]> = chunk.iter().map(|x| &x[..]).collect();
+        s.sadd(b"big", &refs).unwrap();
+    }
+    assert_eq!(s.coll_encoding(b"big"), Some("hashtable"));
+    let grown = s.stats().bytes_used - base;
+    assert!(
+        grown > n as u64 * 16,
+        "a member costs at least its bytes and its slot: {grown}"
+    );
+    assert_eq!(
+        s.memory_usage(b"big").map(|m| m as u64 > n as u64 * 16),
+        Some(true)
+    );
+    // SPOP of at least the size takes every member and the key, the blocks freed off the lock.
+    let popped: BTreeSet<Vec<u8>> = s.spop_count(b"big", u64::MAX).unwrap().into_iter().collect();
+    assert_eq!(popped.len(), n);
+    assert_eq!(s.key_type(b"big"), None);
+    assert_eq!(s.stats().bytes_used, base, "every byte given back to the count");
+    // Small integers: an intset of two bytes a member.
+    let ints: Vec<Vec<u8>> = (0..500).map(|i: i32| (i * 3).to_string().into_bytes()).collect();
+    let refs: Vec<&[u8]> = ints.iter().map(|x| &x[..]).collect();
+    s.sadd(b"ints", &refs).unwrap();
+    assert_eq!(s.coll_encoding(b"ints"), Some("intset"));
+    let used = s.stats().bytes_used - base;
+    assert!(
+        used < 500 * 2 * 2 + 1024,
+        "intset of 500 small integers took {used} bytes"
+    );
+    s.srem(b"ints", &refs).unwrap();
+    assert_eq!(s.stats().bytes_used, base);
+}

@@ -3,12 +3,14 @@
 //! for WRONGTYPE (an empty or missing one does not stop the check), and the STORE forms replace the
 //! destination whatever it held (deleting it when the result is empty).
 
+use allocator_api2::boxed::Box;
+
 use super::collections::Keys;
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::types::set::SetLimits;
-use crate::types::{random_u64, Collection, Kind, Limits, Set};
+use crate::types::{free_collection, random_u64, Collection, Kind, Limits, Set};
 
 fn set_limits(l: &Limits) -> SetLimits {
     let n = |v: i64| v.max(0) as usize;
@@ -213,8 +215,17 @@ impl<A: KvAlloc> Store<A> {
     /// order, when `count` reaches its size).
     pub fn spop_count(&self, key: &[u8], count: u64) -> Result<Vec<Vec<u8>>> {
         let count = usize::try_from(count).unwrap_or(usize::MAX);
+        let alloc = &self.inner.alloc;
         let r = self.write_coll(key, Kind::Set, false, |c, _| {
-            Ok(as_set_mut(c).pop_many(count, &mut rng()))
+            let s = as_set_mut(c);
+            if count < s.len() {
+                return Ok(s.pop_many(count, &mut rng()));
+            }
+            // All of it: the key goes, and a big set's blocks are freed off the lock, as DEL frees them.
+            let all = s.members();
+            let old = std::mem::replace(s, Set::new_in(alloc.clone()));
+            free_collection(Box::new_in(Collection::Set(old), alloc.clone()));
+            Ok(all)
         })?;
         Ok(r.unwrap_or_default())
     }
