@@ -12,6 +12,14 @@ use crate::error::{Error, Result};
 use crate::types::set::SetLimits;
 use crate::types::{free_collection, random_u64, Collection, Kind, Limits, Set};
 
+/// The most members SRANDMEMBER with a negative count (repeats allowed) returns. Redis 7.0 takes any count
+/// down to -(2^63 - 1) and builds the reply until it runs out of memory; the store refuses instead.
+const SRANDMEMBER_MAX_REPEATS: i64 = 1 << 24;
+
+/// The error for a count past `SRANDMEMBER_MAX_REPEATS`, worded as Redis words its range errors.
+const SRANDMEMBER_RANGE: &str =
+    "ERR value is out of range, value must between -16777216 and 9223372036854775807";
+
 fn set_limits(l: &Limits) -> SetLimits {
     let n = |v: i64| v.max(0) as usize;
     SetLimits {
@@ -67,12 +75,11 @@ fn inter_card<A: KvAlloc>(sets: &[Option<&Set<A>>], limit: usize) -> usize {
     };
     sets.sort_by_key(|s| s.len());
     let mut n = 0;
-    let mut done = false;
-    sets[0].for_each(|m| {
-        if !done && sets[1..].iter().all(|s| s.contains(m)) {
+    sets[0].for_each_while(|m| {
+        if sets[1..].iter().all(|s| s.contains(m)) {
             n += 1;
-            done = limit != 0 && n >= limit;
         }
+        limit == 0 || n < limit
     });
     n
 }
@@ -238,8 +245,12 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// SRANDMEMBER with a count: `min(count, size)` distinct members when `count >= 0`, exactly `-count`
-    /// members with repeats when it is negative.
+    /// members with repeats when it is negative (at most 2^24 of them: a count below that is a range error,
+    /// where Redis 7.0 runs out of memory building the reply).
     pub fn srandmember_count(&self, key: &[u8], count: i64) -> Result<Vec<Vec<u8>>> {
+        if count < -SRANDMEMBER_MAX_REPEATS {
+            return Err(Error::Msg(SRANDMEMBER_RANGE));
+        }
         let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
         let r = self.read_coll(key, Kind::Set, |c| {
             let s = as_set(c);

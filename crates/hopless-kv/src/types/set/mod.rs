@@ -227,15 +227,37 @@ impl<A: KvAlloc> Set<A> {
 
     /// Every member, in the form's order (ascending for an intset).
     pub fn for_each(&self, mut f: impl FnMut(&[u8])) {
+        self.for_each_while(|m| {
+            f(m);
+            true
+        });
+    }
+
+    /// Members in the form's order while `f` says to go on.
+    pub fn for_each_while(&self, mut f: impl FnMut(&[u8]) -> bool) {
         match &self.repr {
             Repr::Ints(v) => {
                 let mut buf = [0u8; 20];
                 for x in v.iter() {
-                    f(int_bytes(x, &mut buf));
+                    if !f(int_bytes(x, &mut buf)) {
+                        return;
+                    }
                 }
             }
-            Repr::Packed(p) => p.iter().for_each(f),
-            Repr::Table(t) => t.iter().for_each(f),
+            Repr::Packed(p) => {
+                for m in p.iter() {
+                    if !f(m) {
+                        return;
+                    }
+                }
+            }
+            Repr::Table(t) => {
+                for m in t.iter() {
+                    if !f(m) {
+                        return;
+                    }
+                }
+            }
         }
     }
 
