@@ -117,11 +117,17 @@ fn random_pick(d: &mut Differ, args: &[&[u8]]) {
 
 /// A whole SSCAN iteration with `opts` on both: the same members (each server's own cursors).
 fn compare_full_scan(d: &mut Differ, key: &[u8], opts: &[&[u8]]) {
+    compare_scan(d, &[b"SSCAN", key], opts);
+}
+
+/// A whole iteration of `cmd` (SSCAN key, or SCAN) with `opts` on both: the same elements.
+fn compare_scan(d: &mut Differ, cmd: &[&[u8]], opts: &[&[u8]]) {
     let scan = |r: &mut common::Raw| -> Result<BTreeSet<Vec<u8>>, Frame> {
         let mut cursor = b"0".to_vec();
         let mut all = BTreeSet::new();
         for _ in 0..100_000 {
-            let mut a: Vec<&[u8]> = vec![b"SSCAN", key, &cursor];
+            let mut a: Vec<&[u8]> = cmd.to_vec();
+            a.push(&cursor);
             a.extend_from_slice(opts);
             match r.cmd(&a).read() {
                 Frame::Array(v) if v.len() == 2 => {
@@ -142,8 +148,8 @@ fn compare_full_scan(d: &mut Differ, key: &[u8], opts: &[&[u8]]) {
     let (t, o) = (scan(&mut d.redis), scan(&mut d.ours));
     if t != o {
         d.diffs.push(format!(
-            "SSCAN {} {}\n  redis:   {t:?}\n  hopless: {o:?}",
-            String::from_utf8_lossy(key),
+            "{} {}\n  redis:   {t:?}\n  hopless: {o:?}",
+            show(cmd),
             show(opts)
         ));
     }
@@ -217,6 +223,10 @@ const SCRIPT: &[&str] = &[
     "SADD ttl2 2", "TTL ttl2",
     // Emptied keys disappear.
     "SADD gone a", "SREM gone a", "EXISTS gone", "TYPE gone",
+    // The key commands on sets: COPY (a deep copy), RENAME, TTLs, DEL and UNLINK.
+    "SADD cp 1 2 x", "COPY cp cp2", "SADD cp2 y", "SMEMBERS cp", "SMEMBERS cp2", "COPY cp cp2", "COPY cp cp2 REPLACE",
+    "SMEMBERS cp2", "SADD cpi 1 2 3", "COPY cpi cpi2", "SMEMBERS cpi2", "RENAME cp2 cp3", "TYPE cp3", "EXISTS cp2",
+    "EXPIRE cp3 100", "SADD cp3 z", "TTL cp3", "PERSIST cp3", "TTL cp3", "DEL cp3", "UNLINK cpi2", "EXISTS cp3 cpi2",
     // Over maxmemory (noeviction): SADD and the STORE forms are refused, the rest run.
     "CONFIG SET maxmemory 1", "SADD a newmember", "SADD nokey2 x", "SUNIONSTORE d a", "SINTERSTORE d a",
     "SDIFFSTORE d a", "SREM b z", "SMOVE b m9 y", "SPOP ib 5", "SMEMBERS a", "SINTERCARD 1 a",
@@ -235,9 +245,14 @@ fn hand_written_script_matches_redis() {
         return;
     };
     script_of(&mut d, SCRIPT);
-    for k in ["i", "j", "k", "t", "a", "b", "ia", "d", "m2", "m3", "m5", "e"] {
+    for k in [
+        "i", "j", "k", "t", "a", "b", "ia", "d", "m2", "m3", "m5", "e", "cp", "cpi",
+    ] {
         compare_encoding(&mut d, k.as_bytes());
     }
+    // SCAN's TYPE filter finds the sets.
+    compare_scan(&mut d, &[b"SCAN"], &[b"TYPE", b"set"]);
+    compare_scan(&mut d, &[b"SCAN"], &[b"TYPE", b"SET", b"COUNT", b"3"]);
     d.compare_keyspace();
     d.assert_none();
 }
