@@ -177,12 +177,14 @@ const SCRIPT: &[&str] = &[
     // Argument errors, and which comes first.
     "SPOP nokey -1", "SPOP nokey abc", "SPOP str -1", "SPOP nokey 9223372036854775808",
     "SRANDMEMBER nokey x", "SRANDMEMBER str x", "SRANDMEMBER nokey -9223372036854775808",
-    "SRANDMEMBER nokey 9223372036854775807", "SINTERCARD 0 a", "SINTERCARD -1 a", "SINTERCARD x a",
+    "SRANDMEMBER nokey 9223372036854775807", "SRANDMEMBER nokey -9223372036854775807",
+    "SRANDMEMBER str -9223372036854775807", "SINTERCARD 0 a", "SINTERCARD -1 a", "SINTERCARD x a",
     "SINTERCARD 2 a", "SINTERCARD 1 a LIMIT", "SINTERCARD 1 a LIMIT -1", "SINTERCARD 1 a LIMIT x",
     "SINTERCARD 1 a FOO 1", "SINTERCARD 1 str LIMIT -1", "SSCAN s x", "SSCAN s 18446744073709551616",
     "SSCAN nokey x",
     // Cursors as strtoul reads them.
-    "SSCAN nokey -1", "SSCAN nokey ''", "SSCAN nokey +0", "SSCAN nokey ' 1'", "SSCAN nokey 1x", "SSCAN nokey -",
+    "SSCAN nokey -1", "SSCAN nokey ''", "SSCAN nokey +0", "SSCAN nokey ' 1'", "SSCAN nokey 1x",
+    "SSCAN nokey -",
     "SSCAN nokey -18446744073709551615", "SSCAN nokey -18446744073709551616", "SSCAN nokey 0x10",
     // An intset: integers in canonical form, sorted.
     "SADD i 5 3 1 -7 10 3", "SCARD i", "SMEMBERS i", "SISMEMBER i 3", "SISMEMBER i 03", "SISMEMBER i +3",
@@ -224,9 +226,10 @@ const SCRIPT: &[&str] = &[
     // Emptied keys disappear.
     "SADD gone a", "SREM gone a", "EXISTS gone", "TYPE gone",
     // The key commands on sets: COPY (a deep copy), RENAME, TTLs, DEL and UNLINK.
-    "SADD cp 1 2 x", "COPY cp cp2", "SADD cp2 y", "SMEMBERS cp", "SMEMBERS cp2", "COPY cp cp2", "COPY cp cp2 REPLACE",
-    "SMEMBERS cp2", "SADD cpi 1 2 3", "COPY cpi cpi2", "SMEMBERS cpi2", "RENAME cp2 cp3", "TYPE cp3", "EXISTS cp2",
-    "EXPIRE cp3 100", "SADD cp3 z", "TTL cp3", "PERSIST cp3", "TTL cp3", "DEL cp3", "UNLINK cpi2", "EXISTS cp3 cpi2",
+    "SADD cp 1 2 x", "COPY cp cp2", "SADD cp2 y", "SMEMBERS cp", "SMEMBERS cp2", "COPY cp cp2",
+    "COPY cp cp2 REPLACE", "SMEMBERS cp2", "SADD cpi 1 2 3", "COPY cpi cpi2", "SMEMBERS cpi2",
+    "RENAME cp2 cp3", "TYPE cp3", "EXISTS cp2", "EXPIRE cp3 100", "SADD cp3 z", "TTL cp3", "PERSIST cp3",
+    "TTL cp3", "DEL cp3", "UNLINK cpi2", "EXISTS cp3 cpi2",
     // Over maxmemory (noeviction): SADD and the STORE forms are refused, the rest run.
     "CONFIG SET maxmemory 1", "SADD a newmember", "SADD nokey2 x", "SUNIONSTORE d a", "SINTERSTORE d a",
     "SDIFFSTORE d a", "SREM b z", "SMOVE b m9 y", "SPOP ib 5", "SMEMBERS a", "SINTERCARD 1 a",

@@ -248,19 +248,20 @@ impl<A: KvAlloc> Store<A> {
     /// members with repeats when it is negative (at most 2^24 of them: a count below that is a range error,
     /// where Redis 7.0 runs out of memory building the reply).
     pub fn srandmember_count(&self, key: &[u8], count: i64) -> Result<Vec<Vec<u8>>> {
-        if count < -SRANDMEMBER_MAX_REPEATS {
-            return Err(Error::Msg(SRANDMEMBER_RANGE));
-        }
         let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        // The cap is checked on a set that is there (a missing key is an empty reply, another kind
+        // WRONGTYPE, whatever the count).
         let r = self.read_coll(key, Kind::Set, |c| {
             let s = as_set(c);
-            if count < 0 {
-                s.random_members(n, &mut rng())
+            if count < -SRANDMEMBER_MAX_REPEATS {
+                Err(Error::Msg(SRANDMEMBER_RANGE))
+            } else if count < 0 {
+                Ok(s.random_members(n, &mut rng()))
             } else {
-                s.sample(n, &mut rng())
+                Ok(s.sample(n, &mut rng()))
             }
         })?;
-        Ok(r.unwrap_or_default())
+        Ok(r.transpose()?.unwrap_or_default())
     }
 
     /// SMOVE: moves `member` from `src` to `dst` (creating it); whether it was in `src`. A missing `src`

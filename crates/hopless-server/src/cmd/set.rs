@@ -49,6 +49,10 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("set", "2.8.0", "Incrementally iterate Set elements"),
 ];
 
+/// SRANDMEMBER's count is read as Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`.
+const SRANDMEMBER_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+
 fn members(a: &[Bytes]) -> Vec<&[u8]> {
     a.iter().map(|b| &b[..]).collect()
 }
@@ -134,9 +138,7 @@ fn srandmember(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         3 => {
             let count = int_arg(&a[2])?;
             if count == i64::MIN {
-                return Err(CmdError::Static(
-                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-                ));
+                return Err(CmdError::Static(SRANDMEMBER_RANGE));
             }
             let m = c.shared.store.srandmember_count(&a[1], count)?;
             c.out.bulks(m.iter().map(|x| &x[..]));
