@@ -46,8 +46,8 @@
 //! | `types::collection` | [`Collection`]: what a non-string key holds, and what the store asks of it |
 //! | `types::hash` | a hash: field/value pairs packed while small, a hash table when large |
 //! | `types::list` | a list: packed nodes in a deque (Redis's quicklist) |
+//! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index (its set operations take plain sets too) |
 //! | `types::set` | a set: an intset, packed members, or a hash set |
-//! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index |
 //! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
 //! | `types::limits` | the compact forms' thresholds ([`Limits`]), changed at run time |
 //! | `types::kind` | [`Kind`]: what a key holds |
