@@ -46,22 +46,26 @@
 //! | `types::collection` | [`Collection`]: what a non-string key holds, and what the store asks of it |
 //! | `types::hash` | a hash: field/value pairs packed while small, a hash table when large |
 //! | `types::list` | a list: packed nodes in a deque (Redis's quicklist) |
+//! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index (its set operations take plain sets too) |
 //! | `types::set` | a set: an intset, packed members, or a hash set |
-//! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index |
 //! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
 //! | `types::limits` | the compact forms' thresholds ([`Limits`]), changed at run time |
 //! | `types::kind` | [`Kind`]: what a key holds |
 //! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
+//! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
+//! | `bignum` | the unsigned big integers `long_double` reads and prints through |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
 //! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
 //! | `alloc` | [`KvAlloc`]: the allocator a store allocates through (any `allocator_api2` one, with a batch call) |
 //! | `error` | [`Error`]s worded as Redis words them |
 
 mod alloc;
+mod bignum;
 pub mod clock;
 mod deadlines;
 pub mod error;
+mod long_double;
 mod redis_util;
 pub mod store;
 mod table;

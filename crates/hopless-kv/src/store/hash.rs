@@ -9,8 +9,8 @@
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
+use crate::long_double::{self, LongDouble, Parsed};
 use crate::redis_util::{glob_match, parse_i64};
-use crate::types::hash::long_double::{self, LongDouble, Parsed};
 use crate::types::{Collection, Hash, Kind};
 
 /// A field and its value, owned.

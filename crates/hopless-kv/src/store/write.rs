@@ -12,6 +12,7 @@ use super::pair::ShardPair;
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
+use crate::long_double::{self, LongDouble, Parsed};
 use crate::redis_util::parse_i64;
 use crate::types::Kind;
 use crate::value::{self, ItemPtr, Value};
@@ -380,32 +381,33 @@ impl<A: KvAlloc> Store<A> {
         })
     }
 
-    /// INCRBYFLOAT: adds `delta` to the value read as a float and stores the result as text; returns it.
-    ///
-    /// Redis computes in `long double` and prints with 17 significant digits; this computes in `f64` and
-    /// prints the result rounded to 15 significant digits, in plain notation (so `0.1 + 0.2` gives `0.3`
-    /// as in Redis, and `1e20` gives `100000000000000000000`). Values beyond `f64`'s 15-16 significant
-    /// digits round differently from Redis.
-    pub fn incr_by_float(&self, key: &[u8], delta: f64) -> Result<Vec<u8>> {
-        if !delta.is_finite() {
-            return Err(if delta.is_nan() {
-                Error::NotFloat
-            } else {
-                Error::NanOrInfinity
-            });
-        }
+    /// INCRBYFLOAT: adds `delta` (a float's text, as a client sends it) to the value read as a float and
+    /// stores the result as text; returns it. Computed as x86-64 Redis computes it, in `long double`, and
+    /// printed as it prints it (17 significant digits, plain notation: `long_double.rs`), so the text is
+    /// Redis's to the digit. [`Error::NotFloat`] when either is not a float (NaN included), and
+    /// [`Error::NanOrInfinity`] when the result is not finite (an infinite `delta` included).
+    pub fn incr_by_float_text(&self, key: &[u8], delta: &[u8]) -> Result<Vec<u8>> {
+        let delta = long_double::parse(delta).ok_or(Error::NotFloat);
         self.rewrite(key, Op::Incr, |old| {
             let cur = match old {
-                Some(b) => parse_f64(b).ok_or(Error::NotFloat)?,
-                None => 0.0,
+                Some(b) => long_double::parse(b).ok_or(Error::NotFloat)?,
+                None => Parsed::Finite(LongDouble::ZERO),
             };
-            let n = cur + delta;
-            if !n.is_finite() {
+            let (Parsed::Finite(cur), Parsed::Finite(d)) = (cur, delta?) else {
                 return Err(Error::NanOrInfinity);
-            }
-            let text = format_f64(n).into_bytes();
+            };
+            let text = cur.add(d).ok_or(Error::NanOrInfinity)?.to_human().into_bytes();
             Ok((text.clone(), text))
         })
+    }
+
+    /// [`Store::incr_by_float_text`] of `delta` written as its shortest exact text (`0.1` adds the
+    /// decimal 0.1, as a client sending "0.1" would).
+    pub fn incr_by_float(&self, key: &[u8], delta: f64) -> Result<Vec<u8>> {
+        if delta.is_nan() {
+            return Err(Error::NotFloat);
+        }
+        self.incr_by_float_text(key, format!("{delta:e}").as_bytes())
     }
 
     /// RENAME (`nx`: RENAMENX): moves `src`'s value and TTL to `dst`, replacing `dst` (unless `nx` and it
@@ -467,25 +469,5 @@ impl<A: KvAlloc> Store<A> {
                 self.release(it);
             }
         }
-    }
-}
-
-/// Redis's `string2ld` for INCRBYFLOAT: a decimal or exponent float, no spaces, not NaN.
-fn parse_f64(b: &[u8]) -> Option<f64> {
-    let s = core::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.len() > 5 * 1024 || s.starts_with(|c: char| c.is_whitespace()) {
-        return None;
-    }
-    s.parse::<f64>().ok().filter(|v| !v.is_nan())
-}
-
-/// A float as INCRBYFLOAT prints it: rounded to 15 significant digits, plain notation, no trailing zeros.
-fn format_f64(v: f64) -> String {
-    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
-    let s = format!("{rounded}");
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s
     }
 }

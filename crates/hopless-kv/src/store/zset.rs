@@ -249,13 +249,24 @@ impl<A: KvAlloc> Store<A> {
     }
 }
 
-/// The sorted sets at the view's keys `range` (None: missing), WRONGTYPE at the first of another kind.
+/// The inputs at the view's keys `range`: sorted sets, and plain sets (each member scored 1, as in Redis);
+/// None for a missing key; WRONGTYPE at the first of another kind.
 fn sources<'v, A: KvAlloc>(
     v: &'v super::Keys<'_, A>,
     range: core::ops::Range<usize>,
 ) -> Result<Vec<Source<'v>>> {
     range
-        .map(|i| Ok(v.coll(i, Kind::ZSet)?.map(|c| zset(c) as &dyn Scored)))
+        .map(|i| {
+            let kind = if v.kind(i) == Some(Kind::Set) {
+                Kind::Set
+            } else {
+                Kind::ZSet
+            };
+            Ok(v.coll(i, kind)?.map(|c| match c {
+                Collection::Set(s) => s as &dyn Scored,
+                c => zset(c) as &dyn Scored,
+            }))
+        })
         .collect()
 }
 

@@ -8,9 +8,7 @@
 //! A hash converts to the large form when a write crosses a threshold, and never back (as in Redis):
 //! the threshold is checked on every write of a field and value, against the limits of that moment.
 
-mod bignum;
 mod dict;
-pub(crate) mod long_double;
 
 use allocator_api2::boxed::Box;
 

@@ -296,18 +296,7 @@ fn decrby(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn incrbyfloat(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let bad = CmdError::Static("ERR value is not a valid float");
-    let s = core::str::from_utf8(&a[2]).map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
-    if s.is_empty() || s.starts_with(|ch: char| ch.is_whitespace()) {
-        return Err(bad);
-    }
-    let d: f64 = s
-        .parse()
-        .map_err(|_| CmdError::Static("ERR value is not a valid float"))?;
-    if d.is_nan() {
-        return Err(bad);
-    }
-    let v = c.shared.store.incr_by_float(&a[1], d)?;
+    let v = c.shared.store.incr_by_float_text(&a[1], &a[2])?;
     c.out.bulk(&v);
     Ok(())
 }

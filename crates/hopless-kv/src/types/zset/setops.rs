@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use super::sorted_set::ZSet;
 use super::tree::cmp_key;
 use crate::alloc::KvAlloc;
+use crate::types::set::Set;
 
 /// How scores of one member in several sets combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,6 +68,21 @@ impl<A: KvAlloc> Scored for ZSet<A> {
         for (m, s) in self.iter() {
             f(m, s);
         }
+    }
+}
+
+/// A plain set joins the set operations as Redis lets it: every member with score 1.
+impl<A: KvAlloc> Scored for Set<A> {
+    fn card(&self) -> usize {
+        self.len()
+    }
+
+    fn score_of(&self, member: &[u8]) -> Option<f64> {
+        self.contains(member).then_some(1.0)
+    }
+
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64)) {
+        self.for_each(|m| f(m, 1.0));
     }
 }
 

@@ -8,7 +8,7 @@
 //! Costs grow with the text: at most Redis's 5 KiB per number (`MAX_LONG_DOUBLE_CHARS`), a few
 //! thousand-limb big integers at worst.
 
-use super::bignum::{mul, shr, Big};
+use crate::bignum::{mul, shr, Big};
 
 /// Redis's `MAX_LONG_DOUBLE_CHARS`: longer text is not a float to `string2ld`.
 const MAX_CHARS: usize = 5 * 1024;
