@@ -336,3 +336,25 @@ fn zadd_is_refused_over_maxmemory() {
     assert_eq!(s.zadd(b"z", xx, &[(5.0, b"a")]).unwrap().added, 0);
     assert_eq!(s.zcard(b"z").unwrap(), 0);
 }
+
+/// Over `maxmemory` under `noeviction`, the STORE forms (ZUNIONSTORE and friends, ZRANGESTORE), whose
+/// destination may grow, are refused before they look at a key, and change nothing.
+#[test]
+fn the_store_forms_are_refused_over_maxmemory() {
+    let s = store();
+    s.zadd(b"z", AddFlags::default(), &[(1.0, b"a"), (2.0, b"b")])
+        .unwrap();
+    s.set_maxmemory(1);
+    for op in [SetOp::Union, SetOp::Inter, SetOp::Diff] {
+        assert_eq!(
+            s.zsetop_store(op, b"dst", &[b"z"], &[], Aggregate::Sum),
+            Err(Error::OutOfMemory)
+        );
+    }
+    let every = RangeSpec::new(RangeBy::Rank(0, -1), false);
+    assert_eq!(s.zrangestore(b"dst", b"z", &every), Err(Error::OutOfMemory));
+    assert_eq!(s.zcard(b"dst").unwrap(), 0);
+    assert_eq!(all(&s, b"z"), vec![(b"a".to_vec(), 1.0), (b"b".to_vec(), 2.0)]);
+    s.set_maxmemory(0);
+    assert_eq!(s.zrangestore(b"dst", b"z", &every).unwrap(), 2);
+}

@@ -166,6 +166,18 @@ impl<A: KvAlloc> Store<A> {
         r.map(Some)
     }
 
+    /// Over `maxmemory`, makes room in `key`'s shard before a command that may grow memory runs through
+    /// [`Store::with_keys`] (the STORE forms, LMOVE), or refuses it with OOM under `noeviction`, as Redis
+    /// does for its `denyoom` commands. Nothing when there is no limit.
+    pub(super) fn deny_oom(&self, key: &[u8]) -> Result<()> {
+        if self.maxmemory() == 0 {
+            return Ok(());
+        }
+        let l = self.loc(key);
+        let mut g = self.slot(l).lock.write();
+        self.make_room(&mut g, l, 0)
+    }
+
     /// WRONGTYPE if `key` is live and holds something other than `kind`.
     fn check_type(&self, g: &Shard<A>, l: Loc, key: &[u8], kind: Kind) -> Result<()> {
         if let Some(i) = g.table.find(l.hash, key) {

@@ -196,11 +196,7 @@ impl<A: KvAlloc> Store<A> {
     /// `dst` may be the same list (which rotates it). Over `maxmemory`, room is made first or OOM
     /// returned, as for Redis's other `denyoom` commands.
     pub fn lmove(&self, src: &[u8], dst: &[u8], from: End, to: End) -> Result<Option<Vec<u8>>> {
-        if self.maxmemory() > 0 {
-            let l = self.loc(dst);
-            let mut g = self.slot(l).lock.write();
-            self.make_room(&mut g, l, 0)?;
-        }
+        self.deny_oom(dst)?;
         self.with_keys(&[src, dst], |v| {
             if v.coll(0, Kind::List)?.is_none() {
                 return Ok(None);

@@ -300,17 +300,6 @@ impl<A: KvAlloc> Store<A> {
         })
     }
 
-    /// Over `maxmemory`, makes room before a STORE form runs (or refuses it with OOM under
-    /// `noeviction`), as Redis does for its `denyoom` commands.
-    fn deny_oom(&self, dst: &[u8]) -> Result<()> {
-        if self.maxmemory() == 0 {
-            return Ok(());
-        }
-        let l = self.loc(dst);
-        let mut g = self.slot(l).lock.write();
-        self.make_room(&mut g, l, 0)
-    }
-
     fn set_op_store(&self, op: SetOp, dst: &[u8], keys: &[&[u8]]) -> Result<usize> {
         self.deny_oom(dst)?;
         let mut all: Vec<&[u8]> = Vec::with_capacity(keys.len() + 1);

@@ -138,6 +138,7 @@ impl<A: KvAlloc> Store<A> {
     /// ZRANGESTORE: the range of `src` stored at `dst` (replacing whatever it held; deleted when
     /// empty); its size.
     pub fn zrangestore(&self, dst: &[u8], src: &[u8], spec: &RangeSpec) -> Result<usize> {
+        self.deny_oom(dst)?;
         self.with_keys(&[dst, src], |v| {
             let pairs = match v.coll(1, Kind::ZSet)? {
                 Some(c) => {
@@ -226,6 +227,7 @@ impl<A: KvAlloc> Store<A> {
         weights: &[f64],
         agg: Aggregate,
     ) -> Result<usize> {
+        self.deny_oom(dst)?;
         let mut all = Vec::with_capacity(keys.len() + 1);
         all.push(dst);
         all.extend_from_slice(keys);
