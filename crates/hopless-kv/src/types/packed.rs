@@ -11,6 +11,10 @@ use allocator_api2::vec::Vec;
 
 use crate::alloc::KvAlloc;
 
+/// The largest block that grows exactly to its contents (a list node's largest, `list-max-listpack-size
+/// -5`); see [`Packed::reserve`].
+const EXACT_GROWTH_MAX: usize = 64 * 1024;
+
 /// The bytes a varint of `n` takes.
 fn varint_len(n: usize) -> usize {
     let mut len = 1;
@@ -174,12 +178,19 @@ impl<A: KvAlloc> Packed<A> {
         }
     }
 
-    /// Makes room for `extra` more bytes, growing by at least an eighth (so appends stay amortised while
-    /// the block stays close to its contents).
+    /// Makes room for `extra` more bytes. Up to [`EXACT_GROWTH_MAX`] the block grows to exactly what it
+    /// holds, as a listpack does: the allocator's size classes are geometric, so a grow that stays in its
+    /// class is a realloc in place and the copies stay few, and the block ends in the smallest class its
+    /// contents fit (growing by an eighth left a full 8 KiB list node in the 10 KiB class). Beyond that
+    /// it grows by an eighth, so appends stay amortised whatever the allocator.
     fn reserve(&mut self, extra: usize) {
         let need = self.buf.len() + extra;
         if need > self.buf.capacity() {
-            let grow = extra.max(self.buf.len() / 8).max(16);
+            let grow = if need <= EXACT_GROWTH_MAX {
+                extra
+            } else {
+                extra.max(self.buf.len() / 8)
+            };
             self.buf.reserve_exact(grow);
         }
     }
