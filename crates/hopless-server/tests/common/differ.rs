@@ -21,35 +21,50 @@ impl Drop for RedisServer {
 }
 
 /// Real Redis on a free port; None (the test skips) when it is not installed and CI is not set.
+///
+/// A port found free can be taken before redis-server binds it (by a server another test starts at the
+/// same moment), so the server that answers must be ours: its INFO names our child's pid, or another port
+/// is tried.
 pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
     if !require_tool("redis-server") {
         return None;
     }
-    let port = free_port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
-    let guard = RedisServer(child);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(addr).is_ok() {
-            return Some((guard, addr));
+    for _ in 0..10 {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let mut guard = RedisServer(child);
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        for _ in 0..200 {
+            if matches!(guard.0.try_wait(), Ok(Some(_))) {
+                break; // it exited: the port was taken
+            }
+            if std::net::TcpStream::connect(addr).is_ok() {
+                let info = Raw::connect(addr).cmd(&[b"INFO", b"server"]).read();
+                let ours = format!("process_id:{}\r\n", guard.0.id());
+                if matches!(&info, Frame::Bulk(b) if String::from_utf8_lossy(b).contains(&ours)) {
+                    return Some((guard, addr));
+                }
+                break; // another server holds the port
+            }
+            std::thread::sleep(Duration::from_millis(25));
         }
-        std::thread::sleep(Duration::from_millis(25));
+        let _ = guard.0.kill();
     }
-    panic!("redis-server did not listen on {addr} within 5 s");
+    panic!("redis-server did not start on a port of its own in 10 tries");
 }
 
 /// How two replies are compared.
