@@ -2,7 +2,7 @@
 # Fuzzes hopless for a bounded time with cargo-fuzz (libFuzzer + AddressSanitizer): see fuzz/README.md.
 #
 #   FUZZ_SECONDS   time per target (default 60)
-#   FUZZ_TARGETS   targets to run (default: alloc_ops resp_codec)
+#   FUZZ_TARGETS   targets to run (default: alloc_ops resp_codec commands)
 #
 # Needs a nightly toolchain: installs one (minimal profile) when rustup can, and cargo-fuzz when it is
 # missing. Without them it prints a WARNING and exits 0. A crash, a leak or a hang (an input running past
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-alloc_ops resp_codec}
+targets=${FUZZ_TARGETS:-alloc_ops resp_codec commands}
 
 have_nightly() { command -v rustup >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; }
 if ! have_nightly && command -v rustup >/dev/null; then
