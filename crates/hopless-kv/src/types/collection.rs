@@ -81,3 +81,15 @@ impl<A: KvAlloc> Collection<A> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Collection;
+
+    /// Every collection key pays for one `Collection` block: its largest kind sets the size, so the large
+    /// forms are boxed and a small collection's block stays in the 64-byte class.
+    #[test]
+    fn a_collection_is_at_most_64_bytes() {
+        assert!(core::mem::size_of::<Collection<allocator_api2::alloc::Global>>() <= 64);
+    }
+}

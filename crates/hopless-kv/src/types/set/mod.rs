@@ -18,6 +18,8 @@
 mod intset;
 mod table;
 
+use allocator_api2::boxed::Box;
+
 use self::intset::IntSet;
 use self::table::Table;
 use super::packed::Packed;
@@ -38,7 +40,8 @@ enum Repr<A: KvAlloc> {
     Ints(IntSet<A>),
     /// Insertion order, no duplicates.
     Packed(Packed<A>),
-    Table(Table<A>),
+    /// Boxed, so that a small set (and every collection, whose size is its largest kind's) stays small.
+    Table(Box<Table<A>, A>),
 }
 
 pub struct Set<A: KvAlloc> {
@@ -122,7 +125,7 @@ impl<A: KvAlloc> Set<A> {
         match &self.repr {
             Repr::Ints(v) => v.bytes(),
             Repr::Packed(p) => p.bytes(),
-            Repr::Table(t) => t.bytes(),
+            Repr::Table(t) => core::mem::size_of::<Table<A>>() + t.bytes(),
         }
     }
 
@@ -146,7 +149,7 @@ impl<A: KvAlloc> Set<A> {
                 }
                 Repr::Packed(c)
             }
-            Repr::Table(t) => Repr::Table(t.try_clone()?),
+            Repr::Table(t) => Repr::Table(Box::new_in(t.try_clone()?, self.alloc.clone())),
         };
         Some(Set {
             alloc: self.alloc.clone(),
@@ -393,7 +396,7 @@ impl<A: KvAlloc> Set<A> {
         self.for_each(|m| {
             t.insert(m);
         });
-        self.repr = Repr::Table(t);
+        self.repr = Repr::Table(Box::new_in(t, self.alloc.clone()));
     }
 }
 
