@@ -1,7 +1,5 @@
 //! COPY: a key's value (a string, or a deep copy of a collection) and its TTL under another name.
 
-use super::counters::Op;
-use super::pair::ShardPair;
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -14,12 +12,7 @@ impl<A: KvAlloc> Store<A> {
     /// first) for the whole copy. A collection is copied element by element under the source's lock (as
     /// Redis does, in the command's time).
     pub fn copy(&self, src: &[u8], dst: &[u8], replace: bool) -> Result<bool> {
-        self.check_key(dst)?;
-        let (ls, ld) = (self.loc(src), self.loc(dst));
-        self.count(Op::Set);
-        let mut pair = ShardPair::lock(self, ls, ld);
-        self.expire_if_due(pair.of(ls), ls, src);
-        self.expire_if_due(pair.of(ld), ld, dst);
+        let (mut pair, ls, ld) = self.lock_src_dst(src, dst)?;
         let Some(si) = pair.of(ls).table.find(ls.hash, src) else {
             return Ok(false);
         };

@@ -8,7 +8,6 @@ use parking_lot::RwLockWriteGuard;
 
 use super::counters::Op;
 use super::options::{SetCond, SetOptions, Ttl};
-use super::pair::ShardPair;
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -414,12 +413,7 @@ impl<A: KvAlloc> Store<A> {
     /// exists). Returns whether it moved; [`Error::NoSuchKey`] if `src` does not exist. Both shards are
     /// locked (lower index first) for the whole move, so no reader sees both keys or neither.
     pub fn rename(&self, src: &[u8], dst: &[u8], nx: bool) -> Result<bool> {
-        self.check_key(dst)?;
-        let (ls, ld) = (self.loc(src), self.loc(dst));
-        self.count(Op::Set);
-        let mut pair = ShardPair::lock(self, ls, ld);
-        self.expire_if_due(pair.of(ls), ls, src);
-        self.expire_if_due(pair.of(ld), ld, dst);
+        let (mut pair, ls, ld) = self.lock_src_dst(src, dst)?;
         let Some(si) = pair.of(ls).table.find(ls.hash, src) else {
             return Err(Error::NoSuchKey);
         };
