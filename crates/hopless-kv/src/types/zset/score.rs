@@ -75,10 +75,25 @@ fn parse_hex(s: &str) -> Option<(f64, bool)> {
         let e: i32 = e
             .parse()
             .unwrap_or(if e.starts_with('-') { -100_000 } else { 100_000 });
-        v *= 2f64.powi(e.clamp(-2000, 2000));
+        v = times_power_of_two(v, e.clamp(-2000, 2000));
     }
     let nonzero = int.chars().chain(frac.chars()).any(|c| c != '0');
     Some((v, v.is_infinite() || (v == 0.0 && nonzero)))
+}
+
+/// `v × 2^e` as C's `ldexp` computes it: each step multiplies by a power of two that is itself an exact
+/// normal `f64`, so nothing rounds until the result leaves the normal range. (`powi` is not promised to be
+/// exact, and Miri rounds it differently on purpose: `0x1p-2` read as 0.24999999999999992.)
+fn times_power_of_two(mut v: f64, mut e: i32) -> f64 {
+    while e > 1023 {
+        v *= f64::from_bits(0x7fe0_0000_0000_0000); // 2^1023
+        e -= 1023;
+    }
+    while e < -1022 {
+        v *= f64::from_bits(0x0010_0000_0000_0000); // 2^-1022
+        e += 1022;
+    }
+    v * f64::from_bits(((e + 1023) as u64) << 52)
 }
 
 /// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `getDoubleFromObject` reads it: the whole
