@@ -179,7 +179,8 @@ impl<A: KvAlloc> Store<A> {
                 if ttl && self.is_expired(&g, item, now) {
                     return;
                 }
-                // SAFETY: as above.
+                // SAFETY: the same live item under the same read lock; its kind bits never change after
+                // it is made.
                 if kind.is_some_and(|want| unsafe { value::kind(item) } != want) {
                     return;
                 }

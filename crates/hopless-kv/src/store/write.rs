@@ -57,7 +57,8 @@ impl<A: KvAlloc> Store<A> {
             Some(i) => {
                 let old = g.table.replace(i, item);
                 g.expires.remove(&(old.as_ptr() as usize));
-                // SAFETY: the old reference is ours now.
+                // SAFETY: the table's reference to `old` is ours now, so the item is live; a collection in
+                // it is read under the shard's write lock, which we still hold (charged_size's contract).
                 c.used
                     .fetch_sub(unsafe { value::charged_size::<A>(old) } as u64, Ordering::Relaxed);
                 Some(old)
