@@ -120,25 +120,33 @@ fn parse_exp(s: &[u8]) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-/// A decimal float's text (after its sign); None when it is not one, or when `strtold` would report
-/// it out of range (overflow to infinity, or underflow to zero), which Redis refuses alike.
-fn parse_decimal(neg: bool, s: &[u8]) -> Option<LongDouble> {
-    let (int, frac, rest) = split_mantissa(s, |c| c.is_ascii_digit())?;
+/// A float's text split as both bases read it: its significant digits (leading zeros dropped), how many
+/// digits followed the point, and the exponent after `marker` (0 without one); None when it is not such a
+/// text.
+fn mantissa_parts(s: &[u8], is_digit: fn(u8) -> bool, marker: u8) -> Option<(Vec<u8>, usize, i64)> {
+    let (int, frac, rest) = split_mantissa(s, is_digit)?;
     let exp = match rest.first() {
         None => 0,
-        Some(b'e') => parse_exp(&rest[1..])?,
+        Some(&c) if c == marker => parse_exp(&rest[1..])?,
         Some(_) => return None,
     };
-    let digits: Vec<u8> = int
+    let digits = int
         .iter()
         .chain(frac)
         .copied()
         .skip_while(|&c| c == b'0')
         .collect();
+    Some((digits, frac.len(), exp))
+}
+
+/// A decimal float's text (after its sign); None when it is not one, or when `strtold` would report
+/// it out of range (overflow to infinity, or underflow to zero), which Redis refuses alike.
+fn parse_decimal(neg: bool, s: &[u8]) -> Option<LongDouble> {
+    let (digits, frac_len, exp) = mantissa_parts(s, |c| c.is_ascii_digit(), b'e')?;
     if digits.is_empty() {
         return Some(LongDouble { neg, m: 0, e: 0 });
     }
-    let e10 = exp - frac.len() as i64;
+    let e10 = exp - frac_len as i64;
     let magnitude = e10 + digits.len() as i64;
     if magnitude > 4940 {
         return None;
@@ -170,22 +178,11 @@ fn parse_decimal(neg: bool, s: &[u8]) -> Option<LongDouble> {
 /// A hexadecimal float's text after `0x` (hex digits, an optional point, an optional binary exponent
 /// `p`), as [`parse_decimal`].
 fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
-    let (int, frac, rest) = split_mantissa(s, |c| c.is_ascii_hexdigit())?;
-    let exp = match rest.first() {
-        None => 0,
-        Some(b'p') => parse_exp(&rest[1..])?,
-        Some(_) => return None,
-    };
-    let digits: Vec<u8> = int
-        .iter()
-        .chain(frac)
-        .copied()
-        .skip_while(|&c| c == b'0')
-        .collect();
+    let (digits, frac_len, exp) = mantissa_parts(s, |c| c.is_ascii_hexdigit(), b'p')?;
     if digits.is_empty() {
         return Some(LongDouble { neg, m: 0, e: 0 });
     }
-    let e2 = exp - 4 * frac.len() as i64;
+    let e2 = exp - 4 * frac_len as i64;
     let magnitude = e2 + 4 * digits.len() as i64;
     if magnitude > MAX_EXP + 4 {
         return None;
