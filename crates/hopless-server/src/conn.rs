@@ -7,7 +7,7 @@
 //! `timeout` seconds. None of them touches another client or the store.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use tracing::{debug, warn};
 
 use crate::cmd::{self, Action};
 use crate::codec::{Args, Decoder, Proto, Reply};
-use crate::state::{ClientEntry, ConnState, Shared};
+use crate::state::{BlockWait, ClientEntry, ConnState, Shared};
 
 /// Replies are written out once this much has piled up, even mid-pipeline.
 const FLUSH_AT: usize = 64 * 1024;
@@ -38,7 +38,8 @@ impl Drop for Registration<'_> {
     }
 }
 
-pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr) {
+/// Serves one client on event loop `loop_index` until it leaves.
+pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, loop_index: usize) {
     shared
         .counters
         .connections_received
@@ -69,6 +70,8 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr) {
         last_ms: AtomicU64::new(0),
         last_cmd: AtomicUsize::new(0),
         resp: AtomicU64::new(2),
+        multi: AtomicI64::new(-1),
+        blocked: AtomicBool::new(false),
         killed: AtomicBool::new(false),
         kill: Notify::new(),
     });
@@ -80,11 +83,18 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr) {
         authenticated: settings.requirepass.is_none(),
         close: false,
         qbuf: 0,
+        loop_index,
+        multi: None,
+        watched: Vec::new(),
+        watch_dirty: Arc::new(AtomicBool::new(false)),
+        block: None,
     };
-    if let Err(e) = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await {
-        debug!(id, %peer, error = %e, "client connection ended");
-    } else {
-        debug!(id, %peer, "client disconnected");
+    let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
+    // Nothing of a client outlives it: its watches, and its place in a blocked queue.
+    cmd::forget(&shared, &mut conn);
+    match r {
+        Err(e) => debug!(id, %peer, error = %e, "client connection ended"),
+        Ok(()) => debug!(id, %peer, "client disconnected"),
     }
 }
 
@@ -112,6 +122,12 @@ async fn run(
         }
         if conn.close || conn.entry.killed.load(Ordering::Acquire) || *stop.borrow() {
             return Ok(());
+        }
+        if let Some(wait) = conn.block.take() {
+            if !wait_unblocked(shared, conn, sock, &mut buf, &mut out, &mut stop, wait).await? {
+                return Ok(());
+            }
+            continue;
         }
         if more {
             continue;
@@ -153,6 +169,65 @@ async fn run(
             .counters
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Waits for a blocked command's reply (a push serving it, its timeout, CLIENT UNBLOCK), still reading
+/// what the client sends (kept for after) to notice it leave. False when the connection is to close.
+async fn wait_unblocked(
+    shared: &Shared,
+    conn: &mut ConnState,
+    sock: &mut TcpStream,
+    buf: &mut BytesMut,
+    out: &mut Reply,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    mut wait: BlockWait,
+) -> std::io::Result<bool> {
+    let id = conn.id();
+    conn.entry.blocked.store(true, Ordering::Relaxed);
+    let timeout = async {
+        match wait.deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(timeout);
+    let reply = loop {
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(16 * 1024);
+        }
+        tokio::select! {
+            biased;
+            _ = conn.entry.kill.notified() => break None,
+            _ = crate::state::stopped(stop) => break None,
+            r = &mut wait.reply => break r.ok(),
+            _ = &mut timeout => {
+                if shared.blocked.cancel(id) {
+                    out.null_array();
+                    break Some(BytesMut::new());
+                }
+                // Served at the same moment: the reply is already in the channel.
+                break (&mut wait.reply).await.ok();
+            }
+            r = sock.read_buf(buf) => {
+                let n = r?;
+                if n == 0 || buf.len() > shared.settings().client_query_buffer_limit {
+                    break None;
+                }
+                shared.counters.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+    };
+    conn.entry.blocked.store(false, Ordering::Relaxed);
+    match reply {
+        Some(r) => {
+            out.buf.extend_from_slice(&r);
+            Ok(true)
+        }
+        None => {
+            shared.blocked.cancel(id);
+            Ok(false)
+        }
     }
 }
 
@@ -202,6 +277,10 @@ fn process(
         match cmd::execute(shared, conn, out, &args) {
             Action::Continue => {}
             Action::Close => conn.close = true,
+        }
+        if conn.block.is_some() {
+            // The rest of the pipeline runs once the blocked command has its reply.
+            return false;
         }
     }
 }

@@ -29,7 +29,9 @@
 //! | `conn` | one client connection: read, decode, execute, write; limits and timeouts |
 //! | `cmd` | the command table put together from the families' tables, and dispatch (`cmd/mod.rs`) |
 //! | `cmd::connection` | PING ECHO SELECT QUIT RESET HELLO AUTH |
+//! | `cmd::transaction` | MULTI EXEC DISCARD WATCH UNWATCH |
 //! | `cmd::client` | CLIENT, and the CLIENT LIST line |
+//! | `cmd::blocking` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
 //! | `cmd::string` | the string commands (GET, SET, INCR, MSET...) |
 //! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, SCAN, RENAME, COPY, FLUSHDB...) |
 //! | `cmd::hash` | the hash commands (HSET, HGET, HINCRBY, HRANDFIELD, HSCAN...) |
@@ -46,6 +48,9 @@
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
 //! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
+//! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
+//! | `watch` | WATCH: who watches which key, marked by writes |
+//! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
 //! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
@@ -56,13 +61,16 @@
 //! replies go out in one write.
 
 pub mod args;
+mod blocked;
 mod cmd;
 pub mod codec;
 mod conn;
 mod errors;
+mod exec_gate;
 mod footprint;
 mod server;
 mod state;
+mod watch;
 mod words;
 
 pub use args::ServeArgs;

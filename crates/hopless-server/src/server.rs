@@ -255,7 +255,8 @@ async fn accept_loop(listener: TcpListener, workers: Arc<[Handle]>, shared: Arc<
             r = listener.accept() => match r {
                 Ok((sock, peer)) => {
                     // Round-robin over the workers; the connection stays on the one it is given.
-                    let w = &workers[next % workers.len()];
+                    let loop_index = next % workers.len();
+                    let w = &workers[loop_index];
                     next = next.wrapping_add(1);
                     match sock.into_std() {
                         Ok(std_sock) => {
@@ -263,7 +264,7 @@ async fn accept_loop(listener: TcpListener, workers: Arc<[Handle]>, shared: Arc<
                             w.spawn(async move {
                                 // Registers with this worker's reactor (the socket is non-blocking).
                                 match tokio::net::TcpStream::from_std(std_sock) {
-                                    Ok(sock) => crate::conn::serve(sh, sock, peer).await,
+                                    Ok(sock) => crate::conn::serve(sh, sock, peer, loop_index).await,
                                     Err(e) => warn!(error = %e, "could not hand a connection to a worker"),
                                 }
                             });

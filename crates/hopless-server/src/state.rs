@@ -4,12 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use bytes::{Bytes, BytesMut};
 use hopless_kv::Store;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
+
+use crate::blocked::Blocked;
+use crate::exec_gate::ExecGate;
+use crate::watch::Watches;
 
 /// Settings a client may change at run time (maxmemory and its policy live in the store).
 #[derive(Debug, Clone)]
@@ -54,6 +59,10 @@ pub struct ClientEntry {
     /// Index into the command table of the last command, plus one (0: none yet).
     pub last_cmd: AtomicUsize,
     pub resp: AtomicU64,
+    /// Commands queued since MULTI, -1 outside one (CLIENT LIST's `multi=`).
+    pub multi: AtomicI64,
+    /// Waiting in a blocking command (CLIENT LIST's flag `b`).
+    pub blocked: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
 }
@@ -65,6 +74,29 @@ impl ClientEntry {
     }
 }
 
+/// A transaction being queued (MULTI until EXEC or DISCARD).
+#[derive(Default)]
+pub struct Multi {
+    /// Table index and arguments of each queued command.
+    pub queued: Vec<(usize, Vec<Bytes>)>,
+    /// A command was refused while queuing: EXEC answers EXECABORT.
+    pub failed: bool,
+}
+
+/// A key this connection WATCHes, and whether it existed then (EXEC aborts if it no longer does:
+/// expired, evicted or flushed).
+pub struct Watched {
+    pub key: Bytes,
+    pub existed: bool,
+}
+
+/// A blocking command waiting for its reply.
+pub struct BlockWait {
+    pub reply: oneshot::Receiver<BytesMut>,
+    /// None: forever.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
 /// Per-connection state the commands see.
 pub struct ConnState {
     pub entry: Arc<ClientEntry>,
@@ -72,6 +104,14 @@ pub struct ConnState {
     /// Set by QUIT (after its reply) and SHUTDOWN.
     pub close: bool,
     pub qbuf: usize,
+    /// The event loop this connection lives on (which gate its commands hold).
+    pub loop_index: usize,
+    pub multi: Option<Multi>,
+    pub watched: Vec<Watched>,
+    /// Set by a write to a watched key.
+    pub watch_dirty: Arc<AtomicBool>,
+    /// Set by a blocking command that blocked: the connection waits for it before its next command.
+    pub block: Option<BlockWait>,
 }
 
 impl ConnState {
@@ -96,6 +136,10 @@ pub struct Shared {
     /// Set to true to stop the server (SHUTDOWN, a signal, [`crate::Server::shutdown`]).
     pub shutdown: watch::Sender<bool>,
     pub peak_memory: AtomicU64,
+    /// Lets EXEC run alone.
+    pub gate: ExecGate,
+    pub watches: Watches,
+    pub blocked: Blocked,
 }
 
 impl Shared {
@@ -123,6 +167,9 @@ impl Shared {
             threads,
             shutdown: watch::channel(false).0,
             peak_memory: AtomicU64::new(0),
+            gate: ExecGate::new(threads),
+            watches: Watches::default(),
+            blocked: Blocked::default(),
         }
     }
 

@@ -40,7 +40,7 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
         i => c.table.commands().get(i - 1).map_or("NULL", |c| c.name),
     };
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 \
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={} \
          qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
          cmd={} user=default redir=-1 resp={}",
         e.id,
@@ -49,10 +49,27 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
         String::from_utf8_lossy(&e.name.lock().unwrap_or_else(|e| e.into_inner())),
         age.as_secs(),
         idle / 1000,
+        flags(e),
+        e.multi.load(Ordering::Relaxed),
         qbuf.unwrap_or(0),
         cmd,
         e.resp.load(Ordering::Relaxed),
     )
+}
+
+/// CLIENT LIST's flags: `x` in MULTI, `b` blocked, else `N`.
+fn flags(e: &ClientEntry) -> String {
+    let mut f = String::new();
+    if e.multi.load(Ordering::Relaxed) >= 0 {
+        f.push('x');
+    }
+    if e.blocked.load(Ordering::Relaxed) {
+        f.push('b');
+    }
+    if f.is_empty() {
+        f.push('N');
+    }
+    f
 }
 
 const CLIENT_HELP: &[&str] = &[
@@ -69,6 +86,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Return information about the current client connection.",
     "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
     "    Kill connections.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "HELP",
     "    Print this help.",
 ];
@@ -146,11 +165,12 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.verbatim(text.as_bytes());
         }
         "kill" if n >= 3 => client_kill(c, a)?,
+        "unblock" if n == 3 || n == 4 => client_unblock(c, a)?,
         "setinfo" if n == 4 => c.out.ok(),
         "no-evict" | "no-touch" | "reply" if n == 3 => c.out.ok(),
         "help" if n == 2 => c.out.bulks(CLIENT_HELP.iter().map(|s| s.as_bytes())),
-        "id" | "getname" | "setname" | "info" | "kill" | "setinfo" | "no-evict" | "no-touch" | "reply"
-        | "help" => return Err(wrong_sub_args(c.name, &a[1])),
+        "id" | "getname" | "setname" | "info" | "kill" | "unblock" | "setinfo" | "no-evict" | "no-touch"
+        | "reply" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
         _ => return Err(unknown_sub(c.name, &a[1])),
     }
     Ok(())
@@ -213,5 +233,32 @@ fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         killed += 1;
     }
     c.out.int(killed);
+    Ok(())
+}
+
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: 1 if that client was blocked (it gets a timeout's reply
+/// or an UNBLOCKED error), else 0.
+fn client_unblock(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let id = int_arg(&a[2])?;
+    let error = match a.get(3) {
+        None => false,
+        Some(r) if eq(r, "timeout") => false,
+        Some(r) if eq(r, "error") => true,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let unblocked = u64::try_from(id).is_ok_and(|id| {
+        c.shared.blocked.unblock(id, |out| {
+            if error {
+                out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+            } else {
+                out.null_array();
+            }
+        })
+    });
+    c.out.int(unblocked as i64);
     Ok(())
 }

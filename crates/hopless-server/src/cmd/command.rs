@@ -19,6 +19,22 @@ pub enum Action {
     Close,
 }
 
+/// What the dispatcher needs to know of a command on every call, read once from its flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Traits {
+    /// `write`: may change keys, so WATCH and blocked clients hear of its keys.
+    pub write: bool,
+    /// Keys anywhere in the arguments (`movablekeys`): all of them are taken as possible keys.
+    pub movable: bool,
+    /// `no_multi`: refused inside MULTI.
+    pub no_multi: bool,
+    /// Runs at once even inside MULTI (MULTI EXEC DISCARD WATCH UNWATCH QUIT RESET), without the
+    /// loop's gate when it is EXEC.
+    pub transaction_control: bool,
+    /// EXEC: runs without its loop's gate, holding every loop's.
+    pub alone: bool,
+}
+
 /// What a handler works with.
 pub struct Ctx<'a> {
     pub shared: &'a Shared,
@@ -29,7 +45,15 @@ pub struct Ctx<'a> {
     /// Every command (for COMMAND, INFO commandstats and CLIENT LIST, which name them).
     pub table: &'static Table,
     pub action: Action,
+    /// Whether this command runs inside EXEC (a blocking command then does not block).
+    pub in_exec: bool,
+    /// Runs one more command for this connection, without the loop's gate (EXEC's queue, under the
+    /// exclusive hold): the dispatcher's, handed down so that no family imports the dispatcher.
+    pub run: Runner,
 }
+
+/// Runs the command at table index `i` with `args` for a connection inside EXEC.
+pub type Runner = fn(&Shared, &mut ConnState, &mut Reply, usize, &[Bytes]) -> Action;
 
 type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 
@@ -109,6 +133,7 @@ impl Command {
 /// Every command, in the order COMMAND lists them, and an index by name.
 pub struct Table {
     commands: Vec<Command>,
+    traits: Vec<Traits>,
     index: HashMap<&'static [u8], usize>,
 }
 
@@ -121,7 +146,48 @@ impl Table {
             .enumerate()
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect();
-        Table { commands, index }
+        let traits = commands
+            .iter()
+            .map(|c| Traits {
+                write: c.has_flag("write"),
+                movable: c.has_flag("movablekeys"),
+                no_multi: c.has_flag("no_multi"),
+                transaction_control: matches!(
+                    c.name,
+                    "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
+                ),
+                alone: c.name == "exec",
+            })
+            .collect();
+        Table {
+            commands,
+            traits,
+            index,
+        }
+    }
+
+    pub fn traits(&self, i: usize) -> Traits {
+        self.traits[i]
+    }
+
+    /// The arguments of `args` (a call of command `i`) that are keys: by the command's key positions,
+    /// or every argument after the name when they move (LMPOP's numkeys...) or it declares none.
+    pub fn keys<'a>(&self, i: usize, args: &'a [Bytes]) -> impl Iterator<Item = &'a [u8]> {
+        let c = &self.commands[i];
+        let n = args.len() as i32;
+        let (first, last, step) = if self.traits[i].movable || c.first_key <= 0 {
+            (1, n - 1, 1)
+        } else {
+            let last = if c.last_key < 0 {
+                n + c.last_key
+            } else {
+                c.last_key
+            };
+            (c.first_key, last.min(n - 1), c.step.max(1))
+        };
+        (first..=last)
+            .step_by(step as usize)
+            .filter_map(move |j| args.get(j as usize).map(|b| &b[..]))
     }
 
     pub fn commands(&self) -> &[Command] {

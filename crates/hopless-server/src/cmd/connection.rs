@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::client::set_name;
 use super::command::{int_arg, Action, Command, Ctx};
+use super::transaction::end as end_transaction;
 use crate::codec::Proto;
 use crate::errors::{wrong_args, CmdError, CmdResult, NOT_INTEGER, SYNTAX};
 use crate::words::eq;
@@ -70,6 +71,7 @@ fn set_proto(c: &mut Ctx<'_>, p: Proto) {
 }
 
 fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    end_transaction(c.shared, c.conn);
     set_proto(c, Proto::Resp2);
     c.conn
         .entry

@@ -94,9 +94,10 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(
                 t,
                 "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
-                 blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                 blocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
                 sh.clients().len(),
-                sh.settings().maxclients
+                sh.settings().maxclients,
+                sh.blocked.len()
             );
         }
         "memory" => {

@@ -56,7 +56,7 @@ const RANK_ZERO: CmdError = CmdError::Static(
 );
 
 /// LEFT or RIGHT (any case), else a syntax error (Redis's `getListPositionFromObjectOrReply`).
-fn end_arg(b: &[u8]) -> Result<End, CmdError> {
+pub(super) fn end_arg(b: &[u8]) -> Result<End, CmdError> {
     if eq(b, "left") {
         Ok(End::Left)
     } else if eq(b, "right") {
@@ -275,9 +275,9 @@ fn rpoplpush(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     move_reply(c, a, End::Right, End::Left)
 }
 
-/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: `[key, [elements]]` from the first key that
-/// holds a list, or a null array.
-fn lmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+/// LMPOP's arguments after its name (`a[1]` is numkeys; BLMPOP passes its own from the timeout on):
+/// the index of LEFT|RIGHT (the keys are `a[2..at]`), the end, the count.
+pub(super) fn lmpop_args(a: &[Bytes]) -> Result<(usize, End, usize), CmdError> {
     let numkeys = count_arg(&a[1], 1, "ERR numkeys should be greater than 0")?;
     // The LEFT|RIGHT argument's index; a numkeys reaching past the arguments is a syntax error.
     let at = match numkeys.checked_add(2) {
@@ -295,8 +295,15 @@ fn lmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         }
         j += 2;
     }
+    Ok((at, end, count.unwrap_or(1)))
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]: `[key, [elements]]` from the first key that
+/// holds a list, or a null array.
+fn lmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (at, end, count) = lmpop_args(a)?;
     let keys: Vec<&[u8]> = a[2..at].iter().map(|k| &k[..]).collect();
-    match c.shared.store.list_pop_first(&keys, end, count.unwrap_or(1))? {
+    match c.shared.store.list_pop_first(&keys, end, count)? {
         Some((i, v)) => {
             c.out.array(2);
             c.out.bulk(keys[i]);

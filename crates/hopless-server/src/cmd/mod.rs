@@ -1,6 +1,7 @@
 //! Running a command: the command table, put together from the families' tables, and dispatch: look the
-//! name up (case-insensitive), check arity and AUTH as Redis does (in that order), run the handler,
-//! count it for INFO commandstats.
+//! name up (case-insensitive), check arity and AUTH as Redis does (in that order), queue it inside
+//! MULTI, else run the handler under the loop's gate (`exec_gate`), count it for INFO commandstats, and
+//! after a write tell the watchers and the blocked clients of its keys.
 //!
 //! Each family's file holds its handlers and, above them, its part of the table (one [`Command`] a
 //! command); `command.rs` is what they all build on.
@@ -8,12 +9,14 @@
 //! | file | commands |
 //! |---|---|
 //! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX |
+//! | `blocking.rs` | BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
 //! | `keys.rs` | DEL UNLINK EXISTS EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
 //! | `hash.rs` | the hash commands |
 //! | `list.rs` | the list commands |
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
+//! | `transaction.rs` | MULTI EXEC DISCARD WATCH UNWATCH (the dispatcher queues inside MULTI) |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
 //! | `info.rs` | INFO |
 //! | `config.rs` | CONFIG |
@@ -35,6 +38,7 @@ use crate::errors::{unknown_command, wrong_args, NOAUTH};
 use crate::state::{ConnState, Shared};
 
 mod admin;
+mod blocking;
 mod client;
 mod command;
 mod config;
@@ -49,6 +53,7 @@ mod object;
 mod scan_args;
 mod set;
 mod string;
+mod transaction;
 mod zset;
 
 pub use self::command::Action;
@@ -61,10 +66,12 @@ pub fn table() -> &'static Table {
             string::COMMANDS,
             keys::COMMANDS,
             hash::COMMANDS,
+            blocking::COMMANDS,
             list::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
             connection::COMMANDS,
+            transaction::COMMANDS,
             client::COMMANDS,
             info::COMMANDS,
             config::COMMANDS,
@@ -76,12 +83,13 @@ pub fn table() -> &'static Table {
     })
 }
 
-/// Runs one request (a non-empty argument list).
+/// Runs one request (a non-empty argument list), or queues it inside MULTI.
 pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
     let table = table();
     let Some(i) = table.lookup(&args[0]) else {
         shared.counters.unknown_commands.fetch_add(1, Ordering::Relaxed);
         out.error(&unknown_command(args));
+        transaction::fail(conn);
         return Action::Continue;
     };
     let cmd: &Command = &table.commands()[i];
@@ -89,13 +97,49 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
     if !cmd.arity_allows(args.len()) {
         stat.rejected.fetch_add(1, Ordering::Relaxed);
         out.error(&wrong_args(cmd.name).into_text(cmd.name));
+        transaction::fail(conn);
         return Action::Continue;
     }
     if !conn.authenticated && !cmd.has_flag("no_auth") {
         stat.rejected.fetch_add(1, Ordering::Relaxed);
         out.error(NOAUTH);
+        transaction::fail(conn);
         return Action::Continue;
     }
+    let traits = table.traits(i);
+    if conn.multi.is_some() && !traits.transaction_control {
+        if traits.no_multi {
+            stat.rejected.fetch_add(1, Ordering::Relaxed);
+            out.error(transaction::NOT_IN_MULTI);
+            transaction::fail(conn);
+        } else {
+            transaction::queue(conn, out, i, args);
+        }
+        return Action::Continue;
+    }
+    run(shared, conn, out, i, args, false)
+}
+
+/// Runs a command of EXEC's queue (every loop's gate is held already).
+fn run_in_exec(shared: &Shared, conn: &mut ConnState, out: &mut Reply, i: usize, args: &[Bytes]) -> Action {
+    run(shared, conn, out, i, args, true)
+}
+
+/// Runs the command at table index `i`: under this loop's gate unless inside EXEC (or EXEC itself,
+/// which takes every gate).
+fn run(
+    shared: &Shared,
+    conn: &mut ConnState,
+    out: &mut Reply,
+    i: usize,
+    args: &[Bytes],
+    in_exec: bool,
+) -> Action {
+    let table = table();
+    let cmd = &table.commands()[i];
+    let traits = table.traits(i);
+    let stat = &shared.cmdstats[i];
+    let _gate = (!in_exec && !traits.alone).then(|| shared.gate.enter(conn.loop_index));
     conn.entry.last_cmd.store(i + 1, Ordering::Relaxed);
     let start = Instant::now();
     let mut ctx = Ctx {
@@ -105,12 +149,18 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
         name: cmd.name,
         table,
         action: Action::Continue,
+        in_exec,
+        run: run_in_exec,
     };
     let r = (cmd.handler)(&mut ctx, args);
     let action = ctx.action;
-    if let Err(e) = r {
-        stat.failed.fetch_add(1, Ordering::Relaxed);
-        ctx.out.error(&e.into_text(cmd.name));
+    match r {
+        Err(e) => {
+            stat.failed.fetch_add(1, Ordering::Relaxed);
+            ctx.out.error(&e.into_text(cmd.name));
+        }
+        Ok(()) if traits.write => after_write(shared, i, args, in_exec),
+        Ok(()) => {}
     }
     stat.calls.fetch_add(1, Ordering::Relaxed);
     stat.usec
@@ -120,6 +170,26 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
     e.last_ms
         .store(e.created.elapsed().as_millis() as u64, Ordering::Relaxed);
     action
+}
+
+/// After a write command to `args`'s keys (still under the loop's gate): marks the clients watching
+/// them, and serves the clients blocked on them (a transaction serves them once, after its last
+/// command).
+fn after_write(shared: &Shared, i: usize, args: &[Bytes], in_exec: bool) {
+    crate::watch::Watches::after_write_fence();
+    let table = table();
+    if shared.watches.active() {
+        shared.watches.touch(table.keys(i, args));
+    }
+    if !in_exec && shared.blocked.active() {
+        shared.blocked.serve(&shared.store, table.keys(i, args));
+    }
+}
+
+/// What a client leaves behind when it goes: its watches and its place in a blocked queue.
+pub fn forget(shared: &Shared, conn: &mut ConnState) {
+    transaction::end(shared, conn);
+    shared.blocked.cancel(conn.id());
 }
 
 #[cfg(test)]

@@ -16,7 +16,10 @@ use crate::errors::{CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 use multi::*;
 use range::*;
-use reply::{lex_range, score, score_range, NOT_FLOAT};
+use reply::{lex_range, score_range, NOT_FLOAT};
+// What the blocking pops (`cmd::blocking`) share with ZPOPMIN and ZMPOP.
+pub(super) use multi::zmpop_args;
+pub(super) use reply::{pairs_reply, score};
 
 /// This family's rows of the command table, in COMMAND's order, one command a row.
 #[rustfmt::skip]

@@ -56,8 +56,9 @@ pub(super) fn zpopmax(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     pop_generic(c, a, true)
 }
 
-/// ZMPOP numkeys key... MIN|MAX [COUNT count].
-pub(super) fn zmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+/// ZMPOP's arguments after its name (`a[1]` is numkeys; BZMPOP passes its own from the timeout on):
+/// the index of MIN|MAX (the keys are `a[2..at]`), whether MAX, the count.
+pub(in crate::cmd) fn zmpop_args(a: &[Bytes]) -> Result<(usize, bool, usize), CmdError> {
     let numkeys = long_at_least(&a[1], 1, "ERR numkeys should be greater than 0")?;
     let where_at = (numkeys as u64).saturating_add(2);
     if where_at >= a.len() as u64 {
@@ -81,8 +82,14 @@ pub(super) fn zmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(SYNTAX);
         }
     }
+    Ok((where_at, max, count.unwrap_or(1) as usize))
+}
+
+/// ZMPOP numkeys key... MIN|MAX [COUNT count].
+pub(super) fn zmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (where_at, max, count) = zmpop_args(a)?;
     let keys: Vec<&[u8]> = a[2..where_at].iter().map(|k| &k[..]).collect();
-    match c.shared.store.zmpop(&keys, count.unwrap_or(1) as usize, max)? {
+    match c.shared.store.zmpop(&keys, count, max)? {
         Some((i, pairs)) => {
             c.out.array(2);
             c.out.bulk(keys[i]);

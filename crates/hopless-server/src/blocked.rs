@@ -1,0 +1,208 @@
+//! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN...): who waits on which key, first come first
+//! served, and serving them when a write makes a key ready.
+//!
+//! A blocking command first tries to pop with the registry locked, and registers only if nothing was
+//! there ([`Blocked::try_or_block`]). A write command, after it ran and while it still holds its
+//! loop's gate, hands its keys to [`Blocked::serve`], which pops for the waiters in the order they
+//! blocked and sends each its reply through a oneshot channel, before the writer's own reply goes out:
+//! as in Redis, an element pushed to a key somebody waits on is theirs, and a reader that runs after the
+//! push never sees it. A served BLMOVE's push serves the destination's waiters in the same pass. A
+//! transaction hands its keys over once, after its last command, so that its own pops come first.
+//!
+//! No wake-up is lost: a waiter raises `count` before its try, and a writer checks `count` after a
+//! `fence(SeqCst)` that follows its write. Either the writer sees the waiter (and serves it, the
+//! registry lock ordering the two), or the waiter's try sees the write.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use bytes::{Bytes, BytesMut};
+use hopless_kv::Store;
+use tokio::sync::oneshot;
+
+use crate::codec::{Proto, Reply};
+
+/// What a blocked command does once a key it waits on is ready.
+pub trait BlockedOp: Send {
+    /// Pops from `key` for the waiting client and writes its reply into `out`. `Ok(true)`: served;
+    /// `Ok(false)`: nothing there; an error: cannot serve from this key now (a wrong type), which the
+    /// first try reports and a later wake-up skips.
+    fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error>;
+    /// The key a served pop pushed to (BLMOVE's destination), which may serve other waiters.
+    fn pushes_to(&self) -> Option<&Bytes> {
+        None
+    }
+}
+
+struct Waiter {
+    keys: Vec<Bytes>,
+    op: Box<dyn BlockedOp>,
+    proto: Proto,
+    reply: oneshot::Sender<BytesMut>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    by_key: HashMap<Bytes, VecDeque<u64>>,
+    by_client: HashMap<u64, Waiter>,
+}
+
+impl Waiting {
+    /// Takes `client` out of every queue it is in.
+    fn remove(&mut self, client: u64) -> Option<Waiter> {
+        let w = self.by_client.remove(&client)?;
+        for k in &w.keys {
+            if let Some(q) = self.by_key.get_mut(k) {
+                q.retain(|&c| c != client);
+                if q.is_empty() {
+                    self.by_key.remove(k);
+                }
+            }
+        }
+        Some(w)
+    }
+}
+
+#[derive(Default)]
+pub struct Blocked {
+    /// Blocked clients, plus those between raising it and their first try.
+    count: AtomicUsize,
+    waiting: Mutex<Waiting>,
+}
+
+/// What a blocking command's first try came to.
+pub enum Tried {
+    /// Served at once (the reply is written).
+    Served,
+    /// Blocked: the reply comes through this channel.
+    Blocked(oneshot::Receiver<BytesMut>),
+}
+
+impl Blocked {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many clients are blocked (INFO's `blocked_clients`).
+    pub fn len(&self) -> usize {
+        self.lock().by_client.len()
+    }
+
+    /// Tries `op` on each of `keys` in order (the first error is the command's reply); if none is
+    /// ready, blocks `client` on all of them (a client blocks once at a time).
+    pub fn try_or_block(
+        &self,
+        store: &Store,
+        client: u64,
+        keys: Vec<Bytes>,
+        op: Box<dyn BlockedOp>,
+        out: &mut Reply,
+    ) -> Result<Tried, hopless_kv::Error> {
+        let mut waiting = self.lock();
+        self.count.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the writers' fence: a write this try does not see, sees the count.
+        fence(Ordering::SeqCst);
+        let mut first = || {
+            for k in &keys {
+                if op.serve(store, k, out)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        match first() {
+            Ok(false) => {}
+            done => {
+                self.count.fetch_sub(1, Ordering::SeqCst);
+                return done.map(|_| Tried::Served);
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        for k in &keys {
+            let q = waiting.by_key.entry(k.clone()).or_default();
+            if !q.contains(&client) {
+                q.push_back(client);
+            }
+        }
+        let proto = out.proto;
+        waiting.by_client.insert(
+            client,
+            Waiter {
+                keys,
+                op,
+                proto,
+                reply: tx,
+            },
+        );
+        Ok(Tried::Blocked(rx))
+    }
+
+    /// Whether anybody is blocked: a write's check before it looks its keys up (after its fence).
+    pub fn active(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Serves the clients blocked on `keys`, first come first served, while a key has what they wait
+    /// for; then the keys their pops pushed to.
+    pub fn serve<'k>(&self, store: &Store, keys: impl Iterator<Item = &'k [u8]>) {
+        let mut waiting = self.lock();
+        let mut ready: Vec<Bytes> = keys
+            .filter(|k| waiting.by_key.contains_key(*k))
+            .map(Bytes::copy_from_slice)
+            .collect();
+        while let Some(key) = ready.pop() {
+            let mut i = 0;
+            while let Some(&client) = waiting.by_key.get(&key).and_then(|q| q.get(i)) {
+                let w = &waiting.by_client[&client];
+                let mut out = Reply {
+                    buf: BytesMut::new(),
+                    proto: w.proto,
+                };
+                match w.op.serve(store, &key, &mut out) {
+                    Ok(true) => {
+                        let w = waiting.remove(client).expect("a queued client is registered");
+                        self.count.fetch_sub(1, Ordering::SeqCst);
+                        if let Some(dst) = w.op.pushes_to() {
+                            if waiting.by_key.contains_key(dst) {
+                                ready.push(dst.clone());
+                            }
+                        }
+                        // A client gone since (its receiver dropped) lost nothing it had not left.
+                        let _ = w.reply.send(out.buf);
+                    }
+                    // The key is empty (or gone): the rest of its queue waits on.
+                    Ok(false) => break,
+                    // This client cannot be served from it (a wrong type): the next may be.
+                    Err(_) => i += 1,
+                }
+            }
+        }
+    }
+
+    /// Unblocks `client` by its own choice (timeout, disconnect, kill): true if it was still blocked,
+    /// false if a reply is already in its channel.
+    pub fn cancel(&self, client: u64) -> bool {
+        let removed = self.lock().remove(client).is_some();
+        if removed {
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+        removed
+    }
+
+    /// CLIENT UNBLOCK: sends `client` the reply `write` makes (a timeout's or an error), if it is
+    /// blocked.
+    pub fn unblock(&self, client: u64, write: impl FnOnce(&mut Reply)) -> bool {
+        let Some(w) = self.lock().remove(client) else {
+            return false;
+        };
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        let mut out = Reply {
+            buf: BytesMut::new(),
+            proto: w.proto,
+        };
+        write(&mut out);
+        let _ = w.reply.send(out.buf);
+        true
+    }
+}

@@ -1,0 +1,224 @@
+//! The blocking pops: BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX BZMPOP.
+//!
+//! Each tries at once; with nothing to pop it blocks its client on its keys (`blocked`) until a push
+//! serves it, its timeout passes (a null array), CLIENT UNBLOCK, or the client leaves. Inside EXEC it
+//! never blocks: nothing to pop answers as a timeout does at once (BLMOVE and BRPOPLPUSH: a null bulk
+//! in RESP2, as Redis).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hopless_kv::types::list::End;
+use hopless_kv::types::zset::parse_score;
+use hopless_kv::Store;
+
+use super::command::{Command, Ctx};
+use super::list::{end_arg, lmpop_args};
+use super::zset::{pairs_reply, score, zmpop_args};
+use crate::blocked::{BlockedOp, Tried};
+use crate::codec::Reply;
+use crate::errors::{CmdError, CmdResult};
+use crate::state::BlockWait;
+
+/// This family's rows of the command table, one command a row.
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[Command] = &[
+    Command::new("blpop", -3, "write noscript blocking", blpop).keys(1, -2, 1)
+        .acl("@write @list @slow @blocking")
+        .doc("list", "2.0.0", "Remove and get the first element in a list, or block until one is available"),
+    Command::new("brpop", -3, "write noscript blocking", brpop).keys(1, -2, 1)
+        .acl("@write @list @slow @blocking")
+        .doc("list", "2.0.0", "Remove and get the last element in a list, or block until one is available"),
+    Command::new("brpoplpush", 4, "write denyoom noscript blocking", brpoplpush).keys(1, 2, 1)
+        .acl("@write @list @slow @blocking")
+        .doc("list", "2.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available"),
+    Command::new("blmove", 6, "write denyoom noscript blocking", blmove).keys(1, 2, 1)
+        .acl("@write @list @slow @blocking")
+        .doc("list", "6.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available"),
+    Command::new("blmpop", -5, "write blocking movablekeys", blmpop).keys(0, 0, 0)
+        .acl("@write @list @slow @blocking")
+        .doc("list", "7.0.0", "Pop elements from a list, or block until one is available"),
+    Command::new("bzpopmin", -3, "write noscript blocking fast", bzpopmin).keys(1, -2, 1)
+        .acl("@write @sortedset @fast @blocking")
+        .doc("sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available"),
+    Command::new("bzpopmax", -3, "write noscript blocking fast", bzpopmax).keys(1, -2, 1)
+        .acl("@write @sortedset @fast @blocking")
+        .doc("sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available"),
+    Command::new("bzmpop", -5, "write blocking movablekeys", bzmpop).keys(0, 0, 0)
+        .acl("@write @sortedset @slow @blocking")
+        .doc("sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available"),
+];
+
+const NOT_FLOAT: CmdError = CmdError::Static("ERR timeout is not a float or out of range");
+const NEGATIVE: CmdError = CmdError::Static("ERR timeout is negative");
+
+/// A timeout in seconds as Redis reads it (`getTimeoutFromObjectOrReply`): a float, milliseconds
+/// rounded up; one too large for a 64-bit count of milliseconds wraps negative in Redis and is refused
+/// so. None: 0, wait forever (which `-0.0001` also rounds to).
+fn timeout_arg(b: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let secs = parse_score(b).ok_or(NOT_FLOAT)?;
+    let ms = (secs * 1000.0).ceil();
+    if !(0.0..9_223_372_036_854_775_807.0).contains(&ms) {
+        return Err(NEGATIVE);
+    }
+    Ok((ms > 0.0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// What a blocked pop does with a ready key: the reply shapes are Redis's.
+enum Pop {
+    /// BLPOP, BRPOP: `[key, element]`.
+    One(End),
+    /// BLMPOP: `[key, [elements]]`.
+    Many(End, usize),
+    /// BLMOVE, BRPOPLPUSH: the element moved.
+    Move { dst: Bytes, from: End, to: End },
+    /// BZPOPMIN, BZPOPMAX: `[key, member, score]`.
+    ZOne { max: bool },
+    /// BZMPOP: `[key, [[member, score]...]]`.
+    ZMany { max: bool, count: usize },
+}
+
+impl BlockedOp for Pop {
+    fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error> {
+        match self {
+            Pop::One(end) => Ok(store
+                .list_pop(key, *end)?
+                .map(|v| {
+                    out.array(2);
+                    out.bulk(key);
+                    out.bulk(&v);
+                })
+                .is_some()),
+            Pop::Many(end, count) => Ok(store
+                .list_pop_many(key, *end, *count)?
+                .map(|v| {
+                    out.array(2);
+                    out.bulk(key);
+                    out.bulks(v.iter().map(|e| &e[..]));
+                })
+                .is_some()),
+            Pop::Move { dst, from, to } => {
+                Ok(store.lmove(key, dst, *from, *to)?.map(|v| out.bulk(&v)).is_some())
+            }
+            Pop::ZOne { max } => {
+                let pairs = store.zpop(key, 1, *max)?;
+                let Some((m, s)) = pairs.first() else {
+                    return Ok(false);
+                };
+                out.array(3);
+                out.bulk(key);
+                out.bulk(m);
+                score(out, *s);
+                Ok(true)
+            }
+            Pop::ZMany { max, count } => {
+                let pairs = store.zpop(key, *count, *max)?;
+                if pairs.is_empty() {
+                    return Ok(false);
+                }
+                out.array(2);
+                out.bulk(key);
+                pairs_reply(out, &pairs, true);
+                Ok(true)
+            }
+        }
+    }
+
+    fn pushes_to(&self) -> Option<&Bytes> {
+        match self {
+            Pop::Move { dst, .. } => Some(dst),
+            _ => None,
+        }
+    }
+}
+
+/// Pops from the first ready key, or blocks the client on all of them (inside EXEC: answers as a
+/// timeout at once).
+fn pop_or_block(c: &mut Ctx<'_>, keys: &[Bytes], timeout: Option<Duration>, pop: Pop) -> CmdResult {
+    let store = &c.shared.store;
+    if c.in_exec {
+        for k in keys {
+            if pop.serve(store, k, c.out)? {
+                return Ok(());
+            }
+        }
+        match pop {
+            // Redis answers these with a null bulk here (RESP3: null either way).
+            Pop::Move { .. } => c.out.null(),
+            _ => c.out.null_array(),
+        }
+        return Ok(());
+    }
+    let tried = c
+        .shared
+        .blocked
+        .try_or_block(store, c.conn.id(), keys.to_vec(), Box::new(pop), c.out)?;
+    if let Tried::Blocked(reply) = tried {
+        let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
+        c.conn.block = Some(BlockWait { reply, deadline });
+    }
+    Ok(())
+}
+
+/// BLPOP / BRPOP key [key ...] timeout.
+fn pop_one(c: &mut Ctx<'_>, a: &[Bytes], end: End) -> CmdResult {
+    let timeout = timeout_arg(&a[a.len() - 1])?;
+    pop_or_block(c, &a[1..a.len() - 1], timeout, Pop::One(end))
+}
+
+fn blpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    pop_one(c, a, End::Left)
+}
+
+fn brpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    pop_one(c, a, End::Right)
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
+fn blmove(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (from, to) = (end_arg(&a[3])?, end_arg(&a[4])?);
+    let timeout = timeout_arg(&a[5])?;
+    let dst = a[2].clone();
+    pop_or_block(c, &a[1..2], timeout, Pop::Move { dst, from, to })
+}
+
+/// BRPOPLPUSH source destination timeout.
+fn brpoplpush(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let timeout = timeout_arg(&a[3])?;
+    let dst = a[2].clone();
+    let pop = Pop::Move {
+        dst,
+        from: End::Right,
+        to: End::Left,
+    };
+    pop_or_block(c, &a[1..2], timeout, pop)
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]: LMPOP's checks first, then the
+/// timeout's, as Redis.
+fn blmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (at, end, count) = lmpop_args(&a[1..])?;
+    let timeout = timeout_arg(&a[1])?;
+    pop_or_block(c, &a[3..at + 1], timeout, Pop::Many(end, count))
+}
+
+/// BZPOPMIN / BZPOPMAX key [key ...] timeout.
+fn bzpop(c: &mut Ctx<'_>, a: &[Bytes], max: bool) -> CmdResult {
+    let timeout = timeout_arg(&a[a.len() - 1])?;
+    pop_or_block(c, &a[1..a.len() - 1], timeout, Pop::ZOne { max })
+}
+
+fn bzpopmin(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    bzpop(c, a, false)
+}
+
+fn bzpopmax(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    bzpop(c, a, true)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+fn bzmpop(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let (at, max, count) = zmpop_args(&a[1..])?;
+    let timeout = timeout_arg(&a[1])?;
+    pop_or_block(c, &a[3..at + 1], timeout, Pop::ZMany { max, count })
+}
