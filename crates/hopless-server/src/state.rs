@@ -72,6 +72,8 @@ pub struct ConnState {
     /// Set by QUIT (after its reply) and SHUTDOWN.
     pub close: bool,
     pub qbuf: usize,
+    /// Pub/sub (issue 29): its subscriptions; `Some` while it has any (subscribed mode).
+    pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
 }
 
 impl ConnState {
@@ -96,6 +98,8 @@ pub struct Shared {
     /// Set to true to stop the server (SHUTDOWN, a signal, [`crate::Server::shutdown`]).
     pub shutdown: watch::Sender<bool>,
     pub peak_memory: AtomicU64,
+    /// Pub/sub (issue 29): channels, patterns and their subscribers' outboxes.
+    pub pubsub: Arc<crate::pubsub::PubSub>,
 }
 
 impl Shared {
@@ -123,6 +127,7 @@ impl Shared {
             threads,
             shutdown: watch::channel(false).0,
             peak_memory: AtomicU64::new(0),
+            pubsub: Arc::default(),
         }
     }
 

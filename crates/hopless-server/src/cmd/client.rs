@@ -39,9 +39,11 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
         0 => "NULL",
         i => c.table.commands().get(i - 1).map_or("NULL", |c| c.name),
     };
+    let (sub, psub) = c.shared.pubsub.counts(e.id); // pub/sub (issue 29): its counts, flag P
+    let flags = if sub + psub > 0 { "P" } else { "N" };
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 \
-         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db=0 sub={sub} psub={psub} \
+         ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
          cmd={} user=default redir=-1 resp={}",
         e.id,
         e.addr,

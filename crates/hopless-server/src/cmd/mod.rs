@@ -21,6 +21,7 @@
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG |
+//! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -46,6 +47,7 @@ mod keys;
 mod list;
 mod memory;
 mod object;
+mod pubsub;
 mod scan_args;
 mod set;
 mod string;
@@ -71,6 +73,7 @@ pub fn table() -> &'static Table {
             introspection::COMMANDS,
             memory::COMMANDS,
             object::COMMANDS,
+            pubsub::COMMANDS,
             admin::COMMANDS,
         ])
     })
@@ -94,6 +97,12 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
     if !conn.authenticated && !cmd.has_flag("no_auth") {
         stat.rejected.fetch_add(1, Ordering::Relaxed);
         out.error(NOAUTH);
+        return Action::Continue;
+    }
+    // Pub/sub (issue 29): a subscriber's queued messages go out before this reply; RESP2's subscribed
+    // mode refuses most commands.
+    if conn.pubsub.is_some() && !pubsub::admit(conn, out, cmd, args) {
+        stat.rejected.fetch_add(1, Ordering::Relaxed);
         return Action::Continue;
     }
     conn.entry.last_cmd.store(i + 1, Ordering::Relaxed);
