@@ -609,6 +609,8 @@ fn a_million_channels_in_one_subscribe() {
     let mut c = Raw::connect(server.addr());
     let started = Instant::now();
     let mut sub = Raw::connect(server.addr());
+    // Seconds on a loaded machine: more than `Raw`'s 30 s read timeout allows for.
+    sub.sock.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
     for round in 0..2 {
         sub.send(&req);
         for i in 0..n {
