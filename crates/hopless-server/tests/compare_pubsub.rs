@@ -328,9 +328,32 @@ fn config_and_client_list_match_redis() {
     list(&mut b);
     b.script(&[(0, "SUBSCRIBE a b", 2), (0, "PSUBSCRIBE c*", 1)]);
     list(&mut b);
+    // A subscriber is of type pubsub, no longer normal.
+    let lines = |b: &mut Both, cmd: &str| {
+        let (t, o) = b.step(1, cmd, 1, How::Skip);
+        let count = |f: &Frame| match f {
+            Frame::Bulk(s) => s.split(|&c| c == b'\n').filter(|l| !l.is_empty()).count(),
+            other => panic!("{cmd}: {other:?}"),
+        };
+        assert_eq!((count(&t[0]), count(&o[0])), (1, 1), "{cmd}");
+    };
+    lines(&mut b, "CLIENT LIST TYPE pubsub");
+    lines(&mut b, "CLIENT LIST TYPE normal");
+    b.script(&[
+        (1, "CLIENT LIST TYPE foo", 1),
+        (1, "CLIENT KILL TYPE foo", 1),
+        (1, "CLIENT KILL TYPE master", 1),
+    ]);
     b.step(0, "UNSUBSCRIBE", 2, How::Unordered);
     b.script(&[(0, "PUNSUBSCRIBE", 1)]);
     list(&mut b);
+    b.script(&[(0, "SUBSCRIBE a", 1), (1, "CLIENT KILL TYPE pubsub", 1)]);
+    eventually(
+        &mut b.ours[1],
+        &[b"PUBSUB", b"NUMSUB", b"a"],
+        Frame::Array(vec![bulk("a"), Frame::Integer(0)]),
+    );
+    assert_closed(&mut b.ours[0]);
     b.assert_none();
 }
 
