@@ -88,6 +88,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         watched: Vec::new(),
         watch_dirty: Arc::new(AtomicBool::new(false)),
         block: None,
+        pubsub: None,
     };
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.
@@ -117,7 +118,13 @@ async fn run(
                 .counters
                 .net_output_bytes
                 .fetch_add(out.buf.len() as u64, Ordering::Relaxed);
-            sock.write_all(&out.buf).await?;
+            // A client killed while its output is stuck (a subscriber that stopped reading, closed at
+            // its pub/sub output limit) is closed now, not when it reads again.
+            tokio::select! {
+                biased;
+                r = sock.write_all(&out.buf) => r?,
+                _ = conn.entry.kill.notified() => return Ok(()),
+            }
             out.buf.clear();
         }
         if conn.close || conn.entry.killed.load(Ordering::Acquire) || *stop.borrow() {
@@ -145,8 +152,14 @@ async fn run(
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(16 * 1024);
         }
+        // Pub/sub (issue 29): a subscriber is never idle-closed, as in Redis.
+        let timeout = if conn.pubsub.is_some() {
+            0
+        } else {
+            settings.timeout
+        };
         let idle = async {
-            match settings.timeout {
+            match timeout {
                 0 => std::future::pending::<()>().await,
                 t => tokio::time::sleep(Duration::from_secs(t)).await,
             }
@@ -157,6 +170,14 @@ async fn run(
             _ = conn.entry.kill.notified() => return Ok(()),
             _ = crate::state::stopped(&mut stop) => return Ok(()),
             r = sock.read_buf(&mut buf) => r?,
+            // Pub/sub (issue 29): messages published for this subscriber, written even while it sends
+            // nothing.
+            _ = crate::pubsub::delivery(conn.pubsub.as_deref()) => {
+                if let Some(s) = &conn.pubsub {
+                    s.outbox().drain(&mut out, FLUSH_AT);
+                }
+                continue;
+            }
             _ = idle => {
                 debug!(id = conn.id(), "closing idle client");
                 return Ok(());

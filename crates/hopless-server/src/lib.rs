@@ -45,12 +45,16 @@
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::object` | OBJECT |
 //! | `cmd::admin` | SHUTDOWN, DEBUG |
+//! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
 //! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
 //! | `watch` | WATCH: who watches which key, marked by writes |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
+//! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
+//! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
+//! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
 //! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
@@ -68,6 +72,7 @@ mod conn;
 mod errors;
 mod exec_gate;
 mod footprint;
+mod pubsub;
 mod server;
 mod state;
 mod watch;

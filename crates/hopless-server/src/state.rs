@@ -112,6 +112,8 @@ pub struct ConnState {
     pub watch_dirty: Arc<AtomicBool>,
     /// Set by a blocking command that blocked: the connection waits for it before its next command.
     pub block: Option<BlockWait>,
+    /// Pub/sub (issue 29): its subscriptions; `Some` while it has any (subscribed mode).
+    pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
 }
 
 impl ConnState {
@@ -140,6 +142,8 @@ pub struct Shared {
     pub gate: ExecGate,
     pub watches: Watches,
     pub blocked: Blocked,
+    /// Pub/sub (issue 29): channels, patterns and their subscribers' outboxes.
+    pub pubsub: Arc<crate::pubsub::PubSub>,
 }
 
 impl Shared {
@@ -170,6 +174,7 @@ impl Shared {
             gate: ExecGate::new(threads),
             watches: Watches::default(),
             blocked: Blocked::default(),
+            pubsub: Arc::default(),
         }
     }
 

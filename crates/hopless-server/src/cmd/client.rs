@@ -39,9 +39,10 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
         0 => "NULL",
         i => c.table.commands().get(i - 1).map_or("NULL", |c| c.name),
     };
+    let (sub, psub) = c.shared.pubsub.counts(e.id); // pub/sub (issue 29): its counts, flag P
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub=0 psub=0 ssub=0 multi={} \
-         qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
+        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} \
+         ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
          cmd={} user=default redir=-1 resp={}",
         e.id,
         e.addr,
@@ -49,7 +50,7 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
         String::from_utf8_lossy(&e.name.lock().unwrap_or_else(|e| e.into_inner())),
         age.as_secs(),
         idle / 1000,
-        flags(e),
+        flags(e, sub + psub > 0),
         e.multi.load(Ordering::Relaxed),
         qbuf.unwrap_or(0),
         cmd,
@@ -57,9 +58,12 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
     )
 }
 
-/// CLIENT LIST's flags: `x` in MULTI, `b` blocked, else `N`.
-fn flags(e: &ClientEntry) -> String {
+/// CLIENT LIST's flags, in Redis's order: `P` subscribed, `x` in MULTI, `b` blocked, else `N`.
+fn flags(e: &ClientEntry, subscribed: bool) -> String {
     let mut f = String::new();
+    if subscribed {
+        f.push('P');
+    }
     if e.multi.load(Ordering::Relaxed) >= 0 {
         f.push('x');
     }
@@ -70,6 +74,29 @@ fn flags(e: &ClientEntry) -> String {
         f.push('N');
     }
     f
+}
+
+/// A client's type as CLIENT LIST and KILL filter on it: `pubsub` while it has a subscription, else
+/// `normal` (there are no masters or replicas).
+fn client_type(c: &Ctx<'_>, e: &ClientEntry) -> &'static str {
+    match c.shared.pubsub.counts(e.id) {
+        (0, 0) => "normal",
+        _ => "pubsub",
+    }
+}
+
+/// A TYPE argument: `normal`, `master`, `replica` (or `slave`), `pubsub`.
+fn client_type_arg(t: &[u8]) -> Result<&'static str, CmdError> {
+    ["normal", "master", "replica", "pubsub"]
+        .into_iter()
+        .find(|n| eq(t, n))
+        .or_else(|| eq(t, "slave").then_some("replica"))
+        .ok_or_else(|| {
+            CmdError::Msg(format!(
+                "ERR Unknown client type '{}'",
+                String::from_utf8_lossy(t)
+            ))
+        })
 }
 
 const CLIENT_HELP: &[&str] = &[
@@ -120,23 +147,11 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.verbatim(line.as_bytes());
         }
         "list" => {
-            let mut ids = None;
+            let (mut ids, mut ty) = (None, None);
             let mut i = 2;
             while i < n {
                 if eq(&a[i], "type") && i + 1 < n {
-                    if !eq(&a[i + 1], "normal") {
-                        if ["master", "replica", "slave", "pubsub"]
-                            .iter()
-                            .any(|t| eq(&a[i + 1], t))
-                        {
-                            ids = Some(Vec::new());
-                        } else {
-                            return Err(CmdError::Msg(format!(
-                                "ERR Unknown client type '{}'",
-                                String::from_utf8_lossy(&a[i + 1])
-                            )));
-                        }
-                    }
+                    ty = Some(client_type_arg(&a[i + 1])?);
                     i += 2;
                 } else if eq(&a[i], "id") && i + 1 < n {
                     let mut v = Vec::new();
@@ -155,7 +170,9 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             let clients: Vec<_> = c.shared.clients().values().cloned().collect();
             let mut text = String::new();
             for e in clients {
-                if ids.as_ref().is_some_and(|v| !v.contains(&e.id)) {
+                if ids.as_ref().is_some_and(|v| !v.contains(&e.id))
+                    || ty.is_some_and(|t| t != client_type(c, &e))
+                {
                     continue;
                 }
                 let qbuf = (e.id == c.conn.id()).then_some(c.conn.qbuf);
@@ -188,7 +205,7 @@ fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         c.out.ok();
         return Ok(());
     }
-    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let (mut id, mut addr, mut laddr, mut skipme, mut ty) = (None, None, None, true, None);
     let mut i = 2;
     while i + 1 < a.len() {
         let v = &a[i + 1];
@@ -209,8 +226,10 @@ fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             } else {
                 return Err(SYNTAX);
             };
-        } else if eq(&a[i], "type") || eq(&a[i], "user") || eq(&a[i], "maxage") {
-            // Every client is a normal one of the default user.
+        } else if eq(&a[i], "type") {
+            ty = Some(client_type_arg(v)?);
+        } else if eq(&a[i], "user") || eq(&a[i], "maxage") {
+            // Every client is the default user's.
         } else {
             return Err(SYNTAX);
         }
@@ -226,6 +245,7 @@ fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             || id.is_some_and(|x| x != e.id)
             || addr.as_ref().is_some_and(|x| *x != e.addr.to_string())
             || laddr.as_ref().is_some_and(|x| *x != e.laddr.to_string())
+            || ty.is_some_and(|t| t != client_type(c, &e))
         {
             continue;
         }

@@ -40,6 +40,7 @@ const PARAMS: &[&str] = &[
     "dir",
     "dbfilename",
     "cluster-enabled",
+    "client-output-buffer-limit",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -83,6 +84,7 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
             .unwrap_or_default(),
         "dbfilename" => String::new(),
         "cluster-enabled" => "no".into(),
+        "client-output-buffer-limit" => c.shared.pubsub.limits().to_string(),
         _ => String::new(),
     }
 }
@@ -143,6 +145,7 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
             let b = parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
             sh.with_settings(|s| s.protected_mode = b);
         }
+        "client-output-buffer-limit" => sh.pubsub.set_limits(&v)?,
         "save" if v.trim().is_empty() => {}
         "appendonly" if v.eq_ignore_ascii_case("no") => {}
         "save" | "appendonly" => return Err("hopless is a cache and has no persistence".into()),

@@ -34,6 +34,13 @@ pub(super) const COMMANDS: &[Command] = &[
 const WRONGPASS: CmdError = CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");
 
 fn ping(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    // Pub/sub (issue 29): in RESP2's subscribed mode, PING answers as a message would: ["pong", text].
+    if c.conn.pubsub.is_some() && !c.out.resp3() && a.len() <= 2 {
+        c.out.array(2);
+        c.out.bulk(b"pong");
+        c.out.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
     match a.len() {
         1 => c.out.simple("PONG"),
         2 => c.out.bulk(&a[1]),
@@ -72,6 +79,7 @@ fn set_proto(c: &mut Ctx<'_>, p: Proto) {
 
 fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     end_transaction(c.shared, c.conn);
+    c.conn.pubsub = None; // pub/sub (issue 29): leaves every channel and pattern, and subscribed mode
     set_proto(c, Proto::Resp2);
     c.conn
         .entry

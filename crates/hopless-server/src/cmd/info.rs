@@ -154,6 +154,14 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 st.misses,
                 k.unknown_commands.load(Ordering::Relaxed),
             );
+            // Pub/sub (issue 29).
+            let _ = write!(
+                t,
+                "pubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                sh.pubsub.names(crate::pubsub::Kind::Channel),
+                sh.pubsub.names(crate::pubsub::Kind::Pattern),
+                sh.pubsub.overflow_disconnections.load(Ordering::Relaxed),
+            );
             for (n, v) in OP_NAMES.iter().zip(st.ops) {
                 let _ = write!(t, "store_ops_{n}:{v}\r\n");
             }

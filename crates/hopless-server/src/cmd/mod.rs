@@ -24,6 +24,7 @@
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG |
+//! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -50,6 +51,7 @@ mod keys;
 mod list;
 mod memory;
 mod object;
+mod pubsub;
 mod scan_args;
 mod set;
 mod string;
@@ -78,6 +80,7 @@ pub fn table() -> &'static Table {
             introspection::COMMANDS,
             memory::COMMANDS,
             object::COMMANDS,
+            pubsub::COMMANDS,
             admin::COMMANDS,
         ])
     })
@@ -104,6 +107,17 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
         stat.rejected.fetch_add(1, Ordering::Relaxed);
         out.error(NOAUTH);
         transaction::fail(conn);
+        return Action::Continue;
+    }
+    // Pub/sub (issue 29): a subscriber's queued messages go out before this reply; RESP2's subscribed
+    // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
+    // Redis's EXECABORT, and discards any).
+    if conn.pubsub.is_some() && !pubsub::admit(conn, out, cmd, args) {
+        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        transaction::fail(conn);
+        if table.traits(i).alone {
+            transaction::abort_refused_exec(shared, conn, out);
+        }
         return Action::Continue;
     }
     let traits = table.traits(i);

@@ -50,6 +50,19 @@ pub(super) fn queue(conn: &mut ConnState, out: &mut crate::codec::Reply, i: usiz
     out.simple("QUEUED");
 }
 
+/// EXEC refused before it ran (RESP2's subscribed mode): the refusal just written becomes Redis's
+/// `EXECABORT Transaction discarded because of: <reason>`, and the transaction is discarded.
+pub(super) fn abort_refused_exec(shared: &Shared, conn: &mut ConnState, out: &mut crate::codec::Reply) {
+    if let Some(at) = out.buf.windows(5).rposition(|w| w == b"-ERR ") {
+        let reason = out.buf.split_off(at + 5);
+        out.buf.truncate(at);
+        out.buf
+            .extend_from_slice(b"-EXECABORT Transaction discarded because of: ");
+        out.buf.extend_from_slice(&reason);
+    }
+    end(shared, conn);
+}
+
 /// Marks the transaction being queued, if any, as failed (a command was refused at queue time).
 pub(super) fn fail(conn: &mut ConnState) {
     if let Some(m) = conn.multi.as_mut() {

@@ -83,6 +83,11 @@ impl Reply {
         self.header(b'*', n as i64);
     }
 
+    /// A push frame of `n` elements (RESP3 only: pub/sub messages).
+    pub fn push(&mut self, n: usize) {
+        self.header(b'>', n as i64);
+    }
+
     /// A map of `n` pairs (RESP2: a flat array of 2n).
     pub fn map(&mut self, n: usize) {
         if self.resp3() {
