@@ -11,6 +11,8 @@ use std::time::Instant;
 use hopless_kv::Store;
 use tokio::sync::{watch, Notify};
 
+use crate::error_stats::ErrorStats;
+
 /// Settings a client may change at run time (maxmemory and its policy live in the store).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -47,11 +49,14 @@ pub struct ClientEntry {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's file descriptor (CLIENT LIST's `fd`; -1 where there is none).
+    pub fd: i64,
     pub created: Instant,
     pub name: Mutex<Vec<u8>>,
     /// Milliseconds since `created` at the last command.
     pub last_ms: AtomicU64,
-    /// Index into the command table of the last command, plus one (0: none yet).
+    /// The last command: its index into the command table plus one, and its subcommand's above bit 16
+    /// (`Command::last_cmd_code`; 0: none yet).
     pub last_cmd: AtomicUsize,
     pub resp: AtomicU64,
     pub killed: AtomicBool,
@@ -71,7 +76,10 @@ pub struct ConnState {
     pub authenticated: bool,
     /// Set by QUIT (after its reply) and SHUTDOWN.
     pub close: bool,
+    /// The query buffer while a command runs, as Redis counts it for CLIENT LIST: its bytes (the running
+    /// command's included) and its free capacity.
     pub qbuf: usize,
+    pub qbuf_free: usize,
 }
 
 impl ConnState {
@@ -96,6 +104,8 @@ pub struct Shared {
     /// Set to true to stop the server (SHUTDOWN, a signal, [`crate::Server::shutdown`]).
     pub shutdown: watch::Sender<bool>,
     pub peak_memory: AtomicU64,
+    /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
+    pub errors: Arc<ErrorStats>,
 }
 
 impl Shared {
@@ -122,6 +132,7 @@ impl Shared {
             bind,
             threads,
             shutdown: watch::channel(false).0,
+            errors: Arc::default(),
             peak_memory: AtomicU64::new(0),
         }
     }

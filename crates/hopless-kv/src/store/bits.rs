@@ -54,17 +54,17 @@ impl<A: KvAlloc> Store<A> {
         self.expire_if_due(&mut g, l, key);
         self.make_room(&mut g, l, 0)?;
         let existing = g.table.find(l.hash, key).map(|i| g.table.item(i));
-        // SAFETY (both blocks): the table's item, under the shard's write lock.
-        if existing.is_some_and(|it| unsafe { value::kind(it) } != Kind::String) {
-            return Err(Error::WrongType);
-        }
-        // SAFETY: as above.
-        let old: &[u8] = existing.map_or(&[], |it| unsafe { value::value(it) });
         if let Some(it) = existing {
-            // SAFETY: as above; `is_unique`: only the table holds the item, and no reader can take a
-            // reference while we hold the write lock, so the bytes are ours to change (value_mut's
-            // contract).
-            if old.len() >= min_len && unsafe { value::is_unique(it) } {
+            // SAFETY: the table's item, under the shard's write lock.
+            let (kind, len, unique) =
+                unsafe { (value::kind(it), value::value(it).len(), value::is_unique(it)) };
+            if kind != Kind::String {
+                return Err(Error::WrongType);
+            }
+            if len >= min_len && unique {
+                // SAFETY: a string, under the shard's write lock, and only the table holds it
+                // (`is_unique`): no reader can take a reference while we hold the lock, so nobody else
+                // sees the bytes change (value_mut's contract).
                 let r = edit(unsafe { value::value_mut(it) });
                 // SAFETY: as above.
                 unsafe { value::set_str_enc(it, StrEnc::Raw) };
@@ -76,6 +76,9 @@ impl<A: KvAlloc> Store<A> {
                 return Ok(r);
             }
         }
+        // SAFETY: a string (checked above) in the table, read under the shard's write lock, which is held
+        // until `store_item` has installed the copy.
+        let old: &[u8] = existing.map_or(&[], |it| unsafe { value::value(it) });
         let len = old.len().max(min_len);
         let mut r = None;
         let item = value::new_item(&self.inner.alloc, key, len, |b| {

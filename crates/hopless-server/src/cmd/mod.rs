@@ -7,8 +7,9 @@
 //!
 //! | file | commands |
 //! |---|---|
-//! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX |
-//! | `keys.rs` | DEL UNLINK EXISTS EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
+//! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX LCS |
+//! | `bit.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `keys.rs` | DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
 //! | `hash.rs` | the hash commands |
 //! | `list.rs` | the list commands |
 //! | `set.rs` | the set commands |
@@ -20,7 +21,8 @@
 //! | `introspection.rs` | COMMAND |
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
-//! | `admin.rs` | SHUTDOWN DEBUG |
+//! | `admin.rs` | SHUTDOWN DEBUG TIME |
+//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO (refused) FUNCTION SCRIPT |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -35,6 +37,7 @@ use crate::errors::{unknown_command, wrong_args, NOAUTH};
 use crate::state::{ConnState, Shared};
 
 mod admin;
+mod bit;
 mod client;
 mod command;
 mod config;
@@ -47,6 +50,7 @@ mod list;
 mod memory;
 mod object;
 mod scan_args;
+mod scripting;
 mod set;
 mod string;
 mod zset;
@@ -59,6 +63,7 @@ pub fn table() -> &'static Table {
     TABLE.get_or_init(|| {
         Table::new(&[
             string::COMMANDS,
+            bit::COMMANDS,
             keys::COMMANDS,
             hash::COMMANDS,
             list::COMMANDS,
@@ -72,6 +77,7 @@ pub fn table() -> &'static Table {
             memory::COMMANDS,
             object::COMMANDS,
             admin::COMMANDS,
+            scripting::COMMANDS,
         ])
     })
 }
@@ -96,7 +102,9 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
         out.error(NOAUTH);
         return Action::Continue;
     }
-    conn.entry.last_cmd.store(i + 1, Ordering::Relaxed);
+    conn.entry
+        .last_cmd
+        .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);
     let start = Instant::now();
     let mut ctx = Ctx {
         shared,
