@@ -216,6 +216,30 @@ mod tests {
     }
 
     #[test]
+    fn readers_never_see_a_value_change_under_them() {
+        let s = store();
+        s.set_simple(b"k", &[0u8; 64]).unwrap();
+        let n = if cfg!(miri) { 30 } else { 20_000 };
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                for i in 0..n {
+                    s.setbit(b"k", (i % 512) as u64, i % 3 == 0).unwrap();
+                }
+            });
+            for _ in 0..2 {
+                t.spawn(|| {
+                    for _ in 0..n / 4 {
+                        let v = s.get(b"k").unwrap().unwrap();
+                        let first = v.to_vec();
+                        std::hint::spin_loop();
+                        assert_eq!(&*v, &first[..], "a held value changed");
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
     fn in_place_edits_read_as_raw() {
         let s = store();
         s.set_simple(b"k", b"5").unwrap();
