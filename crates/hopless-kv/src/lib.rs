@@ -26,6 +26,7 @@
 //! | `store::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
 //! | `store::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
@@ -53,6 +54,7 @@
 //! | `types::kind` | [`Kind`]: what a key holds |
 //! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
+//! | `bitmap` | bit arithmetic on byte strings as Redis's `bitops.c` does it (BITCOUNT, BITPOS, BITOP, BITFIELD's fields and overflow) |
 //! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
 //! | `bignum` | the unsigned big integers `long_double` reads and prints through |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
@@ -62,6 +64,7 @@
 
 mod alloc;
 mod bignum;
+pub mod bitmap;
 pub mod clock;
 mod deadlines;
 pub mod error;

@@ -21,9 +21,9 @@ pub(crate) struct Header {
     refs: AtomicU32,
     key_len: u32,
     val_len: u32,
-    /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 24..28: the [`Kind`] (0, a
-    /// string, or a collection whose pointer is the value's 8 bytes). Bits 0..24: the access stamp
-    /// sampled LRU compares.
+    /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 28..30: a string's
+    /// [`StrEnc`]. Bits 24..28: the [`Kind`] (0, a string, or a collection whose pointer is the value's 8
+    /// bytes). Bits 0..24: the access stamp sampled LRU compares.
     meta: AtomicU32,
 }
 
@@ -32,7 +32,21 @@ const HAS_TTL: u32 = 1 << 31;
 const STAMP_MASK: u32 = (1 << 24) - 1;
 const KIND_SHIFT: u32 = 24;
 const KIND_MASK: u32 = 0xf << KIND_SHIFT;
+const ENC_SHIFT: u32 = 28;
+const ENC_MASK: u32 = 0b11 << ENC_SHIFT;
 const PTR_SIZE: usize = core::mem::size_of::<usize>();
+
+/// How a string came to be, for OBJECT ENCODING: Redis names a string by how it was made, not only by
+/// its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrEnc {
+    /// As SET leaves a value: `int` if it reads as an integer, else `embstr` or `raw` by length.
+    ByContent = 0,
+    /// Edited in place (APPEND, SETRANGE, SETBIT, BITFIELD) or built by BITOP: always `raw`.
+    Raw = 1,
+    /// Made from a float's text (INCRBYFLOAT): `embstr` or `raw` by length, never `int`.
+    NotInt = 2,
+}
 
 /// An item pointer the table owns one reference to.
 pub(crate) type ItemPtr = NonNull<Header>;
@@ -123,7 +137,9 @@ pub(crate) unsafe fn move_item<A: KvAlloc>(alloc: &A, h: ItemPtr, key: &[u8]) ->
     unsafe {
         let val = value(h);
         let new = new_item(alloc, key, val.len(), |b| b.copy_from_slice(val))?;
-        let k = (*h.as_ptr()).meta.load(Ordering::Relaxed) & KIND_MASK;
+        let meta = (*h.as_ptr()).meta.load(Ordering::Relaxed);
+        (*new.as_ptr()).meta.store(meta & ENC_MASK, Ordering::Relaxed);
+        let k = meta & KIND_MASK;
         if k != 0 {
             (*new.as_ptr()).meta.store(k, Ordering::Relaxed);
             (*h.as_ptr()).meta.fetch_and(!KIND_MASK, Ordering::Relaxed);
@@ -213,6 +229,60 @@ pub(crate) unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
         let hd = &*h.as_ptr();
         let start = h.as_ptr().cast::<u8>().add(HEADER_SIZE + hd.key_len as usize);
         core::slice::from_raw_parts(start, hd.val_len as usize)
+    }
+}
+
+/// A string's [`StrEnc`].
+///
+/// # Safety
+///
+/// As for [`key`].
+pub(crate) unsafe fn str_enc(h: ItemPtr) -> StrEnc {
+    // SAFETY: live header.
+    match (unsafe { (*h.as_ptr()).meta.load(Ordering::Relaxed) } & ENC_MASK) >> ENC_SHIFT {
+        1 => StrEnc::Raw,
+        2 => StrEnc::NotInt,
+        _ => StrEnc::ByContent,
+    }
+}
+
+/// Sets a string's [`StrEnc`].
+///
+/// # Safety
+///
+/// As for [`key`]; the item is not yet published, or the caller holds its shard's write lock (so no
+/// access stamp is written meanwhile: see [`touch`]).
+pub(crate) unsafe fn set_str_enc(h: ItemPtr, e: StrEnc) {
+    // SAFETY: live header.
+    let m = unsafe { &(*h.as_ptr()).meta };
+    let old = m.load(Ordering::Relaxed);
+    m.store((old & !ENC_MASK) | ((e as u32) << ENC_SHIFT), Ordering::Relaxed);
+}
+
+/// Whether the caller's reference is the only one: then nobody reads the bytes but the caller.
+///
+/// # Safety
+///
+/// As for [`key`].
+pub(crate) unsafe fn is_unique(h: ItemPtr) -> bool {
+    // SAFETY: live header. Acquire pairs with the Release of every other reference's drop, so their
+    // reads of the bytes happen before whatever the caller writes next.
+    unsafe { (*h.as_ptr()).refs.load(Ordering::Acquire) == 1 }
+}
+
+/// A string's bytes, to change in place.
+///
+/// # Safety
+///
+/// As for [`key`]; the item is a string, the table's reference is the only one ([`is_unique`]) and the
+/// caller holds its shard's write lock for `'a`: no reader can take a reference (they take one under
+/// the read lock), so nobody else sees the bytes while they change.
+pub(crate) unsafe fn value_mut<'a>(h: ItemPtr) -> &'a mut [u8] {
+    // SAFETY: see the contract; the value follows the key.
+    unsafe {
+        let hd = &*h.as_ptr();
+        let start = h.as_ptr().cast::<u8>().add(HEADER_SIZE + hd.key_len as usize);
+        core::slice::from_raw_parts_mut(start, hd.val_len as usize)
     }
 }
 

@@ -158,6 +158,7 @@ impl Blocked {
                 let mut out = Reply {
                     buf: BytesMut::new(),
                     proto: w.proto,
+                    ..Default::default()
                 };
                 match w.op.serve(store, &key, &mut out) {
                     Ok(true) => {
@@ -200,6 +201,7 @@ impl Blocked {
         let mut out = Reply {
             buf: BytesMut::new(),
             proto: w.proto,
+            ..Default::default()
         };
         write(&mut out);
         let _ = w.reply.send(out.buf);

@@ -65,6 +65,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         id,
         addr: peer,
         laddr,
+        fd: socket_fd(&sock),
         created: Instant::now(),
         name: Mutex::new(Vec::new()),
         last_ms: AtomicU64::new(0),
@@ -89,6 +90,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         watch_dirty: Arc::new(AtomicBool::new(false)),
         block: None,
         pubsub: None,
+        qbuf_free: 0,
     };
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.
@@ -107,6 +109,7 @@ async fn run(
 ) -> std::io::Result<()> {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     let mut out = Reply::new(Proto::Resp2);
+    out.errors = Some(shared.errors.clone());
     let mut decoder = Decoder::new(max_bulk);
     let mut stop = shared.shutdown.subscribe();
     loop {
@@ -252,6 +255,20 @@ async fn wait_unblocked(
     }
 }
 
+/// The socket's descriptor, for CLIENT LIST.
+fn socket_fd(sock: &TcpStream) -> i64 {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        i64::from(sock.as_raw_fd())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = sock;
+        -1
+    }
+}
+
 /// Runs every complete request in `buf`. True when it stopped early with requests left (the replies
 /// should be written first), false when it needs more input.
 fn process(
@@ -281,6 +298,7 @@ fn process(
                 return false;
             }
         };
+        (conn.qbuf, conn.qbuf_free) = (buf.len(), buf.capacity() - buf.len());
         let args: Vec<Bytes> = match req.args {
             Args::Ranges(ranges) => {
                 let frame = buf.split_to(req.consumed).freeze();
@@ -294,7 +312,6 @@ fn process(
         if args.is_empty() {
             continue;
         }
-        conn.qbuf = buf.len();
         match cmd::execute(shared, conn, out, &args) {
             Action::Continue => {}
             Action::Close => conn.close = true,

@@ -32,19 +32,21 @@
 //! | `cmd::transaction` | MULTI EXEC DISCARD WATCH UNWATCH |
 //! | `cmd::client` | CLIENT, and the CLIENT LIST line |
 //! | `cmd::blocking` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
-//! | `cmd::string` | the string commands (GET, SET, INCR, MSET...) |
-//! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, SCAN, RENAME, COPY, FLUSHDB...) |
+//! | `cmd::string` | the string commands (GET, SET, INCR, MSET, LCS...) |
+//! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, TOUCH, SCAN, RENAME, COPY, FLUSHDB...) |
 //! | `cmd::hash` | the hash commands (HSET, HGET, HINCRBY, HRANDFIELD, HSCAN...) |
 //! | `cmd::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
 //! | `cmd::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
+//! | `cmd::scripting` | EVAL, FCALL, SCRIPT and FUNCTION: refused, or answered as by an empty script cache and library |
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
 //! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::object` | OBJECT |
-//! | `cmd::admin` | SHUTDOWN, DEBUG |
+//! | `cmd::admin` | SHUTDOWN, DEBUG, TIME |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
@@ -58,6 +60,7 @@
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
 //! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
+//! | `error_stats` | INFO's error counts (errorstats, total_error_replies), counted where the reply writer writes an error |
 //!
 //! The connection loop runs on tokio: `--threads` single-threaded event loops, each on its own thread,
 //! with every connection pinned to one (`server`). The store is synchronous and its operations take a
@@ -69,6 +72,7 @@ mod blocked;
 mod cmd;
 pub mod codec;
 mod conn;
+mod error_stats;
 mod errors;
 mod exec_gate;
 mod footprint;

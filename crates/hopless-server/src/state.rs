@@ -16,6 +16,8 @@ use crate::blocked::Blocked;
 use crate::exec_gate::ExecGate;
 use crate::watch::Watches;
 
+use crate::error_stats::ErrorStats;
+
 /// Settings a client may change at run time (maxmemory and its policy live in the store).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -52,11 +54,14 @@ pub struct ClientEntry {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's file descriptor (CLIENT LIST's `fd`; -1 where there is none).
+    pub fd: i64,
     pub created: Instant,
     pub name: Mutex<Vec<u8>>,
     /// Milliseconds since `created` at the last command.
     pub last_ms: AtomicU64,
-    /// Index into the command table of the last command, plus one (0: none yet).
+    /// The last command: its index into the command table plus one, and its subcommand's above bit 16
+    /// (`Command::last_cmd_code`; 0: none yet).
     pub last_cmd: AtomicUsize,
     pub resp: AtomicU64,
     /// Commands queued since MULTI, -1 outside one (CLIENT LIST's `multi=`).
@@ -103,6 +108,8 @@ pub struct ConnState {
     pub authenticated: bool,
     /// Set by QUIT (after its reply) and SHUTDOWN.
     pub close: bool,
+    /// The query buffer while a command runs, as Redis counts it for CLIENT LIST: its bytes (the running
+    /// command's included) and its free capacity.
     pub qbuf: usize,
     /// The event loop this connection lives on (which gate its commands hold).
     pub loop_index: usize,
@@ -114,6 +121,7 @@ pub struct ConnState {
     pub block: Option<BlockWait>,
     /// Pub/sub (issue 29): its subscriptions; `Some` while it has any (subscribed mode).
     pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
+    pub qbuf_free: usize,
 }
 
 impl ConnState {
@@ -144,6 +152,8 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Pub/sub (issue 29): channels, patterns and their subscribers' outboxes.
     pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
+    pub errors: Arc<ErrorStats>,
 }
 
 impl Shared {
@@ -170,6 +180,7 @@ impl Shared {
             bind,
             threads,
             shutdown: watch::channel(false).0,
+            errors: Arc::default(),
             peak_memory: AtomicU64::new(0),
             gate: ExecGate::new(threads),
             watches: Watches::default(),

@@ -199,7 +199,7 @@ fn client_commands() {
         "{text}"
     );
     b.cmd(&[b"CLIENT", b"INFO"]);
-    assert!(String::from_utf8_lossy(b.read().as_bytes().unwrap()).contains("cmd=client "));
+    assert!(String::from_utf8_lossy(b.read().as_bytes().unwrap()).contains("cmd=client|info "));
     b.cmd(&[b"CLIENT", b"KILL", b"ID", id_a.to_string().as_bytes()]);
     assert_eq!(b.read(), Frame::Integer(1));
     assert!(a.try_read().is_none(), "the killed client is closed");

@@ -17,7 +17,7 @@ use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::types::{Collection, Kind, Limits};
-use crate::value::{self, ItemPtr};
+use crate::value::{self, ItemPtr, StrEnc};
 
 /// Adds a signed change to a byte counter.
 fn add_signed(c: &std::sync::atomic::AtomicU64, before: usize, after: usize) {
@@ -340,6 +340,39 @@ impl<'s, A: KvAlloc> Keys<'s, A> {
             self.pending[self.first[i]] = Some((item, c.bytes()));
             Ok(Some(c))
         }
+    }
+
+    /// Key `i`'s string: `Ok(None)` if missing, WRONGTYPE if a collection.
+    pub fn string(&self, i: usize) -> Result<Option<&[u8]>> {
+        let Some(item) = self.item(i) else {
+            return Ok(None);
+        };
+        // SAFETY: a table's item under our write lock; the borrow ends before the view changes anything
+        // (it borrows the view).
+        unsafe {
+            if value::kind(item) != Kind::String {
+                return Err(Error::WrongType);
+            }
+            Ok(Some(value::value(item)))
+        }
+    }
+
+    /// Replaces key `i` (whatever it held, and its TTL) with the string `v`.
+    pub fn put_string(&mut self, i: usize, v: &[u8], enc: StrEnc) -> Result<()> {
+        self.settle(i);
+        let item = value::new_item(self.alloc(), self.keys[i], v.len(), |b| b.copy_from_slice(v))
+            .map_err(|_| Error::AllocFailed)?;
+        // SAFETY: the new item is ours until installed.
+        unsafe { value::set_str_enc(item, enc) };
+        let l = self.locs[i];
+        let key = self.keys[i];
+        let store = self.store;
+        let g = self.guard(l.shard);
+        let existing = g.table.find(l.hash, key);
+        if let Some(old) = store.install(g, l, existing, item, None) {
+            self.released.push(old);
+        }
+        Ok(())
     }
 
     /// Removes key `i` (any kind); whether it was there.

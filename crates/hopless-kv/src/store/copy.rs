@@ -27,8 +27,11 @@ impl<A: KvAlloc> Store<A> {
             match value::kind(item) {
                 Kind::String => {
                     let v = value::value(item);
-                    value::new_item(&self.inner.alloc, dst, v.len(), |b| b.copy_from_slice(v))
-                        .map_err(|_| Error::AllocFailed)?
+                    let c = value::new_item(&self.inner.alloc, dst, v.len(), |b| b.copy_from_slice(v))
+                        .map_err(|_| Error::AllocFailed)?;
+                    // Redis copies a string's encoding with it.
+                    value::set_str_enc(c, value::str_enc(item));
+                    c
                 }
                 _ => {
                     let c = value::coll::<A>(item).try_clone().ok_or(Error::AllocFailed)?;

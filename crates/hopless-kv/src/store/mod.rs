@@ -25,6 +25,7 @@
 //! |---|---|
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `hash.rs`, `list.rs`, `set.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
+//! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
@@ -38,6 +39,7 @@
 //! | `counters.rs` | what is counted, per shard and per operation ([`Op`], [`OP_NAMES`]) |
 //! | `options.rs` | [`Config`], [`Policy`]; options: [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 
+mod bits;
 mod collections;
 mod copy;
 mod counters;
@@ -56,6 +58,7 @@ mod ttl;
 mod write;
 mod zset;
 
+pub use self::bits::StringEncoding;
 pub use self::collections::Keys;
 pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::long_double::{self, LongDouble, Parsed};
 use crate::redis_util::parse_i64;
 use crate::types::Kind;
-use crate::value::{self, ItemPtr, Value};
+use crate::value::{self, ItemPtr, StrEnc, Value};
 
 impl<A: KvAlloc> Store<A> {
     pub(super) fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -290,11 +290,13 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// Replaces a live key's value with `f(old) -> new`, keeping its TTL; creates it from `f(None)` if
-    /// missing. Returns what `f` returned alongside.
+    /// missing. Returns what `f` returned alongside. `enc(whether the key existed)`: how OBJECT ENCODING
+    /// is to name the new value.
     fn rewrite<R>(
         &self,
         key: &[u8],
         op: Op,
+        enc: fn(bool) -> StrEnc,
         f: impl FnOnce(Option<&[u8]>) -> Result<(Vec<u8>, R)>,
     ) -> Result<R> {
         self.check_key(key)?;
@@ -312,6 +314,8 @@ impl<A: KvAlloc> Store<A> {
         let (new, r) = f(old)?;
         self.check_value(new.len())?;
         let item = self.new_item(key, new.len(), |b| b.copy_from_slice(&new))?;
+        // SAFETY: the new item is ours until installed.
+        unsafe { value::set_str_enc(item, enc(existing.is_some())) };
         self.store_item(g, l, key, item, |current| current)?;
         Ok(r)
     }
@@ -319,7 +323,9 @@ impl<A: KvAlloc> Store<A> {
     /// APPEND: returns the new length.
     pub fn append(&self, key: &[u8], suffix: &[u8]) -> Result<usize> {
         let max = self.inner.cfg.max_value_len;
-        self.rewrite(key, Op::Append, |old| {
+        // Redis appends in place (a raw string); a new key is stored as SET would store it.
+        let enc = |existed| if existed { StrEnc::Raw } else { StrEnc::ByContent };
+        self.rewrite(key, Op::Append, enc, |old| {
             let old = old.unwrap_or(&[]);
             if old.len() + suffix.len() > max {
                 return Err(Error::TooLarge);
@@ -335,14 +341,19 @@ impl<A: KvAlloc> Store<A> {
     /// INCRBY (INCR, DECR and DECRBY are this with 1, -1, -n): the new value. A value that is not an
     /// integer, or a result that overflows, is an error and changes nothing.
     pub fn incr_by(&self, key: &[u8], delta: i64) -> Result<i64> {
-        self.rewrite(key, Op::Incr, |old| {
-            let cur = match old {
-                Some(b) => parse_i64(b).ok_or(Error::NotInteger)?,
-                None => 0,
-            };
-            let n = cur.checked_add(delta).ok_or(Error::Overflow)?;
-            Ok((n.to_string().into_bytes(), n))
-        })
+        self.rewrite(
+            key,
+            Op::Incr,
+            |_| StrEnc::ByContent,
+            |old| {
+                let cur = match old {
+                    Some(b) => parse_i64(b).ok_or(Error::NotInteger)?,
+                    None => 0,
+                };
+                let n = cur.checked_add(delta).ok_or(Error::Overflow)?;
+                Ok((n.to_string().into_bytes(), n))
+            },
+        )
     }
 
     pub fn incr(&self, key: &[u8]) -> Result<i64> {
@@ -368,17 +379,22 @@ impl<A: KvAlloc> Store<A> {
         if offset.checked_add(patch.len()).is_none_or(|end| end > max) {
             return Err(Error::TooLarge);
         }
-        self.rewrite(key, Op::Set, |old| {
-            let old = old.unwrap_or(&[]);
-            let mut v = Vec::with_capacity(old.len().max(offset + patch.len()));
-            v.extend_from_slice(old);
-            if v.len() < offset + patch.len() {
-                v.resize(offset + patch.len(), 0);
-            }
-            v[offset..offset + patch.len()].copy_from_slice(patch);
-            let n = v.len();
-            Ok((v, n))
-        })
+        self.rewrite(
+            key,
+            Op::Set,
+            |_| StrEnc::Raw,
+            |old| {
+                let old = old.unwrap_or(&[]);
+                let mut v = Vec::with_capacity(old.len().max(offset + patch.len()));
+                v.extend_from_slice(old);
+                if v.len() < offset + patch.len() {
+                    v.resize(offset + patch.len(), 0);
+                }
+                v[offset..offset + patch.len()].copy_from_slice(patch);
+                let n = v.len();
+                Ok((v, n))
+            },
+        )
     }
 
     /// INCRBYFLOAT: adds `delta` (a float's text, as a client sends it) to the value read as a float and
@@ -388,17 +404,23 @@ impl<A: KvAlloc> Store<A> {
     /// [`Error::NanOrInfinity`] when the result is not finite (an infinite `delta` included).
     pub fn incr_by_float_text(&self, key: &[u8], delta: &[u8]) -> Result<Vec<u8>> {
         let delta = long_double::parse(delta).ok_or(Error::NotFloat);
-        self.rewrite(key, Op::Incr, |old| {
-            let cur = match old {
-                Some(b) => long_double::parse(b).ok_or(Error::NotFloat)?,
-                None => Parsed::Finite(LongDouble::ZERO),
-            };
-            let (Parsed::Finite(cur), Parsed::Finite(d)) = (cur, delta?) else {
-                return Err(Error::NanOrInfinity);
-            };
-            let text = cur.add(d).ok_or(Error::NanOrInfinity)?.to_human().into_bytes();
-            Ok((text.clone(), text))
-        })
+        // Redis stores the result's text as a string, never as an `int`.
+        self.rewrite(
+            key,
+            Op::Incr,
+            |_| StrEnc::NotInt,
+            |old| {
+                let cur = match old {
+                    Some(b) => long_double::parse(b).ok_or(Error::NotFloat)?,
+                    None => Parsed::Finite(LongDouble::ZERO),
+                };
+                let (Parsed::Finite(cur), Parsed::Finite(d)) = (cur, delta?) else {
+                    return Err(Error::NanOrInfinity);
+                };
+                let text = cur.add(d).ok_or(Error::NanOrInfinity)?.to_human().into_bytes();
+                Ok((text.clone(), text))
+            },
+        )
     }
 
     /// [`Store::incr_by_float_text`] of `delta` written as its shortest exact text (`0.1` adds the

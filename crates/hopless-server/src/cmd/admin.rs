@@ -1,4 +1,4 @@
-//! Administration: SHUTDOWN (stop the server) and DEBUG SLEEP (block a worker, as in Redis).
+//! Administration: SHUTDOWN (stop the server), DEBUG SLEEP (block a worker, as in Redis) and TIME.
 
 use bytes::Bytes;
 
@@ -14,8 +14,22 @@ pub(super) const COMMANDS: &[Command] = &[
         .acl("@admin @slow @dangerous")
         .doc("server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server"),
     Command::new("debug", -2, "admin noscript loading stale", debug).acl("@admin @slow @dangerous")
+        .subs(&["sleep", "help"])
         .doc("server", "1.0.0", "A container for debugging commands"),
+    Command::new("time", 1, "loading stale fast", time).acl("@fast")
+        .doc("server", "2.6.0", "Return the current server time"),
 ];
+
+/// TIME: seconds and microseconds since the Unix epoch, as two bulk strings.
+fn time(c: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    c.out.array(2);
+    c.out.bulk(now.as_secs().to_string().as_bytes());
+    c.out.bulk(now.subsec_micros().to_string().as_bytes());
+    Ok(())
+}
 
 fn shutdown(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     for o in &a[1..] {

@@ -15,6 +15,8 @@ use crate::words::eq;
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("client", -2, "noscript loading stale", client).acl("@slow @connection")
+        .subs(&["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch",
+                "pause", "reply", "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"])
         .doc("connection", "2.4.0", "A container for client connection commands"),
 ];
 
@@ -31,29 +33,28 @@ pub(super) fn set_name(c: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     Ok(())
 }
 
-/// One line of CLIENT LIST / CLIENT INFO, in Redis 7's field order.
-fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<usize>) -> String {
+/// One line of CLIENT LIST / CLIENT INFO, in Redis 7's field order. `qbuf`: the query buffer's bytes
+/// and free capacity, known for the client running the command (others are between commands: Redis
+/// shows an idle client's buffer as `qbuf=0 qbuf-free=0` once it has shrunk it).
+fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<(usize, usize)>) -> String {
     let age = e.created.elapsed();
     let idle = age.as_millis() as u64 - e.last_ms.load(Ordering::Relaxed).min(age.as_millis() as u64);
-    let cmd = match e.last_cmd.load(Ordering::Relaxed) {
-        0 => "NULL",
-        i => c.table.commands().get(i - 1).map_or("NULL", |c| c.name),
-    };
+    let cmd = c.table.last_cmd_name(e.last_cmd.load(Ordering::Relaxed));
+    let (qbuf, qbuf_free) = qbuf.unwrap_or((0, 0));
     let (sub, psub) = c.shared.pubsub.counts(e.id); // pub/sub (issue 29): its counts, flag P
     format!(
-        "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} \
-         ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r \
-         cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub=0 \
+         multi={} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
+         tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={}",
         e.id,
         e.addr,
         e.laddr,
+        e.fd,
         String::from_utf8_lossy(&e.name.lock().unwrap_or_else(|e| e.into_inner())),
         age.as_secs(),
         idle / 1000,
         flags(e, sub + psub > 0),
         e.multi.load(Ordering::Relaxed),
-        qbuf.unwrap_or(0),
-        cmd,
         e.resp.load(Ordering::Relaxed),
     )
 }
@@ -143,7 +144,7 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         "info" if n == 2 => {
-            let line = describe(c, &c.conn.entry, Some(c.conn.qbuf)) + "\n";
+            let line = describe(c, &c.conn.entry, Some((c.conn.qbuf, c.conn.qbuf_free))) + "\n";
             c.out.verbatim(line.as_bytes());
         }
         "list" => {
@@ -175,7 +176,7 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 {
                     continue;
                 }
-                let qbuf = (e.id == c.conn.id()).then_some(c.conn.qbuf);
+                let qbuf = (e.id == c.conn.id()).then_some((c.conn.qbuf, c.conn.qbuf_free));
                 text.push_str(&describe(c, &e, qbuf));
                 text.push('\n');
             }
@@ -270,8 +271,11 @@ fn client_unblock(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             ))
         }
     };
+    // The unblocked client's error counts in INFO errorstats as any other.
+    let errors = c.out.errors.clone();
     let unblocked = u64::try_from(id).is_ok_and(|id| {
         c.shared.blocked.unblock(id, |out| {
+            out.errors = errors;
             if error {
                 out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
             } else {

@@ -74,6 +74,9 @@ pub struct Command {
     pub group: &'static str,
     pub since: &'static str,
     pub summary: &'static str,
+    /// A container's subcommands (CLIENT's `list`, `kill`...), lower-case: CLIENT LIST names the last
+    /// command run as Redis 7 does, `client|list`.
+    pub subs: &'static [&'static str],
     pub handler: Handler,
 }
 
@@ -91,8 +94,28 @@ impl Command {
             group: "",
             since: "",
             summary: "",
+            subs: &[],
             handler,
         }
+    }
+
+    pub const fn subs(self, subs: &'static [&'static str]) -> Self {
+        Command { subs, ..self }
+    }
+
+    /// What a client's `last_cmd` records of this command (table index `i`) run with `args`: the index
+    /// plus one, and for a container's known subcommand its index plus one above bit 16
+    /// ([`Table::last_cmd_name`] reads it back).
+    pub fn last_cmd_code(&self, i: usize, args: &[Bytes]) -> usize {
+        let sub = match args.get(1) {
+            Some(a) if !self.subs.is_empty() => self
+                .subs
+                .iter()
+                .position(|s| a.eq_ignore_ascii_case(s.as_bytes()))
+                .map_or(0, |j| j + 1),
+            _ => 0,
+        };
+        (i + 1) | (sub << 16)
     }
 
     /// Where the keys are: the first and last argument that is one (-1: the last argument), and the step.
@@ -209,6 +232,17 @@ impl Table {
         self.index.get(&*l).copied()
     }
 
+    /// CLIENT LIST's `cmd=` for a [`Command::last_cmd_code`] (0: none yet, `NULL`).
+    pub fn last_cmd_name(&self, code: usize) -> String {
+        let Some(c) = (code & 0xffff).checked_sub(1).and_then(|i| self.commands.get(i)) else {
+            return "NULL".to_string();
+        };
+        match (code >> 16).checked_sub(1).and_then(|j| c.subs.get(j)) {
+            Some(sub) => format!("{}|{sub}", c.name),
+            None => c.name.to_string(),
+        }
+    }
+
     pub fn find(&self, name: &[u8]) -> Option<&Command> {
         self.lookup(name).map(|i| &self.commands[i])
     }
@@ -217,6 +251,14 @@ impl Table {
 /// A container command's subcommand (CONFIG GET, CLIENT LIST...), lower-cased to match on.
 pub fn subcommand(a: &[Bytes]) -> String {
     String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
+}
+
+/// A HELP reply as Redis's `addReplyHelp` sends it: an array of simple strings.
+pub fn help(c: &mut Ctx<'_>, lines: &[&str]) {
+    c.out.array(lines.len());
+    for l in lines {
+        c.out.simple(l);
+    }
 }
 
 /// An integer argument, as Redis's `getLongLongFromObjectOrReply`.

@@ -15,6 +15,7 @@ use crate::words::{parse_memory, parse_policy, parse_yes_no, policy_name, yes_no
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("config", -2, "noscript loading stale", config).acl("@admin @slow @dangerous")
+        .subs(&["get", "help", "resetstat", "rewrite", "set"])
         .doc("server", "2.0.0", "A container for server configuration commands"),
 ];
 
@@ -210,6 +211,7 @@ fn config(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 s.failed.store(0, Ordering::Relaxed);
                 s.rejected.store(0, Ordering::Relaxed);
             }
+            c.shared.errors.reset();
             c.out.ok();
         }
         "rewrite" if a.len() == 2 => {

@@ -30,6 +30,7 @@ const ALL_SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "commandstats",
+    "errorstats",
     "keyspace",
 ];
 
@@ -74,7 +75,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 "# Server\r\nredis_version:{}\r\nhopless_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\n\
                  arch_bits:64\r\nmultiplexing_api:epoll (tokio)\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
                  server_time_usec:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\nhz:10\r\n\
-                 executable:{}\r\nconfig_file:\r\nbind:{}\r\nthreads:{}\r\nmem_allocator:hopless\r\n",
+                 executable:{}\r\nconfig_file:\r\nbind:{}\r\nthreads:{}\r\n",
                 crate::REDIS_VERSION,
                 crate::VERSION,
                 std::env::consts::OS,
@@ -142,7 +143,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
                  instantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\n\
                  rejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\n\
-                 keyspace_misses:{}\r\nunknown_commands:{}\r\n",
+                 keyspace_misses:{}\r\nunknown_commands:{}\r\ntotal_error_replies:{}\r\n",
                 k.connections_received.load(Ordering::Relaxed),
                 k.commands_processed.load(Ordering::Relaxed),
                 k.net_input_bytes.load(Ordering::Relaxed),
@@ -153,6 +154,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 st.hits,
                 st.misses,
                 k.unknown_commands.load(Ordering::Relaxed),
+                sh.errors.total(),
             );
             // Pub/sub (issue 29).
             let _ = write!(
@@ -167,7 +169,27 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             }
         }
         "replication" => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
-        "cpu" => t.push_str("# CPU\r\n"),
+        "cpu" => {
+            t.push_str("# CPU\r\n");
+            let rows = [
+                ("", libc::RUSAGE_SELF),
+                ("_children", libc::RUSAGE_CHILDREN),
+                ("_main_thread", libc::RUSAGE_THREAD),
+            ];
+            for (suffix, who) in rows {
+                let (sys, user) = cpu_times(who);
+                let _ = write!(
+                    t,
+                    "used_cpu_sys{suffix}:{sys}\r\nused_cpu_user{suffix}:{user}\r\n"
+                );
+            }
+        }
+        "errorstats" => {
+            t.push_str("# Errorstats\r\n");
+            for (code, n) in sh.errors.by_code() {
+                let _ = write!(t, "errorstat_{code}:count={n}\r\n");
+            }
+        }
         "commandstats" => {
             t.push_str("# Commandstats\r\n");
             for (cmd, s) in c.table.commands().iter().zip(sh.cmdstats.iter()) {
@@ -205,6 +227,19 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
         }
         _ => {}
     }
+}
+
+/// getrusage's system and user CPU time for `who`, as Redis prints them (`seconds.micros`). The
+/// `_main_thread` row is the thread that runs INFO: each event loop is a main thread of its own.
+fn cpu_times(who: libc::c_int) -> (String, String) {
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage; `who` is one of the RUSAGE_* constants.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return ("0.000000".into(), "0.000000".into());
+    }
+    let fmt = |tv: libc::timeval| format!("{}.{:06}", tv.tv_sec, tv.tv_usec);
+    (fmt(ru.ru_stime), fmt(ru.ru_utime))
 }
 
 /// hopless's per-class table, one `key:value` line per size class in use (parsable like INFO's other

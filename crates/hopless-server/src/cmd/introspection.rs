@@ -12,6 +12,7 @@ use crate::errors::{unknown_sub, wrong_sub_args, CmdResult};
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("command", -1, "loading stale", command).acl("@slow @connection")
+        .subs(&["count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"])
         .doc("server", "2.8.13", "Get array of Redis command details"),
 ];
 

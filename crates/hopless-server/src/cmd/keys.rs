@@ -1,4 +1,4 @@
-//! Keyspace commands: DEL UNLINK EXISTS EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
+//! Keyspace commands: DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME
 //! PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX DBSIZE FLUSHDB FLUSHALL.
 //!
 //! Every value is a string, so TYPE says `string` or `none`, and SCAN's `TYPE` option keeps all keys or
@@ -22,6 +22,9 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("generic", "4.0.0", "Delete a key asynchronously in another thread"),
     Command::new("exists", -2, "readonly fast", exists).keys(1, -1, 1).acl("@keyspace @read @fast")
         .doc("generic", "1.0.0", "Determine if a key exists"),
+    Command::new("touch", -2, "readonly fast", touch).keys(1, -1, 1).acl("@keyspace @read @fast")
+        .doc("generic", "3.2.1",
+             "Alters the last access time of a key(s). Returns the number of existing keys specified."),
     Command::new("expire", -3, "write fast", expire).keys(1, 1, 1).acl("@keyspace @write @fast")
         .doc("generic", "1.0.0", "Set a key's time to live in seconds"),
     Command::new("pexpire", -3, "write fast", pexpire).keys(1, 1, 1).acl("@keyspace @write @fast")
@@ -75,6 +78,13 @@ fn del(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 fn exists(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let n = c.shared.store.exists(&key_list(a));
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// TOUCH: EXISTS that counts as an access for the LRU.
+fn touch(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let n = c.shared.store.touch(&key_list(a));
     c.out.int(n as i64);
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::words::eq;
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("memory", -2, "", memory).acl("@slow")
+        .subs(&["doctor", "help", "malloc-stats", "purge", "stats", "usage"])
         .doc("server", "4.0.0", "A container for memory diagnostics commands"),
 ];
 

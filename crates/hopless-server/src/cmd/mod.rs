@@ -8,9 +8,10 @@
 //!
 //! | file | commands |
 //! |---|---|
-//! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX |
+//! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX LCS |
 //! | `blocking.rs` | BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
-//! | `keys.rs` | DEL UNLINK EXISTS EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
+//! | `bit.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `keys.rs` | DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
 //! | `hash.rs` | the hash commands |
 //! | `list.rs` | the list commands |
 //! | `set.rs` | the set commands |
@@ -23,8 +24,9 @@
 //! | `introspection.rs` | COMMAND |
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
-//! | `admin.rs` | SHUTDOWN DEBUG |
+//! | `admin.rs` | SHUTDOWN DEBUG TIME |
 //! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
+//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO (refused) FUNCTION SCRIPT |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -39,6 +41,7 @@ use crate::errors::{unknown_command, wrong_args, NOAUTH};
 use crate::state::{ConnState, Shared};
 
 mod admin;
+mod bit;
 mod blocking;
 mod client;
 mod command;
@@ -53,6 +56,7 @@ mod memory;
 mod object;
 mod pubsub;
 mod scan_args;
+mod scripting;
 mod set;
 mod string;
 mod transaction;
@@ -66,6 +70,7 @@ pub fn table() -> &'static Table {
     TABLE.get_or_init(|| {
         Table::new(&[
             string::COMMANDS,
+            bit::COMMANDS,
             keys::COMMANDS,
             hash::COMMANDS,
             blocking::COMMANDS,
@@ -82,6 +87,7 @@ pub fn table() -> &'static Table {
             object::COMMANDS,
             pubsub::COMMANDS,
             admin::COMMANDS,
+            scripting::COMMANDS,
         ])
     })
 }
@@ -154,7 +160,9 @@ fn run(
     let traits = table.traits(i);
     let stat = &shared.cmdstats[i];
     let _gate = (!in_exec && !traits.alone).then(|| shared.gate.enter(conn.loop_index));
-    conn.entry.last_cmd.store(i + 1, Ordering::Relaxed);
+    conn.entry
+        .last_cmd
+        .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);
     let start = Instant::now();
     let mut ctx = Ctx {
         shared,

@@ -1,8 +1,10 @@
 //! OBJECT: how a key's value is stored, in Redis's terms (ENCODING, REFCOUNT, IDLETIME, FREQ).
 
 use bytes::Bytes;
+use hopless_kv::store::{parse_i64, StringEncoding};
+use hopless_kv::Policy;
 
-use super::command::{subcommand, Command, Ctx};
+use super::command::{help, subcommand, Command, Ctx};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
@@ -10,42 +12,52 @@ use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("object", -2, "", object).acl("@slow")
+        .subs(&["encoding", "freq", "help", "idletime", "refcount"])
         .doc("generic", "2.2.3", "A container for object introspection commands"),
 ];
 
 /// OBJECT ENCODING: a collection names the form it is really in (`listpack`, `quicklist`, `intset`,
 /// `hashtable`, `skiplist`: Redis's names for the same shapes). Every string is stored the same way (one
 /// block: header, key, value), but clients and tools expect Redis's names, so the answer is what Redis
-/// would store the value as: `int` for an integer of up to 20 characters, `embstr` up to 44 bytes, `raw`
-/// beyond.
+/// would have made of the value: `int` for an integer of up to 20 characters, `embstr` up to 44 bytes,
+/// `raw` beyond, and `raw` after an edit in place (APPEND, SETRANGE, SETBIT...); the store remembers how
+/// each string was made.
+///
+/// REFCOUNT is 1, except for the integers 0..9999 that Redis shares (2147483647, its `OBJ_SHARED_REFCOUNT`)
+/// unless an LRU policy with a `maxmemory` forbids sharing. IDLETIME is 0: the store keeps a logical
+/// access clock for its LRU, not a time. FREQ is refused as Redis refuses it without an LFU policy (the
+/// store has none).
 fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     match sub.as_str() {
         "encoding" | "refcount" | "idletime" | "freq" if a.len() == 3 => {
-            if c.shared.store.key_type(&a[2]).is_none() {
+            let store = &c.shared.store;
+            if store.key_type(&a[2]).is_none() {
                 c.out.null();
                 return Ok(());
             }
             match sub.as_str() {
                 "encoding" => {
-                    if let Some(e) = c.shared.store.coll_encoding(&a[2]) {
-                        c.out.bulk(e.as_bytes());
-                        return Ok(());
+                    let e = store
+                        .coll_encoding(&a[2])
+                        .or_else(|| store.string_encoding(&a[2]).map(|e| e.as_str()));
+                    match e {
+                        Some(e) => c.out.bulk(e.as_bytes()),
+                        None => c.out.null(),
                     }
-                    let Some(v) = c.shared.store.get(&a[2]).ok().flatten() else {
-                        c.out.null();
-                        return Ok(());
-                    };
-                    let e = if v.len() <= 20 && hopless_kv::store::parse_i64(&v).is_some() {
-                        "int"
-                    } else if v.len() <= 44 {
-                        "embstr"
-                    } else {
-                        "raw"
-                    };
-                    c.out.bulk(e.as_bytes());
                 }
-                "refcount" => c.out.int(1),
+                "refcount" => {
+                    let shares = store.maxmemory() == 0 || store.policy() != Policy::SampledLru;
+                    let shared = shares
+                        && store.string_encoding(&a[2]) == Some(StringEncoding::Int)
+                        && store
+                            .get(&a[2])
+                            .ok()
+                            .flatten()
+                            .and_then(|v| parse_i64(&v))
+                            .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
+                    c.out.int(if shared { SHARED_REFCOUNT } else { 1 });
+                }
                 "idletime" => c.out.int(0),
                 _ => {
                     return Err(CmdError::Static(
@@ -56,18 +68,31 @@ fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 }
             }
         }
-        "help" if a.len() == 2 => c.out.bulks(
-            [
-                "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "ENCODING <key>",
-                "    Return the kind of internal representation used in order to store the value",
-                "    associated with a <key>.",
-            ]
-            .iter()
-            .map(|s| s.as_bytes()),
-        ),
+        "help" if a.len() == 2 => help(c, OBJECT_HELP),
         "encoding" | "refcount" | "idletime" | "freq" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
         _ => return Err(unknown_sub(c.name, &a[1])),
     }
     Ok(())
 }
+
+/// Redis's `OBJ_SHARED_INTEGERS` and the refcount it reports for them.
+const SHARED_INTEGERS: i64 = 10_000;
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];

@@ -1,5 +1,5 @@
 //! String commands: GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SETRANGE INCR
-//! DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX.
+//! DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX LCS.
 
 use bytes::Bytes;
 use hopless_kv::{SetCond, SetOptions, Ttl};
@@ -55,6 +55,8 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("string", "1.0.1", "Set multiple keys to multiple values"),
     Command::new("msetnx", -3, "write denyoom", msetnx).keys(1, -1, 2).acl("@write @string @slow")
         .doc("string", "1.0.1", "Set multiple keys to multiple values, only if none of the keys exist"),
+    Command::new("lcs", -3, "readonly", lcs).keys(1, 2, 1).acl("@read @string @slow")
+        .doc("string", "7.0.0", "Find longest common substring"),
 ];
 
 fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -335,5 +337,134 @@ fn msetnx(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let p = pairs(c, a)?;
     let wrote = c.shared.store.msetnx(&p)?;
     c.out.int(wrote as i64);
+    Ok(())
+}
+
+/// LCS: the longest common subsequence of two strings (missing keys are empty), by Redis's dynamic
+/// program, walked back the way Redis walks it so that IDX lists the same ranges in the same order. Its
+/// table of `(len(a)+1)·(len(b)+1)` 32-bit cells is refused past `proto-max-bulk-len` bytes, as Redis
+/// refuses it.
+fn lcs(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let not_strings = || CmdError::Static("ERR The specified keys must contain string values");
+    let va = c.shared.store.get(&a[1]).map_err(|_| not_strings())?;
+    let vb = c.shared.store.get(&a[2]).map_err(|_| not_strings())?;
+    let (x, y): (&[u8], &[u8]) = (va.as_deref().unwrap_or(&[]), vb.as_deref().unwrap_or(&[]));
+    let (mut get_len, mut get_idx, mut with_len, mut min_len) = (false, false, false, 0i64);
+    let mut j = 3;
+    while j < a.len() {
+        if eq(&a[j], "idx") {
+            get_idx = true;
+        } else if eq(&a[j], "len") {
+            get_len = true;
+        } else if eq(&a[j], "withmatchlen") {
+            with_len = true;
+        } else if eq(&a[j], "minmatchlen") && j + 1 < a.len() {
+            min_len = int_arg(&a[j + 1])?.max(0);
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    if get_idx && get_len {
+        return Err(CmdError::Static(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    if x.len() >= u32::MAX as usize - 1 || y.len() >= u32::MAX as usize - 1 {
+        return Err(CmdError::Static("ERR String too long for LCS"));
+    }
+    let (alen, blen) = (x.len(), y.len());
+    let cells = (alen + 1) as u64 * (blen + 1) as u64;
+    if cells * 4 > c.shared.settings().proto_max_bulk_len as u64 {
+        return Err(CmdError::Static(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let mut t: Vec<u32> = Vec::new();
+    if t.try_reserve_exact(cells as usize).is_err() {
+        return Err(CmdError::Static(
+            "ERR Insufficient memory, failed allocating transient memory for LCS",
+        ));
+    }
+    t.resize(cells as usize, 0);
+    let w = blen + 1;
+    for i in 1..=alen {
+        for k in 1..=blen {
+            t[i * w + k] = if x[i - 1] == y[k - 1] {
+                t[(i - 1) * w + k - 1] + 1
+            } else {
+                t[(i - 1) * w + k].max(t[i * w + k - 1])
+            };
+        }
+    }
+    let total = t[alen * w + blen];
+    if get_len {
+        c.out.int(total as i64);
+        return Ok(());
+    }
+    // The walk back from the end: the common string, and (IDX) the matching ranges, last first.
+    let mut result = vec![0u8; total as usize];
+    let mut ranges: Vec<[u32; 4]> = Vec::new();
+    let (mut i, mut k, mut idx) = (alen, blen, total as usize);
+    // (a start, a end, b start, b end); a start == alen: no range open.
+    let (mut a0, mut a1, mut b0, mut b1) = (alen, 0, 0, 0);
+    while i > 0 && k > 0 {
+        let mut emit = false;
+        if x[i - 1] == y[k - 1] {
+            result[idx - 1] = x[i - 1];
+            if a0 == alen {
+                (a0, a1, b0, b1) = (i - 1, i - 1, k - 1, k - 1);
+            } else if a0 == i && b0 == k {
+                a0 -= 1;
+                b0 -= 1;
+            } else {
+                emit = true;
+            }
+            if a0 == 0 || b0 == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            k -= 1;
+        } else {
+            if t[(i - 1) * w + k] > t[i * w + k - 1] {
+                i -= 1;
+            } else {
+                k -= 1;
+            }
+            if a0 != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let len = a1 - a0 + 1;
+            if min_len == 0 || len as i64 >= min_len {
+                ranges.push([a0 as u32, a1 as u32, b0 as u32, b1 as u32]);
+            }
+            a0 = alen;
+        }
+    }
+    if !get_idx {
+        c.out.bulk(&result);
+        return Ok(());
+    }
+    c.out.map(2);
+    c.out.bulk(b"matches");
+    c.out.array(ranges.len());
+    for [s0, e0, s1, e1] in ranges {
+        c.out.array(2 + with_len as usize);
+        c.out.array(2);
+        c.out.int(s0 as i64);
+        c.out.int(e0 as i64);
+        c.out.array(2);
+        c.out.int(s1 as i64);
+        c.out.int(e1 as i64);
+        if with_len {
+            c.out.int((e0 - s0 + 1) as i64);
+        }
+    }
+    c.out.bulk(b"len");
+    c.out.int(total as i64);
     Ok(())
 }

@@ -3,7 +3,11 @@
 
 use std::io::Write;
 
+use std::sync::Arc;
+
 use bytes::BytesMut;
+
+use crate::error_stats::ErrorStats;
 
 /// The protocol a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -18,6 +22,8 @@ pub enum Proto {
 pub struct Reply {
     pub buf: BytesMut,
     pub proto: Proto,
+    /// Where error replies are counted (INFO errorstats): every error a connection sends passes here.
+    pub errors: Option<Arc<ErrorStats>>,
 }
 
 impl Reply {
@@ -25,6 +31,7 @@ impl Reply {
         Reply {
             buf: BytesMut::with_capacity(16 * 1024),
             proto,
+            errors: None,
         }
     }
 
@@ -49,6 +56,9 @@ impl Reply {
 
     /// An error; `msg` starts with its code (`ERR ...`). CR and LF become spaces, as Redis does.
     pub fn error(&mut self, msg: &str) {
+        if let Some(e) = &self.errors {
+            e.count(msg.as_bytes());
+        }
         self.buf.extend_from_slice(b"-");
         self.buf.extend(
             msg.bytes()
