@@ -20,7 +20,7 @@ pub enum Action {
 }
 
 /// What the dispatcher needs to know of a command on every call, read once from its flags.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Traits {
     /// `write`: may change keys, so WATCH and blocked clients hear of its keys.
     pub write: bool,
@@ -33,6 +33,48 @@ pub struct Traits {
     pub transaction_control: bool,
     /// EXEC: runs without its loop's gate, holding every loop's.
     pub alone: bool,
+    /// For a write command: whether, from its arguments and reply, it changed nothing (`DEL` of absent
+    /// keys: `:0`; `SET ... NX` refused: a null). Such a write touches no watch and serves no blocked
+    /// client, as in Redis, which signals only real changes. Commands whose reply cannot tell (ZADD
+    /// updating a score answers 0) always count as a change: a needless abort of an optimistic
+    /// transaction is safe, a missed one is not.
+    pub unchanged: fn(&[Bytes], &[u8]) -> bool,
+}
+
+/// Which write commands can tell from their reply that they changed nothing, and how.
+fn unchanged_test(name: &str) -> fn(&[Bytes], &[u8]) -> bool {
+    fn never(_: &[Bytes], _: &[u8]) -> bool {
+        false
+    }
+    fn zero(_: &[Bytes], r: &[u8]) -> bool {
+        r == b":0\r\n"
+    }
+    fn zero_or_minus_one(_: &[Bytes], r: &[u8]) -> bool {
+        r == b":0\r\n" || r == b":-1\r\n"
+    }
+    /// A null (RESP2 bulk or array, RESP3) or an empty array: nothing popped.
+    fn nothing(_: &[Bytes], r: &[u8]) -> bool {
+        matches!(r, b"$-1\r\n" | b"*-1\r\n" | b"_\r\n" | b"*0\r\n")
+    }
+    /// SET answers a null when NX or XX refused it, unless GET asked for the old value.
+    fn set_refused(a: &[Bytes], r: &[u8]) -> bool {
+        nothing(a, r) && !a[3..].iter().any(|o| o.eq_ignore_ascii_case(b"get"))
+    }
+    /// GETEX without an option only reads.
+    fn getex_read(a: &[Bytes], _: &[u8]) -> bool {
+        a.len() == 2
+    }
+    match name {
+        "del" | "unlink" | "setnx" | "msetnx" | "hsetnx" | "lpushx" | "rpushx" | "sadd" | "srem" | "hdel"
+        | "zrem" | "expire" | "pexpire" | "expireat" | "pexpireat" | "persist" | "renamenx" | "smove"
+        | "lrem" | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex" | "setrange" | "copy" => zero,
+        "linsert" => zero_or_minus_one,
+        "lpop" | "rpop" | "spop" | "getdel" | "lmove" | "rpoplpush" | "lmpop" | "zmpop" | "zpopmin"
+        | "zpopmax" => nothing,
+        "set" => set_refused,
+        "getex" => getex_read,
+        _ => never,
+    }
 }
 
 /// What a handler works with.
@@ -180,6 +222,7 @@ impl Table {
                     "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
                 ),
                 alone: c.name == "exec",
+                unchanged: unchanged_test(c.name),
             })
             .collect();
         Table {

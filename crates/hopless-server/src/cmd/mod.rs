@@ -164,6 +164,7 @@ fn run(
         .last_cmd
         .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);
     let start = Instant::now();
+    let reply_at = out.buf.len();
     let mut ctx = Ctx {
         shared,
         conn,
@@ -181,7 +182,9 @@ fn run(
             stat.failed.fetch_add(1, Ordering::Relaxed);
             ctx.out.error(&e.into_text(cmd.name));
         }
-        Ok(()) if traits.write => after_write(shared, i, args, in_exec),
+        Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
+            after_write(shared, i, args, in_exec)
+        }
         Ok(()) => {}
     }
     stat.calls.fetch_add(1, Ordering::Relaxed);
