@@ -51,7 +51,7 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Leave Redis out even when it is installed.
     pub no_redis: bool,
-    /// Which mixes to run (default: both, strings first).
+    /// Which mixes to run (default: all three, strings first).
     pub workloads: Option<Vec<Workload>>,
 }
 
@@ -62,13 +62,28 @@ pub enum Workload {
     Strings,
     /// Hashes, a list, a sorted set and sets ([`types_mix`]).
     Types,
+    /// The seed's mix, [`TX_COMMANDS`] requests to a MULTI ... EXEC transaction.
+    Transactions,
 }
+
+/// Commands per transaction of the transactions mix.
+pub const TX_COMMANDS: usize = 10;
 
 impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::Strings => "strings",
             Workload::Types => "types",
+            Workload::Transactions => "transactions",
+        }
+    }
+
+    /// The `workload` field of its `--json` rows.
+    pub fn json_name(self) -> &'static str {
+        match self {
+            Workload::Strings => "server",
+            Workload::Types => "server-types",
+            Workload::Transactions => "server-tx",
         }
     }
 }
@@ -96,7 +111,7 @@ impl Options {
                 .workloads
                 .clone()
                 .filter(|w| !w.is_empty())
-                .unwrap_or_else(|| vec![Workload::Strings, Workload::Types]),
+                .unwrap_or_else(|| vec![Workload::Strings, Workload::Types, Workload::Transactions]),
             connections: self.connections.unwrap_or(8).max(1),
             pipelines,
             keys: self.keys.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
@@ -228,6 +243,29 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
     ))
 }
 
+/// One run of `kind` at `pipeline` (transactions a batch), of the seed's mix in transactions of
+/// [`TX_COMMANDS`] commands.
+pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
+    let server = Running::start(kind, p.threads)?;
+    let (rss_start, _) = server.rss();
+    preload(server.addr, p.keys, p.connections)?;
+    let (rss_preloaded, _) = server.rss();
+    let m = load::run_transactions(
+        server.addr,
+        &Load {
+            connections: p.connections,
+            pipeline,
+            keys: p.keys,
+            ops: p.ops,
+            seed,
+        },
+        TX_COMMANDS,
+    )?;
+    let after = server.rss();
+    server.stop()?;
+    Ok(RunResult::of(&m, [rss_start, rss_preloaded], after, p.keys, None))
+}
+
 /// One run of `kind` at `pipeline`, of the seed's string mix.
 pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads)?;
@@ -297,6 +335,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                 let one = match workload {
                     Workload::Strings => run_one,
                     Workload::Types => run_one_types,
+                    Workload::Transactions => run_one_tx,
                 };
                 let r = one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
                     bar.abandon();
@@ -312,10 +351,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
         .iter()
         .zip(samples)
         .map(|(&(workload, server, pipeline), runs)| ServerResult {
-            workload: match workload {
-                Workload::Strings => "server",
-                Workload::Types => "server-types",
-            },
+            workload: workload.json_name(),
             server,
             pipeline,
             connections: p.connections,
@@ -332,14 +368,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
     for &w in &p.workloads {
         let mine: Vec<ServerResult> = results
             .iter()
-            .filter(|r| {
-                r.workload
-                    == if w == Workload::Strings {
-                        "server"
-                    } else {
-                        "server-types"
-                    }
-            })
+            .filter(|r| r.workload == w.json_name())
             .cloned()
             .collect();
         match w {
@@ -365,6 +394,18 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                 );
                 println!("bytes/key here: (VmRSS after preload - VmRSS at start) / elements\n");
             }
+            Workload::Transactions => {
+                println!(
+                    "\nhopless bench server, transactions: the strings mix ({} connections, {} keys preloaded), \
+                     {TX_COMMANDS} requests to a MULTI ... EXEC sent at once, -P N: N transactions a batch; \
+                     {} requests per run; hopless serve --threads {}, {servers}; median [min–max] of {} runs",
+                    p.connections, p.keys, p.ops, p.threads, p.runs,
+                );
+                println!(
+                    "ops/s here: replies (MULTI, {TX_COMMANDS} QUEUED, EXEC: {} a transaction); latency: per reply\n",
+                    TX_COMMANDS + 2
+                );
+            }
         }
         print!("{}", table(&mine));
         if w == Workload::Types {
@@ -377,7 +418,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, p99 {:.2}x, bytes/{} {:.2}x",
                     h.median.ops_per_sec / r.median.ops_per_sec,
                     h.median.p99_ns / r.median.p99_ns,
-                    if w == Workload::Strings { "key" } else { "element" },
+                    if w == Workload::Types { "element" } else { "key" },
                     h.median.bytes_per_key / r.median.bytes_per_key
                 );
             }

@@ -38,7 +38,7 @@ pub struct ServerArgs {
     #[arg(long)]
     no_redis: bool,
     /// The mixes to run, comma-separated: `strings` (the seed's SET/GET), `types` (hashes, a list, a
-    /// sorted set, sets). Default: both.
+    /// sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC). Default: all.
     #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
     workload: Option<Vec<server::Workload>>,
 }
@@ -47,7 +47,8 @@ fn parse_workload(s: &str) -> Result<server::Workload, String> {
     match s {
         "strings" => Ok(server::Workload::Strings),
         "types" => Ok(server::Workload::Types),
-        _ => Err(format!("unknown workload '{s}' (strings, types)")),
+        "transactions" | "tx" => Ok(server::Workload::Transactions),
+        _ => Err(format!("unknown workload '{s}' (strings, types, transactions)")),
     }
 }
 

@@ -48,6 +48,14 @@ fn transaction_replies_match_redis() {
             "MULTI",
             "WATCH",
             "EXEC",
+            // Over maxmemory under noeviction, a denyoom command is refused at queue time.
+            "CONFIG SET maxmemory 1",
+            "MULTI",
+            "DEL a",
+            "SET a 1",
+            "GET a",
+            "EXEC",
+            "CONFIG SET maxmemory 0",
             // DISCARD and RESET leave MULTI.
             "MULTI",
             "SET b 1",

@@ -230,6 +230,40 @@ pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
     run_encoded(addr, batches)
 }
 
+/// Runs the seed's mix as transactions: every `per_tx` requests of a connection's plan wrapped in MULTI
+/// ... EXEC and sent at once (as a client library's transaction pipeline sends them), `l.pipeline`
+/// transactions a batch. Each transaction is `per_tx + 2` replies; `Measured::ops` counts replies.
+pub fn run_transactions(addr: SocketAddr, l: &Load, per_tx: usize) -> Result<Measured, String> {
+    let per_tx = per_tx.max(1);
+    let l = Load {
+        connections: l.connections.max(1),
+        pipeline: l.pipeline.max(1),
+        keys: l.keys.max(1),
+        ..*l
+    };
+    let value = value_bytes();
+    let batches = (0..l.connections)
+        .map(|c| {
+            plan(&l, c)
+                .chunks(per_tx * l.pipeline)
+                .filter(|b| b.len() == per_tx * l.pipeline)
+                .map(|batch| {
+                    let mut out = Vec::with_capacity(batch.len() * 600);
+                    for tx in batch.chunks(per_tx) {
+                        out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+                        for &(k, len) in tx {
+                            encode(&mut out, k, len, &value);
+                        }
+                        out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+                    }
+                    (out, l.pipeline * (per_tx + 2))
+                })
+                .collect()
+        })
+        .collect();
+    run_encoded(addr, batches)
+}
+
 /// Sends each connection's batches (the bytes of a batch of requests, and how many requests it holds),
 /// one batch at a time, reading its replies before the next. Every connection opens first, then all
 /// start together; the elapsed time runs from the start to the last connection's last reply. Everything

@@ -43,6 +43,13 @@ impl<A: KvAlloc> Store<A> {
         self.inner.policy.store(policy as u8, Ordering::Relaxed);
     }
 
+    /// Whether a write that may grow memory would be refused now: over `maxmemory` under `noeviction`
+    /// (what a server checks before queuing a `denyoom` command inside MULTI, as Redis does).
+    pub fn refuses_growth(&self) -> bool {
+        let max = self.maxmemory();
+        max > 0 && self.policy() == Policy::NoEviction && self.total_used() > max
+    }
+
     /// Bytes of items and tables over all shards (what `maxmemory` is checked against).
     pub(super) fn total_used(&self) -> u64 {
         self.inner

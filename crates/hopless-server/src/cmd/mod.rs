@@ -115,6 +115,17 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
         transaction::fail(conn);
         return Action::Continue;
     }
+    // Inside MULTI, over `maxmemory` under `noeviction`, Redis refuses to queue anything (a queue may grow
+    // without bound) but EXEC, DISCARD, QUIT and RESET.
+    if conn.multi.is_some()
+        && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset")
+        && shared.store.refuses_growth()
+    {
+        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        out.error(&hopless_kv::Error::OutOfMemory.to_string());
+        transaction::fail(conn);
+        return Action::Continue;
+    }
     // Pub/sub (issue 29): a subscriber's queued messages go out before this reply; RESP2's subscribed
     // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
     // Redis's EXECABORT, and discards any).
