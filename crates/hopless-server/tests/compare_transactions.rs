@@ -231,9 +231,12 @@ impl Pairs {
     }
 }
 
-fn pairs(conns: usize) -> Option<(Pairs, common::differ::RedisServer, hopless_server::Server)> {
+fn pairs(
+    conns: usize,
+    threads: usize,
+) -> Option<(Pairs, common::differ::RedisServer, hopless_server::Server)> {
     let (guard, raddr) = start_redis()?;
-    let server = common::start_with(|o| o.threads = 2);
+    let server = common::start_with(|o| o.threads = threads);
     let mut p = Pairs::new(raddr, server.addr(), conns);
     p.steps(&[Step::Run(0, "FLUSHALL")]);
     Some((p, guard, server))
@@ -241,8 +244,15 @@ fn pairs(conns: usize) -> Option<(Pairs, common::differ::RedisServer, hopless_se
 
 #[test]
 fn watch_against_other_connections_matches_redis() {
+    for threads in [1, 2] {
+        watch_against_other_connections(threads);
+    }
+}
+
+/// On one event loop and on two (the connections then alternate between them).
+fn watch_against_other_connections(threads: usize) {
     use Step::*;
-    let Some((mut p, _g, _s)) = pairs(2) else {
+    let Some((mut p, _g, _s)) = pairs(2, threads) else {
         return;
     };
     p.steps(&[
@@ -309,8 +319,14 @@ fn watch_against_other_connections_matches_redis() {
 
 #[test]
 fn blocking_pops_match_redis() {
+    for threads in [1, 2] {
+        blocking_pops(threads);
+    }
+}
+
+fn blocking_pops(threads: usize) {
     use Step::*;
-    let Some((mut p, _g, _s)) = pairs(3) else {
+    let Some((mut p, _g, _s)) = pairs(3, threads) else {
         return;
     };
     p.steps(&[
@@ -409,7 +425,7 @@ fn blocking_pops_match_redis() {
 /// CLIENT UNBLOCK with TIMEOUT and ERROR, and INFO's count of blocked clients.
 #[test]
 fn client_unblock_matches_redis() {
-    let Some((mut p, _g, _s)) = pairs(2) else {
+    let Some((mut p, _g, _s)) = pairs(2, 2) else {
         return;
     };
     let mut ids = Vec::new();
