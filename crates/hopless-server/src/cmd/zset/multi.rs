@@ -58,7 +58,7 @@ pub(super) fn zpopmax(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 
 /// ZMPOP's arguments after its name (`a[1]` is numkeys; BZMPOP passes its own from the timeout on):
 /// the index of MIN|MAX (the keys are `a[2..at]`), whether MAX, the count.
-pub(in crate::cmd) fn zmpop_args(a: &[Bytes]) -> Result<(usize, bool, usize), CmdError> {
+pub(crate) fn zmpop_args(a: &[Bytes]) -> Result<(usize, bool, usize), CmdError> {
     let numkeys = long_at_least(&a[1], 1, "ERR numkeys should be greater than 0")?;
     let where_at = (numkeys as u64).saturating_add(2);
     if where_at >= a.len() as u64 {

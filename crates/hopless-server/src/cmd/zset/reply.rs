@@ -12,7 +12,7 @@ const BAD_SCORE_RANGE: CmdError = CmdError::Static("ERR min or max is not a floa
 const BAD_LEX_RANGE: CmdError = CmdError::Static("ERR min or max not valid string range item");
 
 /// A score as Redis sends it: a double in RESP3, a bulk string in RESP2.
-pub(in crate::cmd) fn score(out: &mut Reply, v: f64) {
+pub(crate) fn score(out: &mut Reply, v: f64) {
     let s = format_score(v);
     if out.resp3() {
         out.buf.extend_from_slice(b",");
@@ -38,7 +38,7 @@ pub(super) fn scored(out: &mut Reply, pairs: &[(Vec<u8>, f64)], with_scores: boo
 }
 
 /// Members with scores, as [member, score] pairs (`nested`) or flat.
-pub(in crate::cmd) fn pairs_reply(out: &mut Reply, pairs: &[(Vec<u8>, f64)], nested: bool) {
+pub(crate) fn pairs_reply(out: &mut Reply, pairs: &[(Vec<u8>, f64)], nested: bool) {
     if nested {
         out.array(pairs.len());
         for (m, s) in pairs {
