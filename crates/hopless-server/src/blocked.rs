@@ -18,16 +18,19 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use bytes::{Bytes, BytesMut};
-use hopless_kv::Store;
+use hopless_kv::{Kind, Store};
 use tokio::sync::oneshot;
 
 use crate::codec::{Proto, Reply};
 
 /// What a blocked command does once a key it waits on is ready.
 pub trait BlockedOp: Send {
+    /// What the keys it pops from must hold: a key of another kind is not ready for it (it stays
+    /// blocked, as in Redis).
+    fn kind(&self) -> Kind;
     /// Pops from `key` for the waiting client and writes its reply into `out`. `Ok(true)`: served;
-    /// `Ok(false)`: nothing there; an error: cannot serve from this key now (a wrong type), which the
-    /// first try reports and a later wake-up skips.
+    /// `Ok(false)`: nothing there; an error is the client's reply (the first try's WRONGTYPE; on a
+    /// wake-up, BLMOVE's destination of another type, which unblocks it with that error as Redis does).
     fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error>;
     /// The key a served pop pushed to (BLMOVE's destination), which may serve other waiters.
     fn pushes_to(&self) -> Option<&Bytes> {
@@ -155,28 +158,35 @@ impl Blocked {
             let mut i = 0;
             while let Some(&client) = waiting.by_key.get(&key).and_then(|q| q.get(i)) {
                 let w = &waiting.by_client[&client];
+                if store.key_type(&key) != Some(w.op.kind()) {
+                    // Not what this client pops (a list for BLPOP, a sorted set for BZPOPMIN): the
+                    // next one in the queue may want it.
+                    i += 1;
+                    continue;
+                }
                 let mut out = Reply {
                     buf: BytesMut::new(),
                     proto: w.proto,
                     ..Default::default()
                 };
-                match w.op.serve(store, &key, &mut out) {
-                    Ok(true) => {
-                        let w = waiting.remove(client).expect("a queued client is registered");
-                        self.count.fetch_sub(1, Ordering::SeqCst);
-                        if let Some(dst) = w.op.pushes_to() {
-                            if waiting.by_key.contains_key(dst) {
-                                ready.push(dst.clone());
-                            }
-                        }
-                        // A client gone since (its receiver dropped) lost nothing it had not left.
-                        let _ = w.reply.send(out.buf);
-                    }
+                let served = match w.op.serve(store, &key, &mut out) {
                     // The key is empty (or gone): the rest of its queue waits on.
                     Ok(false) => break,
-                    // This client cannot be served from it (a wrong type): the next may be.
-                    Err(_) => i += 1,
+                    Ok(true) => true,
+                    Err(e) => {
+                        out.error(&e.to_string());
+                        false
+                    }
+                };
+                let w = waiting.remove(client).expect("a queued client is registered");
+                self.count.fetch_sub(1, Ordering::SeqCst);
+                if let (true, Some(dst)) = (served, w.op.pushes_to()) {
+                    if waiting.by_key.contains_key(dst) {
+                        ready.push(dst.clone());
+                    }
                 }
+                // A client gone since (its receiver dropped) lost nothing it had not left.
+                let _ = w.reply.send(out.buf);
             }
         }
     }

@@ -388,6 +388,27 @@ fn blocking_pops(threads: usize) {
         Run(1, "DEL wt"),
         Run(1, "RPUSH wt ok"),
         Read(0),
+        // BLMOVE whose destination turned into another type: unblocked with WRONGTYPE, the element back
+        // in the source.
+        Run(1, "SET dst x"),
+        Send(0, "BLMOVE src dst RIGHT LEFT 0"),
+        Sleep(30),
+        Run(1, "RPUSH src 1"),
+        Read(0),
+        Run(1, "LRANGE src 0 -1"),
+        // A list rotated onto itself, and two waiters sharing three pushed elements.
+        Send(0, "BLMOVE r r RIGHT LEFT 0"),
+        Sleep(30),
+        Run(1, "RPUSH r 1"),
+        Read(0),
+        Send(0, "BLPOP k 0"),
+        Sleep(30),
+        Send(2, "BLPOP k 0"),
+        Sleep(30),
+        Run(1, "RPUSH k 1 2 3"),
+        Read(0),
+        Read(2),
+        Run(1, "LRANGE k 0 -1"),
         // A transaction's pushes serve waiters after its last command: its own pop comes first.
         Send(0, "BLPOP tq 0"),
         Sleep(30),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hopless_kv::types::list::End;
 use hopless_kv::types::zset::parse_score;
-use hopless_kv::Store;
+use hopless_kv::{Kind, Store};
 
 use super::command::{Command, Ctx};
 use super::list::{end_arg, lmpop_args};
@@ -79,6 +79,13 @@ enum Pop {
 }
 
 impl BlockedOp for Pop {
+    fn kind(&self) -> Kind {
+        match self {
+            Pop::One(_) | Pop::Many(..) | Pop::Move { .. } => Kind::List,
+            Pop::ZOne { .. } | Pop::ZMany { .. } => Kind::ZSet,
+        }
+    }
+
     fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error> {
         match self {
             Pop::One(end) => Ok(store
