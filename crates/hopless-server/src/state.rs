@@ -86,6 +86,9 @@ pub struct Multi {
     pub queued: Vec<(usize, Vec<Bytes>)>,
     /// A command was refused while queuing: EXEC answers EXECABORT.
     pub failed: bool,
+    /// A queued command may grow memory: EXEC is refused (EXECABORT ... OOM) while the store is over
+    /// `maxmemory` under `noeviction`.
+    pub denyoom: bool,
 }
 
 /// A key this connection WATCHes, and whether it existed then (EXEC aborts if it no longer does:

@@ -38,6 +38,12 @@ impl<A: KvAlloc> Store<A> {
         true
     }
 
+    /// Turns the background thread's passes off or on (Redis's DEBUG SET-ACTIVE-EXPIRE); keys past
+    /// their deadline still go when touched, and [`Store::run_active_expiry`] still runs a pass.
+    pub fn set_active_expiry(&self, on: bool) {
+        self.inner.active_expiry_on.store(on, Ordering::Relaxed);
+    }
+
     /// One pass of active expiry over every shard. Returns how many keys it removed.
     pub fn run_active_expiry(&self) -> usize {
         self.inner.active_expiry()

@@ -3,7 +3,7 @@
 //! key leaves its table. The operations live in the sibling files, each an `impl Store` of its own.
 
 use core::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
@@ -55,6 +55,9 @@ pub(super) struct Inner<A: KvAlloc> {
     /// construction, changed at run time by [`Store::set_maxmemory`] and [`Store::set_policy`] (CONFIG SET).
     pub(super) maxmemory: AtomicU64,
     pub(super) policy: AtomicU8,
+    /// Whether the background thread's passes run (DEBUG SET-ACTIVE-EXPIRE turns them off and on; lazy
+    /// expiry on access goes on either way).
+    pub(super) active_expiry_on: AtomicBool,
     pub(super) stripes: Box<[CachePadded<OpCounters>]>,
     /// The key hash (seeded per [`Config::hash_seed`]); every shard's table hashes with it too.
     pub(super) hasher: KeyHasher,
@@ -127,6 +130,7 @@ impl<A: KvAlloc> Store<A> {
             shards,
             maxmemory: AtomicU64::new(cfg.maxmemory),
             policy: AtomicU8::new(cfg.policy as u8),
+            active_expiry_on: AtomicBool::new(true),
             stripes,
             limits: LimitsCell::new(cfg.limits),
             hasher,
@@ -136,7 +140,13 @@ impl<A: KvAlloc> Store<A> {
         // Only a weak reference, so that dropping the last handle drops the store (and stops the thread).
         let weak = Arc::downgrade(&inner);
         let expiry = ExpiryThread::start(active, move || {
-            weak.upgrade().map(|i| i.active_expiry()).is_some()
+            weak.upgrade()
+                .map(|i| {
+                    i.active_expiry_on
+                        .load(Ordering::Relaxed)
+                        .then(|| i.active_expiry())
+                })
+                .is_some()
         });
         Store {
             inner,

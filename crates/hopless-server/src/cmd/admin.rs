@@ -1,4 +1,5 @@
-//! Administration: SHUTDOWN (stop the server), DEBUG SLEEP (block a worker, as in Redis) and TIME.
+//! Administration: SHUTDOWN (stop the server), DEBUG SLEEP (block a worker, as in Redis), DEBUG
+//! SET-ACTIVE-EXPIRE (the background expiry off or on) and TIME.
 
 use bytes::Bytes;
 
@@ -14,7 +15,7 @@ pub(super) const COMMANDS: &[Command] = &[
         .acl("@admin @slow @dangerous")
         .doc("server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server"),
     Command::new("debug", -2, "admin noscript loading stale", debug).acl("@admin @slow @dangerous")
-        .subs(&["sleep", "help"])
+        .subs(&["sleep", "set-active-expire", "help"])
         .doc("server", "1.0.0", "A container for debugging commands"),
     Command::new("time", 1, "loading stale fast", time).acl("@fast")
         .doc("server", "2.6.0", "Return the current server time"),
@@ -53,6 +54,13 @@ fn debug(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             // Blocks this worker, as DEBUG SLEEP blocks Redis.
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
         }
+        c.out.ok();
+        return Ok(());
+    }
+    if eq(&a[1], "set-active-expire") && a.len() == 3 {
+        // Redis reads it with atoi: anything but a nonzero number turns it off.
+        let on = String::from_utf8_lossy(&a[2]).trim().parse::<i64>().unwrap_or(0) != 0;
+        c.shared.store.set_active_expiry(on);
         c.out.ok();
         return Ok(());
     }

@@ -26,6 +26,8 @@ pub struct Traits {
     pub write: bool,
     /// Keys anywhere in the arguments (`movablekeys`): all of them are taken as possible keys.
     pub movable: bool,
+    /// `denyoom`: may grow memory (inside MULTI, EXEC is refused over `maxmemory` if one is queued).
+    pub denyoom: bool,
     /// `no_multi`: refused inside MULTI.
     pub no_multi: bool,
     /// Runs at once even inside MULTI (MULTI EXEC DISCARD WATCH UNWATCH QUIT RESET), without the
@@ -216,6 +218,7 @@ impl Table {
             .map(|c| Traits {
                 write: c.has_flag("write"),
                 movable: c.has_flag("movablekeys"),
+                denyoom: c.has_flag("denyoom"),
                 no_multi: c.has_flag("no_multi"),
                 transaction_control: matches!(
                     c.name,

@@ -116,14 +116,19 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
         return Action::Continue;
     }
     // Inside MULTI, over `maxmemory` under `noeviction`, Redis refuses to queue anything (a queue may grow
-    // without bound) but EXEC, DISCARD, QUIT and RESET.
-    if conn.multi.is_some()
-        && !matches!(cmd.name, "exec" | "discard" | "quit" | "reset")
-        && shared.store.refuses_growth()
-    {
+    // without bound) but DISCARD, QUIT and RESET, and EXEC too if a queued command may grow memory.
+    let oom_refused = |conn: &ConnState| match (cmd.name, &conn.multi) {
+        (_, None) | ("discard" | "quit" | "reset", _) => false,
+        ("exec", Some(m)) => m.denyoom && shared.store.refuses_growth(),
+        _ => shared.store.refuses_growth(),
+    };
+    if oom_refused(conn) {
         stat.rejected.fetch_add(1, Ordering::Relaxed);
         out.error(&hopless_kv::Error::OutOfMemory.to_string());
         transaction::fail(conn);
+        if table.traits(i).alone {
+            transaction::abort_refused_exec(shared, conn, out);
+        }
         return Action::Continue;
     }
     // Pub/sub (issue 29): a subscriber's queued messages go out before this reply; RESP2's subscribed
@@ -144,7 +149,7 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
             out.error(transaction::NOT_IN_MULTI);
             transaction::fail(conn);
         } else {
-            transaction::queue(conn, out, i, args);
+            transaction::queue(conn, out, i, args, traits.denyoom);
         }
         return Action::Continue;
     }

@@ -41,20 +41,34 @@ const EXECABORT: CmdError = CmdError::Static("EXECABORT Transaction discarded be
 /// Queue-time refusal of a `no_multi` command (SHUTDOWN).
 pub(super) const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 
-/// Queues a command of a transaction (its checks passed) and answers QUEUED.
-pub(super) fn queue(conn: &mut ConnState, out: &mut crate::codec::Reply, i: usize, args: &[Bytes]) {
+/// Queues a command of a transaction (its checks passed) and answers QUEUED; `denyoom`: the command
+/// may grow memory (EXEC is then refused while the store is over `maxmemory`).
+pub(super) fn queue(
+    conn: &mut ConnState,
+    out: &mut crate::codec::Reply,
+    i: usize,
+    args: &[Bytes],
+    denyoom: bool,
+) {
     if let Some(m) = conn.multi.as_mut() {
+        m.denyoom |= denyoom;
         m.queued.push((i, args.to_vec()));
         conn.entry.multi.store(m.queued.len() as i64, Ordering::Relaxed);
     }
     out.simple("QUEUED");
 }
 
-/// EXEC refused before it ran (RESP2's subscribed mode): the refusal just written becomes Redis's
-/// `EXECABORT Transaction discarded because of: <reason>`, and the transaction is discarded.
+/// EXEC refused before it ran (RESP2's subscribed mode, OOM with a `denyoom` command queued): the
+/// refusal just written becomes Redis's `EXECABORT Transaction discarded because of: <reason>` (the
+/// reason without its `ERR ` code, as Redis words it), and the transaction is discarded.
 pub(super) fn abort_refused_exec(shared: &Shared, conn: &mut ConnState, out: &mut crate::codec::Reply) {
-    if let Some(at) = out.buf.windows(5).rposition(|w| w == b"-ERR ") {
-        let reason = out.buf.split_off(at + 5);
+    let body = &out.buf[..out.buf.len().saturating_sub(2)];
+    let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |nl| nl + 1);
+    if out.buf.get(at) == Some(&b'-') {
+        let mut reason = out.buf.split_off(at + 1);
+        if reason.starts_with(b"ERR ") {
+            let _ = reason.split_to(4);
+        }
         out.buf.truncate(at);
         out.buf
             .extend_from_slice(b"-EXECABORT Transaction discarded because of: ");
