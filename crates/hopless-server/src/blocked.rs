@@ -147,8 +147,10 @@ impl Blocked {
     }
 
     /// Serves the clients blocked on `keys`, first come first served, while a key has what they wait
-    /// for; then the keys their pops pushed to.
-    pub fn serve<'k>(&self, store: &Store, keys: impl Iterator<Item = &'k [u8]>) {
+    /// for; then the keys their pops pushed to. Returns the keys the served pops changed (popped from,
+    /// pushed to), for the watches.
+    pub fn serve<'k>(&self, store: &Store, keys: impl Iterator<Item = &'k [u8]>) -> Vec<Bytes> {
+        let mut changed = Vec::new();
         let mut waiting = self.lock();
         let mut ready: Vec<Bytes> = keys
             .filter(|k| waiting.by_key.contains_key(*k))
@@ -180,15 +182,20 @@ impl Blocked {
                 };
                 let w = waiting.remove(client).expect("a queued client is registered");
                 self.count.fetch_sub(1, Ordering::SeqCst);
-                if let (true, Some(dst)) = (served, w.op.pushes_to()) {
-                    if waiting.by_key.contains_key(dst) {
-                        ready.push(dst.clone());
+                if served {
+                    changed.push(key.clone());
+                    if let Some(dst) = w.op.pushes_to() {
+                        changed.push(dst.clone());
+                        if waiting.by_key.contains_key(dst) {
+                            ready.push(dst.clone());
+                        }
                     }
                 }
                 // A client gone since (its receiver dropped) lost nothing it had not left.
                 let _ = w.reply.send(out.buf);
             }
         }
+        changed
     }
 
     /// Unblocks `client` by its own choice (timeout, disconnect, kill): true if it was still blocked,

@@ -396,6 +396,15 @@ fn blocking_pops(threads: usize) {
         Run(1, "RPUSH src 1"),
         Read(0),
         Run(1, "LRANGE src 0 -1"),
+        // The push a served BRPOPLPUSH makes is a write: it aborts a transaction watching its destination.
+        Send(0, "BRPOPLPUSH srcl dstl 0"),
+        Sleep(30),
+        Run(2, "WATCH dstl"),
+        Run(2, "MULTI"),
+        Run(2, "PING"),
+        Run(1, "LPUSH srcl e"),
+        Read(0),
+        Run(2, "EXEC"),
         // A list rotated onto itself, and two waiters sharing three pushed elements.
         Send(0, "BLMOVE r r RIGHT LEFT 0"),
         Sleep(30),

@@ -213,17 +213,22 @@ fn run(
     action
 }
 
-/// After a write command to `args`'s keys (still under the loop's gate): marks the clients watching
-/// them, and serves the clients blocked on them (a transaction serves them once, after its last
-/// command).
+/// After a write command to `args`'s keys (still under the loop's gate): serves the clients blocked on
+/// them (a transaction serves them once, after its last command), and marks the clients watching them
+/// or the keys those pops changed.
 fn after_write(shared: &Shared, i: usize, args: &[Bytes], in_exec: bool) {
     crate::watch::Watches::after_write_fence();
     let table = table();
+    let served = if !in_exec && shared.blocked.active() {
+        shared.blocked.serve(&shared.store, table.keys(i, args))
+    } else {
+        Vec::new()
+    };
     if shared.watches.active() {
-        shared.watches.touch(table.keys(i, args));
-    }
-    if !in_exec && shared.blocked.active() {
-        shared.blocked.serve(&shared.store, table.keys(i, args));
+        // The served clients' pops and pushes (BRPOPLPUSH's destination) are writes too.
+        shared
+            .watches
+            .touch(table.keys(i, args).chain(served.iter().map(|k| &k[..])));
     }
 }
 
