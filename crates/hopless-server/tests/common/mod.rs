@@ -4,7 +4,7 @@
 
 pub mod differ;
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -68,23 +68,48 @@ impl Raw {
         self.send(&b)
     }
 
-    /// The next reply; None when the server closed the connection first.
+    /// The next reply; None when the server closed the connection first (or the read timed out).
+    ///
+    /// Past 1 MiB, a reply is parsed again only once the buffer has doubled since the last incomplete
+    /// parse, or when the socket has been quiet for 50 ms: re-parsing a 100 MB reply at every read was
+    /// quadratic, and took longer than the read timeout on a loaded machine.
     pub fn try_read(&mut self) -> Option<Frame> {
+        let normal = self.sock.read_timeout().ok().flatten();
+        let mut checked_at = 0;
+        let mut tmp = [0u8; 65536];
         loop {
-            match Frame::check(&self.buf) {
-                Ok(n) => {
-                    let (f, m) = Frame::parse(&self.buf).expect("parse after check");
-                    assert_eq!(n, m);
-                    self.buf.drain(..n);
-                    return Some(f);
+            let small = self.buf.len() < 1 << 20;
+            if !self.buf.is_empty() && (checked_at == 0 || small || self.buf.len() >= 2 * checked_at) {
+                match Frame::check(&self.buf) {
+                    Ok(n) => {
+                        let (f, m) = Frame::parse(&self.buf).expect("parse after check");
+                        assert_eq!(n, m);
+                        self.buf.drain(..n);
+                        return Some(f);
+                    }
+                    Err(FrameError::Incomplete) => checked_at = self.buf.len(),
+                    Err(e) => panic!("bad reply: {e}"),
                 }
-                Err(FrameError::Incomplete) => {}
-                Err(e) => panic!("bad reply: {e}"),
             }
-            let mut tmp = [0u8; 65536];
-            match self.sock.read(&mut tmp) {
-                Ok(0) | Err(_) => return None,
+            let unchecked = self.buf.len() > checked_at;
+            if unchecked {
+                self.sock
+                    .set_read_timeout(Some(Duration::from_millis(50)))
+                    .unwrap();
+            }
+            let r = self.sock.read(&mut tmp);
+            if unchecked {
+                self.sock.set_read_timeout(normal).unwrap();
+            }
+            match r {
+                Ok(0) if unchecked => checked_at = 0,
+                Ok(0) => return None,
                 Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                // Quiet for a moment with bytes not yet parsed: parse them now.
+                Err(e) if unchecked && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    checked_at = 0
+                }
+                Err(_) => return None,
             }
         }
     }
