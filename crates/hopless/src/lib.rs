@@ -64,7 +64,7 @@
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the class lock (a futex mutex), with the fork holder's pass |
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
-//! | `tls` | the thread's words: initial-exec TLS on x86-64 Linux |
+//! | `tls` | the thread's words: initial-exec TLS (x86-64 and aarch64 Linux) |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
 //! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //!
@@ -82,7 +82,12 @@
 // `libhopless.so` links neither `std` nor `libgcc_s`, and loads faster into every process. Tests (and
 // Miri, and other targets, whose thread-locals are `std`'s) have it.
 #![cfg_attr(
-    all(not(test), target_arch = "x86_64", target_os = "linux", not(miri)),
+    all(
+        not(test),
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux",
+        not(miri)
+    ),
     no_std
 )]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
