@@ -152,7 +152,7 @@ where_native! {
     #[doc(hidden)]
     pub mod experiment {
         pub mod platform {
-            pub use crate::platform::{abort, env_flag};
+            pub use crate::platform::{abort, env_flag, os_page_size};
         }
         pub mod report {
             pub use crate::report::Msg;

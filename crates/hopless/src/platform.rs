@@ -500,8 +500,34 @@ pub unsafe fn set_thread_value(key: u32, value: *mut libc::c_void) -> bool {
 /// Registers fork handlers (prepare runs in the parent before the fork, in reverse order of
 /// registration; parent and child after it, in order).
 pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // glibc's `pthread_atfork` is not in `libc.so.6`: it lives in `libc_nonshared.a`, a two-line wrapper
+    // that passes the calling object's `__dso_handle` to `__register_atfork` (so its handlers go if the
+    // object is unloaded). A `libhopless.so` built without `std` ends up with `pthread_atfork` unresolved
+    // (on x86-64 the dynamic linker then binds it to an old compatibility symbol; aarch64's `libc.so.6`
+    // has none, and loading fails), so on glibc hopless does what the wrapper does. musl has
+    // `pthread_atfork` itself.
+    #[cfg(target_env = "gnu")]
+    {
+        extern "C" {
+            /// This object's handle, which the C runtime's start files (`crtbeginS.o`) define in every
+            /// executable and shared object.
+            static __dso_handle: u8;
+            fn __register_atfork(
+                prepare: Option<extern "C" fn()>,
+                parent: Option<extern "C" fn()>,
+                child: Option<extern "C" fn()>,
+                dso_handle: *const u8,
+            ) -> libc::c_int;
+        }
+        // SAFETY: plain extern "C" handlers that live as long as the process; `__dso_handle` is only
+        // taken by address, as glibc's own `pthread_atfork` does.
+        unsafe { __register_atfork(Some(prepare), Some(parent), Some(child), &raw const __dso_handle) };
+    }
+    #[cfg(not(target_env = "gnu"))]
     // SAFETY: plain extern "C" handlers that live as long as the process.
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    unsafe {
+        libc::pthread_atfork(Some(prepare), Some(parent), Some(child))
+    };
 }
 
 #[cfg(all(test, not(loom)))]
