@@ -66,7 +66,7 @@
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `tls` | the thread's words: initial-exec TLS (x86-64 and aarch64 Linux) |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
-//! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
+//! | `platform` | the contract with the OS: pages (`PageSource`, mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //!
 //! What benchmarks, tests, `libhopless.so` and the SLUB experiment (`crates/hopless-lab`) need from the
 //! inside is named, item by item, in `experiment`; it is not a stable API.
