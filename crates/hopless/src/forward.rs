@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn blocks_round_trip_through_the_system_allocator() {
-        for (size, align) in [(1usize, 1usize), (24, 8), (100, 64), (5000, 4096), (1 << 20, 16)] {
+        for (size, align) in [(1usize, 1usize), (24, 8), (100, 64), (5000, 4096), (70_000, 16)] {
             let layout = Layout::from_size_align(size, align).unwrap();
             // SAFETY: non-zero sizes; every block is freed with its layout.
             unsafe {

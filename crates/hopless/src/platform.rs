@@ -505,8 +505,8 @@ pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(),
     // object is unloaded). A `libhopless.so` built without `std` ends up with `pthread_atfork` unresolved
     // (on x86-64 the dynamic linker then binds it to an old compatibility symbol; aarch64's `libc.so.6`
     // has none, and loading fails), so on glibc hopless does what the wrapper does. musl has
-    // `pthread_atfork` itself.
-    #[cfg(target_env = "gnu")]
+    // `pthread_atfork` itself, and Miri knows only `pthread_atfork`.
+    #[cfg(all(target_env = "gnu", not(miri)))]
     {
         extern "C" {
             /// This object's handle, which the C runtime's start files (`crtbeginS.o`) define in every
@@ -523,7 +523,7 @@ pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(),
         // taken by address, as glibc's own `pthread_atfork` does.
         unsafe { __register_atfork(Some(prepare), Some(parent), Some(child), &raw const __dso_handle) };
     }
-    #[cfg(not(target_env = "gnu"))]
+    #[cfg(any(not(target_env = "gnu"), miri))]
     // SAFETY: plain extern "C" handlers that live as long as the process.
     unsafe {
         libc::pthread_atfork(Some(prepare), Some(parent), Some(child))
