@@ -35,8 +35,9 @@
 //! |---|---|---|
 //! | `x86_64-unknown-linux-gnu` | hopless | every test, Miri, loom |
 //! | `x86_64-unknown-linux-musl` | hopless | the core's tests |
-//! | `aarch64-unknown-linux-gnu` | hopless | the core's tests under qemu-user, 4 KiB and 64 KiB pages |
-//! | `x86_64-apple-darwin`, `aarch64-apple-darwin`, `x86_64-pc-windows-gnu` | the system's | `cargo check` |
+//! | `aarch64-unknown-linux-gnu` | hopless | the core's tests under qemu-user, 64 KiB and 4 KiB pages; `libhopless.so`'s C tests |
+//! | `aarch64-unknown-linux-musl` | hopless | the core's unit tests under qemu-user |
+//! | `x86_64-apple-darwin`, `aarch64-apple-darwin`, `x86_64-pc-windows-gnu` | the system's | `cargo clippy` |
 //! | anything else Rust builds for | the system's | — |
 //!
 //! # Layout
