@@ -10,22 +10,35 @@
 # copied or computed from them are metadata addresses; a register loaded from memory holds a value read
 # from memory (a count, or a block pointer). A memory operand based on such a register is a load through
 # a pointer the code read: the extra hop.
+#
+# `scripts/check_fastpath_asm.sh aarch64` does the same for aarch64 Linux (cross-built: the linker
+# aarch64-linux-gnu-gcc and binutils-aarch64-linux-gnu's objdump and nm): arguments in x0/x1, loads and
+# stores through `[xN, ...]`, the thread pointer read with `mrs tpidr_el0`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p hopless-malloc -p hopless-lab --quiet
+arch=${1:-x86_64}
+case "$arch" in
+  x86_64) target_args=(); subdir=release; tools="" ;;
+  aarch64)
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-aarch64-linux-gnu-gcc}
+    target_args=(--target aarch64-unknown-linux-gnu); subdir=aarch64-unknown-linux-gnu/release
+    tools=aarch64-linux-gnu- ;;
+  *) echo "usage: $0 [x86_64|aarch64]" >&2; exit 2 ;;
+esac
+cargo build --release -p hopless-malloc -p hopless-lab --quiet "${target_args[@]}"
 # Where cargo put them (CARGO_TARGET_DIR or a config may move the target directory).
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-so=$target_dir/release/libhopless.so
-lab=$target_dir/release/libhopless_lab.so
+so=$target_dir/$subdir/libhopless.so
+lab=$target_dir/$subdir/libhopless_lab.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-objdump -d --no-show-raw-insn "$so" > "$tmp/so.dis"
-nm -D --defined-only "$so" > "$tmp/so.syms"
-objdump -d --no-show-raw-insn "$lab" > "$tmp/lab.dis"
-nm -D --defined-only "$lab" > "$tmp/lab.syms"
-python3 - "$tmp" <<'PY'
+"${tools}objdump" -d --no-show-raw-insn "$so" > "$tmp/so.dis"
+"${tools}nm" -D --defined-only "$so" > "$tmp/so.syms"
+"${tools}objdump" -d --no-show-raw-insn "$lab" > "$tmp/lab.dis"
+"${tools}nm" -D --defined-only "$lab" > "$tmp/lab.syms"
+python3 - "$tmp" "$arch" <<'PY'
 import re, sys
-tmp = sys.argv[1]
+tmp, arch = sys.argv[1], sys.argv[2]
 
 def load(which):
     dis = open(f"{tmp}/{which}.dis").read().splitlines()
@@ -94,6 +107,58 @@ def hops(code):
             pass  # arithmetic keeps what the register was (an address from an address stays one)
     return bad
 
+def a64(r):
+    """w5 -> x5: the 32-bit view of a register is the register."""
+    return "x" + r[1:] if re.fullmatch(r"w\d+", r) else r
+
+def hops_aarch64(code):
+    derived = {"x0", "x1", "sp"}
+    bad = []
+    for ins in code:
+        m = re.match(r"([\w.]+)\s*(.*)", ins)
+        if not m:
+            continue
+        op, args = m.groups()
+        args = args.split("//")[0].strip()
+        if op == "ret":
+            break
+        if op in ("b", "bl", "br", "blr", "cbz", "cbnz", "tbz", "tbnz", "nop", "udf", "brk") or op.startswith("b."):
+            continue
+        for base in re.findall(r"\[(\w+)", args):
+            if a64(base) not in derived:
+                bad.append(ins)
+        parts = [a.strip() for a in re.split(r",(?![^\[]*\])", args) if a.strip()]
+        if not parts or not re.fullmatch(r"[xw]\d+", parts[0]):
+            continue
+        d = a64(parts[0])
+        srcs = [a64(p) for p in parts[1:] if re.fullmatch(r"[xw]\d+|sp|xzr|wzr", p)]
+        if op.startswith(("ld", "cas", "swp")):
+            derived.discard(d)  # loaded from memory
+            if op.startswith("ldp") and len(parts) > 1 and re.fullmatch(r"[xw]\d+", parts[1]):
+                derived.discard(a64(parts[1]))
+        elif op.startswith("st"):
+            continue  # a store writes memory, not a register (its base was checked above)
+        elif op in ("adrp", "adr", "mrs"):
+            derived.add(d)  # a PC-relative address, or the thread pointer
+        elif op in ("add", "sub") and len(parts) >= 3 and re.fullmatch(r"[xw]\d+|sp", parts[1]):
+            # base + index: as x86's (%base,%index,8) operand, the base decides. An index register
+            # scaled or extended (`x9, lsl #3`, `w9, uxtw #3`) may be a count read from memory; an
+            # unscaled register added must be an address too.
+            index = parts[2]
+            scaled = len(parts) > 3 or not re.fullmatch(r"[xw]\d+|sp", index)
+            keep = a64(parts[1]) in derived and (scaled or a64(index) in derived)
+            (derived.add if keep else derived.discard)(d)
+        elif op in ("mov", "movz", "movk", "lsl", "lsr", "and", "orr", "eor", "madd", "mul", "csel", "neg"):
+            # An address computed from addresses and constants stays one; mixed with a value read
+            # from memory, it does not.
+            (derived.add if all(r in derived or r in ("xzr", "wzr") for r in srcs) else derived.discard)(d)
+        else:
+            derived.discard(d)
+    return bad
+
+if arch == "aarch64":
+    hops = hops_aarch64
+
 so, lab = load("so"), load("lab")
 if any(n.startswith("hopless_probe") for n in so[1]):
     sys.exit("FAIL: libhopless.so exports the experiment's probes: " + ", ".join(n for n in so[1] if n.startswith("hopless_probe")))
@@ -114,7 +179,10 @@ print("ok: the fast path reads only its metadata; the intrusive pop loads throug
 # on one call's path. free measures 41 (a pointer outside the thread's remembered segment goes out of
 # line to the segment map first), malloc 18 (17 on its path). Bounds keep the paths from growing
 # unnoticed.
-LIMITS = {"malloc": 20, "free": 44}
+# On aarch64 (fixed-width instructions; the thread pointer read with `mrs`, the words' offset with an
+# `adrp`/`ldr` pair from the GOT) malloc measures 21 and free 44 the same way.
+LIMITS = {"malloc": 20, "free": 44} if arch == "x86_64" else {"malloc": 23, "free": 47}
+tls_read = "%fs:" if arch == "x86_64" else "tpidr_el0"
 for name, limit in LIMITS.items():
     code = [l for l in body(name, so) if not l.startswith("int3")]
     if not code:
@@ -125,13 +193,13 @@ for name, limit in LIMITS.items():
     if first_ret is None:
         sys.exit(f"FAIL: {name} has no ret")
     straight = code[: first_ret + 1]
-    calls = [l for l in straight if l.startswith("call") or ("jmp" in l and "@plt" in l)]
+    calls = [l for l in straight if l.startswith(("call", "bl\t", "bl ", "blr")) or (("jmp" in l or l.startswith("b")) and "@plt" in l)]
     if calls:
         sys.exit(f"FAIL: {name} calls before its first ret: " + "; ".join(calls))
-    if not any("%fs:" in l for l in straight):
-        sys.exit(f"FAIL: {name} does not read its cache pointer through %fs before its first ret")
+    if not any(tls_read in l for l in straight):
+        sys.exit(f"FAIL: {name} does not read its cache pointer through {tls_read} before its first ret")
     if len(straight) > limit:
         sys.exit(f"FAIL: {name}: {len(straight)} instructions to its first ret (limit {limit})")
     print(f"ok: {name}: {len(straight)} instructions from entry to its first ret (the magazine "
-          f"{'pop' if name == 'malloc' else 'push'}), %fs loads, no call, no __tls_get_addr")
+          f"{'pop' if name == 'malloc' else 'push'}), {tls_read} loads, no call, no __tls_get_addr")
 PY

@@ -17,25 +17,37 @@
 
 // C ABI: each function's contract is the C standard's / glibc's.
 #![allow(clippy::missing_safety_doc)]
-// Built with `panic = "abort"` (the release profile) on x86-64 Linux, where `hopless` needs no `std`,
+// Built with `panic = "abort"` (the release profile) on Linux (x86-64 and aarch64), where `hopless` needs no `std`,
 // the library is `no_std` (see `without_std`): it then links neither `std` nor `libgcc_s`, and every
 // process it is preloaded into loads less (README, "What a preloaded library costs every process").
 // Builds that unwind (tests, debug) keep `std`, which unwinding needs.
-#![cfg_attr(all(panic = "abort", target_arch = "x86_64", target_os = "linux"), no_std)]
+#![cfg_attr(
+    all(
+        panic = "abort",
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux"
+    ),
+    no_std
+)]
 
 use core::ffi::c_void;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use hl::experiment::platform::os_page_size;
 use hl::Hopless;
 
 /// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
 const MALLOC_ALIGN: usize = 16;
-const PAGE: usize = hl::PAGE_SIZE;
 
 /// What `std` would otherwise provide the library. An rlib built this way carries the panic handler, so
 /// link it only into programs without `std` (the cdylib and staticlib are what C programs use).
-#[cfg(all(panic = "abort", target_arch = "x86_64", target_os = "linux", not(test)))]
+#[cfg(all(
+    panic = "abort",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    target_os = "linux",
+    not(test)
+))]
 mod without_std {
     use hl::Hopless;
 
@@ -69,13 +81,25 @@ mod without_std {
     // only answer an allocator can give. It is hidden: the link resolves core's references to it, and a
     // program's own `rust_eh_personality` (a Rust program with a shared `std`) is never interposed by
     // this one.
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! tail_call {
+        () => {
+            "jmp {abort}"
+        };
+    }
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! tail_call {
+        () => {
+            "b {abort}"
+        };
+    }
     core::arch::global_asm!(
-        ".pushsection .text.rust_eh_personality,\"ax\",@progbits",
+        ".pushsection .text.rust_eh_personality,\"ax\",%progbits",
         ".globl rust_eh_personality",
         ".hidden rust_eh_personality",
-        ".type rust_eh_personality, @function",
+        ".type rust_eh_personality, %function",
         "rust_eh_personality:",
-        "jmp {abort}",
+        tail_call!(),
         ".size rust_eh_personality, . - rust_eh_personality",
         ".popsection",
         abort = sym abort_now,
@@ -250,13 +274,14 @@ pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
-    aligned(PAGE, size)
+    aligned(os_page_size(), size)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
-    match size.max(1).checked_next_multiple_of(PAGE) {
-        Some(rounded) => aligned(PAGE, rounded),
+    let page = os_page_size();
+    match size.max(1).checked_next_multiple_of(page) {
+        Some(rounded) => aligned(page, rounded),
         None => {
             set_errno(libc::ENOMEM);
             ptr::null_mut()

@@ -21,6 +21,12 @@ use crate::stats::Stats;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hopless;
 impl Hopless {
+    /// Whether hopless's own heap serves this program: true here (Linux on x86-64 or aarch64); false on
+    /// other targets, where every call goes to the system allocator.
+    pub const fn is_native() -> bool {
+        true
+    }
+
     /// Frees a block without its size (the C `free` contract): the slab header tells its class. Null
     /// is ignored.
     ///

@@ -21,6 +21,25 @@
 //! assert_eq!(v.iter().sum::<u64>(), 499_500);
 //! ```
 //!
+//! # Platforms
+//!
+//! hopless's heap runs on **Linux, x86-64 and aarch64** (glibc or musl; any page size the kernel
+//! reports, 4, 16 or 64 KiB). On every other target (macOS, Windows, the BSDs, wasm, 32-bit Linux)
+//! [`Hopless`] forwards each call to the system allocator (`std::alloc::System`): a program that names it
+//! as its global allocator builds and runs there unchanged, with the system allocator's speed and
+//! behaviour, and [`Hopless::is_native`] says which it got. There, only the calls that carry a `Layout`
+//! exist (`GlobalAlloc`, `Allocator`, the batch calls), [`stats()`] reads all zero and `trim` does
+//! nothing.
+//!
+//! | target | heap | CI |
+//! |---|---|---|
+//! | `x86_64-unknown-linux-gnu` | hopless | every test, Miri, loom |
+//! | `x86_64-unknown-linux-musl` | hopless | the core's tests |
+//! | `aarch64-unknown-linux-gnu` | hopless | the core's tests under qemu-user, 64 KiB and 4 KiB pages; `libhopless.so`'s C tests |
+//! | `aarch64-unknown-linux-musl` | hopless | the core's unit tests under qemu-user |
+//! | `x86_64-apple-darwin`, `aarch64-apple-darwin`, `x86_64-pc-windows-gnu` | the system's | `cargo clippy` |
+//! | anything else Rust builds for | the system's | — |
+//!
 //! # Layout
 //!
 //! Layers, top to bottom: each module uses only those listed below it (`scripts/check_layers.py`
@@ -28,6 +47,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | `forward` | where the heap does not run: [`Hopless`] forwarding every call to the system allocator |
 //! | `api` | [`Hopless`]: `GlobalAlloc`, `Allocator`, the C-style calls, the batch API, stats, trim |
 //! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
 //! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
@@ -45,9 +65,9 @@
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the class lock (a futex mutex), with the fork holder's pass |
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
-//! | `tls` | the thread's words: initial-exec TLS on x86-64 Linux |
+//! | `tls` | the thread's words: initial-exec TLS (x86-64 and aarch64 Linux) |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
-//! | `platform` | the contract with the OS: pages ([`PageSource`], mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
+//! | `platform` | the contract with the OS: pages (`PageSource`, mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
 //!
 //! What benchmarks, tests, `libhopless.so` and the SLUB experiment (`crates/hopless-lab`) need from the
 //! inside is named, item by item, in `experiment`; it is not a stable API.
@@ -63,73 +83,118 @@
 // `libhopless.so` links neither `std` nor `libgcc_s`, and loads faster into every process. Tests (and
 // Miri, and other targets, whose thread-locals are `std`'s) have it.
 #![cfg_attr(
-    all(not(test), target_arch = "x86_64", target_os = "linux", not(miri)),
+    all(
+        not(test),
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux",
+        not(miri)
+    ),
     no_std
 )]
 #![cfg_attr(all(not(test), not(feature = "stats")), deny(clippy::indexing_slicing))]
 
-mod address;
-mod api;
-mod cache;
-mod central;
-mod debug;
-mod fast;
-mod heap;
-mod large;
-mod lock;
-mod mode;
-mod platform;
-mod process;
-mod report;
-mod segment;
-mod size_class;
-mod slow;
-pub mod stats;
-mod sync;
-mod tls;
-mod transfer;
-
-/// The inside, for hopless's own benchmarks, tests, `libhopless.so` and `crates/hopless-lab`: not a
-/// stable API.
-#[doc(hidden)]
-pub mod experiment {
-    pub mod platform {
-        pub use crate::platform::{abort, env_flag};
-    }
-    pub mod report {
-        pub use crate::report::Msg;
-    }
-    pub mod segment {
-        pub use crate::segment::{segment_of, slab_of, Slab};
-    }
-    pub mod size_class {
-        pub use crate::size_class::{
-            class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, MEDIUM_MAX, NUM_CLASSES, SMALL_MAX,
-        };
-    }
-    pub mod cache {
-        pub use crate::cache::{Magazine, ThreadCache};
-    }
-    /// A heap of its own over any page source: the SLUB experiment's model of hopless runs on one.
-    pub use crate::heap::Heap;
-    pub mod lock {
-        pub use crate::lock::SpinLock;
-    }
+/// Items for targets where hopless's heap runs: Linux on x86-64 and aarch64 (64-bit, with `mmap`,
+/// futexes and the thread-pointer TLS `tls` reads). The one place that says so.
+macro_rules! where_native {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        $item
+    )*};
 }
 
-pub use api::Hopless;
-pub use mode::set_mode;
-pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
+/// Items for every other target, where [`Hopless`] forwards to the system allocator (`forward`).
+macro_rules! where_forwarded {
+    ($($item:item)*) => {$(
+        #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+        $item
+    )*};
+}
+
+// Where the heap is forwarded, the class table only names the sizes in an (empty) `Stats`, and the
+// counters' macros go unused.
+#[cfg_attr(
+    not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))),
+    allow(dead_code)
+)]
+mod size_class;
+#[cfg_attr(
+    not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))),
+    allow(unused)
+)]
+pub mod stats;
+
+where_forwarded! {
+    mod forward;
+    pub use forward::{set_mode, Hopless};
+}
+
+where_native! {
+    mod address;
+    mod api;
+    mod cache;
+    mod central;
+    mod debug;
+    mod fast;
+    mod heap;
+    mod large;
+    mod lock;
+    mod mode;
+    mod platform;
+    mod process;
+    mod report;
+    mod segment;
+    mod slow;
+    mod sync;
+    mod tls;
+    mod transfer;
+
+    /// The inside, for hopless's own benchmarks, tests, `libhopless.so` and `crates/hopless-lab`: not a
+    /// stable API.
+    #[doc(hidden)]
+    pub mod experiment {
+        pub mod platform {
+            pub use crate::platform::{abort, env_flag, os_page_size};
+        }
+        pub mod report {
+            pub use crate::report::Msg;
+        }
+        pub mod segment {
+            pub use crate::segment::{segment_of, slab_of, Slab};
+        }
+        pub mod size_class {
+            pub use crate::size_class::{
+                class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, MEDIUM_MAX, NUM_CLASSES, SMALL_MAX,
+            };
+        }
+        pub mod cache {
+            pub use crate::cache::{Magazine, ThreadCache};
+        }
+        /// A heap of its own over any page source: the SLUB experiment's model of hopless runs on one.
+        pub use crate::heap::Heap;
+        pub mod lock {
+            pub use crate::lock::SpinLock;
+        }
+    }
+
+    pub use api::Hopless;
+    pub use mode::set_mode;
+    pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
+
+    #[cfg(all(test, not(miri)))]
+    #[global_allocator]
+    static GLOBAL: Hopless = Hopless;
+
+    #[cfg(test)]
+    mod test_util;
+    // The forwarding `Hopless`, run by the tests here too (see its tests).
+    #[cfg(test)]
+    mod forward;
+}
+
 pub use stats::Stats;
 
-/// A snapshot of the process heap's counters.
+/// A snapshot of the process heap's counters (all zero where [`Hopless`] forwards to the system
+/// allocator).
 pub fn stats() -> Stats {
     Hopless::stats()
 }
-
-#[cfg(all(test, not(miri)))]
-#[global_allocator]
-static GLOBAL: Hopless = Hopless;
-
-#[cfg(test)]
-mod test_util;

@@ -7,8 +7,35 @@
 
 use core::ptr;
 
-/// Page size the heap assumes for alignment of large blocks and of purges.
+/// The heap's unit of layout: the smallest page any kernel it runs on has (4 KiB). Its own structures
+/// (thread caches, header areas, large blocks' offsets) are laid out in these. Where the kernel's own
+/// granularity matters (the length of a mapping, a guard page, what `madvise` may drop), the page is
+/// [`os_page_size`], which on aarch64 may be 16 or 64 KiB: [`OsPages`] rounds for it, so a
+/// [`PageSource`]'s callers may keep to this unit.
 pub const PAGE_SIZE: usize = 4096;
+
+/// The kernel's page size, read once (`AT_PAGESZ`, no system call). A constant on x86-64, where it is
+/// always 4 KiB; on aarch64 Linux 4, 16 or 64 KiB, as the kernel was built. Under Miri, [`PAGE_SIZE`].
+#[inline]
+pub fn os_page_size() -> usize {
+    if cfg!(any(target_arch = "x86_64", miri)) {
+        return PAGE_SIZE;
+    }
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    // 0 until first read. Any thread may store it: every one stores the same value, so relaxed is
+    // enough.
+    static OS_PAGE: AtomicUsize = AtomicUsize::new(0);
+    let p = OS_PAGE.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: getauxval has no preconditions; AT_PAGESZ is always supplied by Linux.
+    let read = unsafe { libc::getauxval(libc::AT_PAGESZ) } as usize;
+    // Never below the heap's unit, and a power of two (the kernel's always is).
+    let p = if read.is_power_of_two() { read.max(PAGE_SIZE) } else { PAGE_SIZE };
+    OS_PAGE.store(p, Ordering::Relaxed);
+    p
+}
 
 /// Where the heap gets its memory.
 ///
@@ -32,19 +59,22 @@ pub unsafe trait PageSource: Sync {
     /// the range afterwards.
     unsafe fn release(&self, ptr: *mut u8, size: usize, align: usize);
 
-    /// Returns the physical memory behind a page-aligned range inside a reservation; the range stays
-    /// reserved and reads as zero afterwards.
+    /// Returns the physical memory behind a range inside a reservation, aligned to [`PAGE_SIZE`]; the
+    /// range stays reserved and reads as zero afterwards (where the kernel's pages are larger, only the
+    /// whole ones inside it go back).
     ///
     /// # Safety
     ///
-    /// The range lies inside one reservation, is page-aligned, and nobody reads or writes it concurrently.
+    /// The range lies inside one reservation, is aligned to [`PAGE_SIZE`], and nobody reads or writes it
+    /// concurrently.
     unsafe fn decommit(&self, ptr: *mut u8, size: usize);
 
-    /// Makes a page-aligned range inaccessible (a guard page; hardened mode). The default does nothing.
+    /// Makes a range inaccessible (a guard page; hardened mode). The default does nothing.
     ///
     /// # Safety
     ///
-    /// The range lies inside one reservation, is page-aligned, and nothing will use it until released.
+    /// The range lies inside one reservation, its start and length are multiples of [`os_page_size`]
+    /// (the kernel's page: nothing smaller can be protected), and nothing will use it until released.
     unsafe fn protect(&self, _ptr: *mut u8, _size: usize) {}
 
     /// Like [`PageSource::reserve`], but aligns `base + offset` to `align` instead of `base` (for blocks
@@ -113,22 +143,35 @@ unsafe fn unmap(ptr: *mut u8, len: usize) {
 }
 
 /// Maps `size + slack` bytes and trims them to `size` bytes whose `base + offset` is aligned to `align`.
+/// Lengths are in the kernel's pages: `size` is rounded up to one (the kernel would round the mapping
+/// anyway, and `munmap` of the reservation's `size` later rounds the same way), so the trims at either
+/// end are whole pages of any page size.
 fn map_aligned(size: usize, align: usize, offset: usize) -> *mut u8 {
-    let Some(len) = size.checked_add(align.saturating_sub(PAGE_SIZE)) else {
+    let page = os_page_size();
+    let Some(size) = size.checked_next_multiple_of(page) else {
+        return ptr::null_mut();
+    };
+    let Some(len) = size.checked_add(align.saturating_sub(page)) else {
         return ptr::null_mut();
     };
     if len > isize::MAX as usize {
         return ptr::null_mut();
     }
     let raw = map(len);
-    if raw.is_null() || align <= PAGE_SIZE {
+    if raw.is_null() || align <= page {
         return raw;
+    }
+    if offset % page != 0 {
+        // The trims would not be whole pages (the only caller passes the 4 MiB segment size).
+        // SAFETY: the mapping just made, unused.
+        unsafe { unmap(raw, len) };
+        return ptr::null_mut();
     }
     let addr = raw.addr();
     let target = (addr.wrapping_add(offset).wrapping_add(align - 1)) & !(align - 1);
     let head = target.wrapping_sub(offset).wrapping_sub(addr);
     if head > len - size {
-        // Cannot happen (offset is a multiple of the page size, so some base in the slack fits).
+        // Cannot happen (offset is a multiple of the page, so some base in the slack fits).
         // SAFETY: the mapping just made, unused.
         unsafe { unmap(raw, len) };
         return ptr::null_mut();
@@ -176,9 +219,13 @@ unsafe impl PageSource for OsPages {
 
     unsafe fn resize(&self, ptr: *mut u8, old_size: usize, new_size: usize, align: usize) -> *mut u8 {
         if new_size <= old_size {
-            if new_size < old_size {
+            // Whole kernel pages only: the mapping ends on one (see `map_aligned`), and `munmap` of the
+            // new size later rounds up to the same page as here.
+            let page = os_page_size();
+            let (keep, end) = (new_size.next_multiple_of(page), old_size.next_multiple_of(page));
+            if keep < end {
                 // SAFETY: the tail of the caller's reservation, which nobody uses.
-                unsafe { unmap(ptr.add(new_size), old_size - new_size) };
+                unsafe { unmap(ptr.add(keep), end - keep) };
             }
             return ptr;
         }
@@ -213,15 +260,30 @@ unsafe impl PageSource for OsPages {
     }
 
     unsafe fn decommit(&self, ptr: *mut u8, size: usize) {
-        // SAFETY: the caller guarantees a page-aligned range inside a private anonymous mapping nobody is
-        // using; MADV_DONTNEED drops its pages now, and they read as zero when touched again.
+        // The range is in the heap's 4 KiB unit; the kernel drops whole pages of its own, which may be
+        // larger. Those inside the range go back; the bits of pages it only partly covers (at either
+        // end, on 16 or 64 KiB kernels) are zeroed by hand, so the whole range reads as zero either way
+        // and nothing outside it is touched. With 4 KiB pages there are no such bits.
+        let page = os_page_size();
+        let (start, end) = (ptr.addr(), ptr.addr() + size);
+        let (inner_start, inner_end) = (start.next_multiple_of(page), end & !(page - 1));
+        // SAFETY: the caller guarantees the range lies inside one private anonymous mapping nobody is
+        // using: the whole pages inside it are dropped (they read as zero when touched again), the rest
+        // of it is written with zeroes.
         unsafe {
-            libc::madvise(ptr.cast(), size, libc::MADV_DONTNEED);
+            if inner_start < inner_end {
+                libc::madvise(ptr.add(inner_start - start).cast(), inner_end - inner_start, libc::MADV_DONTNEED);
+                ptr::write_bytes(ptr, 0, inner_start - start);
+                ptr::write_bytes(ptr.add(inner_end - start), 0, end - inner_end);
+            } else {
+                ptr::write_bytes(ptr, 0, size);
+            }
         }
     }
 
     unsafe fn protect(&self, ptr: *mut u8, size: usize) {
-        // SAFETY: the caller guarantees a page-aligned range of our own mapping that nothing uses.
+        // SAFETY: the caller guarantees a range of our own mapping that nothing uses, aligned to
+        // `os_page_size` (the contract), so `mprotect` covers exactly it.
         unsafe {
             libc::mprotect(ptr.cast(), size, libc::PROT_NONE);
         }
@@ -438,13 +500,76 @@ pub unsafe fn set_thread_value(key: u32, value: *mut libc::c_void) -> bool {
 /// Registers fork handlers (prepare runs in the parent before the fork, in reverse order of
 /// registration; parent and child after it, in order).
 pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // glibc's `pthread_atfork` is not in `libc.so.6`: it lives in `libc_nonshared.a`, a two-line wrapper
+    // that passes the calling object's `__dso_handle` to `__register_atfork` (so its handlers go if the
+    // object is unloaded). A `libhopless.so` built without `std` ends up with `pthread_atfork` unresolved
+    // (on x86-64 the dynamic linker then binds it to an old compatibility symbol; aarch64's `libc.so.6`
+    // has none, and loading fails), so on glibc hopless does what the wrapper does. musl has
+    // `pthread_atfork` itself, and Miri knows only `pthread_atfork`.
+    #[cfg(all(target_env = "gnu", not(miri)))]
+    {
+        extern "C" {
+            /// This object's handle, which the C runtime's start files (`crtbeginS.o`) define in every
+            /// executable and shared object.
+            static __dso_handle: u8;
+            fn __register_atfork(
+                prepare: Option<extern "C" fn()>,
+                parent: Option<extern "C" fn()>,
+                child: Option<extern "C" fn()>,
+                dso_handle: *const u8,
+            ) -> libc::c_int;
+        }
+        // SAFETY: plain extern "C" handlers that live as long as the process; `__dso_handle` is only
+        // taken by address, as glibc's own `pthread_atfork` does.
+        unsafe { __register_atfork(Some(prepare), Some(parent), Some(child), &raw const __dso_handle) };
+    }
+    #[cfg(any(not(target_env = "gnu"), miri))]
     // SAFETY: plain extern "C" handlers that live as long as the process.
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    unsafe {
+        libc::pthread_atfork(Some(prepare), Some(parent), Some(child))
+    };
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::{os_page_size, OsPages, PageSource, PAGE_SIZE};
     use core::sync::atomic::AtomicU32;
+
+    /// The page size is the kernel's (under `qemu-aarch64 -p 65536`, 64 KiB), never below the heap's unit.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sysconf page size of the host's")]
+    fn os_page_size_is_the_kernels() {
+        // SAFETY: sysconf has no preconditions.
+        let kernel = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        assert_eq!(os_page_size(), kernel);
+        assert!(os_page_size() >= PAGE_SIZE && os_page_size().is_power_of_two());
+    }
+
+    /// A decommit in the heap's 4 KiB unit leaves the whole range zero and everything around it as it was,
+    /// whatever the kernel's page; the tail trim of a resize and an aligned reservation work in its pages.
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap")]
+    fn os_pages_work_in_the_kernels_pages() {
+        let (size, align) = (1 << 20, 1 << 22);
+        let p = OsPages.reserve(size, align);
+        assert!(!p.is_null() && p.addr() % align == 0);
+        // SAFETY: `p` is a fresh reservation of `size` bytes; the ranges below lie inside it.
+        unsafe {
+            p.write_bytes(0xa5, size);
+            let (from, len) = (PAGE_SIZE * 3, PAGE_SIZE * 40);
+            OsPages.decommit(p.add(from), len);
+            for i in (0..size).step_by(512) {
+                let want = if (from..from + len).contains(&i) { 0 } else { 0xa5 };
+                assert_eq!(*p.add(i), want, "byte {i}");
+            }
+            assert_eq!(*p.add(from + len - 1), 0);
+            assert_eq!(*p.add(from + len), 0xa5);
+            let q = OsPages.resize(p, size, size - 5 * PAGE_SIZE, align);
+            assert_eq!(q, p);
+            assert_eq!(*p.add(size - 6 * PAGE_SIZE), 0xa5);
+            OsPages.release(p, size - 5 * PAGE_SIZE, align);
+        }
+    }
 
     /// A futex call that fails (the word does not hold the value: EAGAIN) and one with nobody to wake
     /// leave `errno` as the program set it.

@@ -12,12 +12,12 @@
 //!   `lock`). A word of the forking thread's own, not a global: a global written on both sides of every
 //!   fork costs a copy-on-write fault of its page in the parent and another in the child.
 //!
-//! On x86-64 Linux they are 48 bytes of the initial-exec TLS model, reached with a single `%fs`-relative
-//! load: rustc's `thread_local!` in a shared object would use the general-dynamic model, a call to
-//! `__tls_get_addr` on every malloc and free of `libhopless.so`. This needs nothing from `std`, so the
-//! crate builds there without it (`lib.rs`): `libhopless.so` then links neither `std` nor, through it,
-//! `libgcc_s`. Elsewhere (and under Miri) the words are a `const`-initialised `thread_local!` of a type
-//! without `Drop`.
+//! On Linux (x86-64 and aarch64) they are 48 bytes of the initial-exec TLS model, reached with a load
+//! relative to the thread pointer (`%fs` on x86-64, `tpidr_el0` on aarch64): rustc's `thread_local!` in
+//! a shared object would use the general-dynamic model, a call to `__tls_get_addr` on every malloc and
+//! free of `libhopless.so`. This needs nothing from `std`, so the crate builds there without it
+//! (`lib.rs`): `libhopless.so` then links neither `std` nor, through it, `libgcc_s`. Under Miri the words
+//! are a `const`-initialised `thread_local!` of a type without `Drop`.
 
 /// The thread's cache pointer.
 pub(crate) const CACHE: usize = 0;
@@ -118,7 +118,94 @@ mod imp {
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(miri)))]
+mod imp {
+    // The same six words, initial-exec on aarch64: the dynamic linker writes their offset from the
+    // thread pointer into a GOT entry (`R_AARCH64_TLS_TPREL64`) when it loads the object, and a read is
+    // `tpidr_el0` plus that offset (variant I TLS: the offset is positive, past the 16-byte TCB). In an
+    // executable the linker relaxes the GOT load to a `movz`/`movk` constant. As on x86-64, a shared
+    // object using it must be loaded at start-up or fit glibc's spare static TLS.
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",%nobits",
+        ".p2align 4",
+        ".globl hopless_tls_cache",
+        ".hidden hopless_tls_cache",
+        ".type hopless_tls_cache, %object",
+        ".size hopless_tls_cache, 48",
+        "hopless_tls_cache:",
+        ".zero 48",
+        ".popsection",
+    );
+
+    /// The address of this thread's words.
+    #[inline(always)]
+    fn base() -> usize {
+        let a: usize;
+        // SAFETY: reads the GOT entry the dynamic linker filled with the words' offset (a constant of the
+        // process) and the thread's own `tpidr_el0` (a constant of the thread), and adds them; both
+        // reads are `pure, nomem`: the same thread always gets the same answer, and no memory the
+        // program can write is read. The stack and flags are untouched.
+        unsafe {
+            core::arch::asm!(
+                "adrp {a}, :gottprel:hopless_tls_cache",
+                "ldr {a}, [{a}, #:gottprel_lo12:hopless_tls_cache]",
+                "mrs {t}, tpidr_el0",
+                "add {a}, {a}, {t}",
+                a = out(reg) a,
+                t = out(reg) _,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        a
+    }
+
+    #[inline(always)]
+    fn read_raw<const W: usize>() -> usize {
+        const { assert!(W < super::WORDS) };
+        let v: usize;
+        // SAFETY: reads this thread's own word `W` < 6 (the words' address plus 8 per word); nothing else
+        // is read or written; the stack and flags are untouched.
+        unsafe {
+            core::arch::asm!(
+                "ldr {v}, [{a}, #{w}]",
+                a = in(reg) base(),
+                w = const 8 * W,
+                v = lateout(reg) v,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn write_raw<const W: usize>(v: usize) {
+        const { assert!(W < super::WORDS) };
+        // SAFETY: writes this thread's own word `W` < 6, found as in `read_raw`; no other memory is touched.
+        unsafe {
+            core::arch::asm!(
+                "str {v}, [{a}, #{w}]",
+                a = in(reg) base(),
+                w = const 8 * W,
+                v = in(reg) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    // Pointers go out with their provenance exposed and come back with it: the words are plain memory
+    // to `asm!`.
+    #[inline(always)]
+    pub(super) fn read<const W: usize>() -> *mut u8 {
+        core::ptr::with_exposed_provenance_mut(read_raw::<W>())
+    }
+
+    #[inline(always)]
+    pub(super) fn write<const W: usize>(p: *mut u8) {
+        write_raw::<W>(p.expose_provenance());
+    }
+}
+
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri))))]
 mod imp {
     extern crate std;
     use core::cell::Cell;

@@ -108,6 +108,11 @@ impl Transfer {
             {
                 continue;
             }
+            // The seqlock's write side: the phase change above is ordered before the stores below, so
+            // a `holds` that reads any of them sees the state changed when it reads it again. (An
+            // acquire CAS orders later loads and stores after its read, not after its write: on aarch64
+            // the new blocks could otherwise be seen before `FILLING`.) On x86-64 this costs nothing.
+            fence(Ordering::Release);
             for (dst, &p) in slot.blocks.iter().zip(blocks) {
                 dst.store(p, Ordering::Relaxed);
             }

@@ -6,15 +6,16 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
 use hopless::Hopless;
+
+mod common;
 
 #[global_allocator]
 static GLOBAL: Hopless = Hopless;
 
 fn child(test: &str, fault: &str, env: &[(&str, &str)]) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
+    common::this_test_binary()
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env("HOPLESS_FAULT", fault)
         .envs(env.iter().copied())

@@ -3,16 +3,17 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
 use hopless::Hopless;
+
+mod common;
 
 #[global_allocator]
 static GLOBAL: Hopless = Hopless;
 
 /// Runs `test` of this binary in a child with the fault armed; returns its stderr.
 fn run_child(test: &str, fault: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
+    let out = common::this_test_binary()
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env("HOPLESS_FAULT", fault)
         .output()

@@ -68,7 +68,7 @@ pub struct ThreadCache {
     pub next_parked: *mut ThreadCache,
     /// The kernel thread id of the owner (for finding caches whose thread died without retiring them).
     pub owner_tid: AtomicI32,
-    /// This cache's number in [`CACHE_TABLE`] (1..[`MAX_CACHE_ID`]), or 0 when the table was full.
+    /// This cache's number in `CACHE_TABLE` (1..`MAX_CACHE_ID`), or 0 when the table was full.
     pub id: u32,
     /// 1 while the cache is parked with its magazine pages resident (counted in the registry's `warm`);
     /// guarded by the registry lock.

@@ -8,7 +8,7 @@ use super::arena::{ARENA_MAP, MAX_ALIGN, MAX_SPAN, SLICE};
 use super::budget::{budget, Purge};
 use super::mapped::{fit, remap, Evicted};
 use super::state::*;
-use crate::platform::{now_ms, PageSource, PAGE_SIZE};
+use crate::platform::{now_ms, os_page_size, PageSource};
 use crate::segment::{SegmentHeader, SEGMENT_MAP, SEGMENT_SIZE};
 
 impl LargeCache {
@@ -35,10 +35,13 @@ impl LargeCache {
                 return self.arena_alloc(source, size, off, span / SLICE, zeroed);
             }
         }
-        let guard = if guard_page { PAGE_SIZE } else { 0 };
+        // A mapping of its own is whole pages of the kernel's (16 or 64 KiB on some aarch64 kernels), so
+        // that its guard page is one the kernel can protect and its length is what `munmap` frees.
+        let page = os_page_size();
+        let guard = if guard_page { page } else { 0 };
         let Some(need) = off
             .checked_add(size)
-            .and_then(|n| n.checked_next_multiple_of(PAGE_SIZE))
+            .and_then(|n| n.checked_next_multiple_of(page))
             .and_then(|n| n.checked_add(guard))
         else {
             return ptr::null_mut();
@@ -179,9 +182,10 @@ impl LargeCache {
         if off.checked_add(usable) != Some(len) || off >= SEGMENT_SIZE {
             return ptr::null_mut(); // guarded or segment-aligned: the caller copies.
         }
+        let page = os_page_size();
         let Some(need) = off
             .checked_add(new_size)
-            .and_then(|n| n.checked_next_multiple_of(PAGE_SIZE))
+            .and_then(|n| n.checked_next_multiple_of(page))
         else {
             return ptr::null_mut();
         };
@@ -190,7 +194,7 @@ impl LargeCache {
         }
         let new_len = if need > len {
             // Growth: leave room for the next few steps of a growing buffer.
-            need.max((len + len / 4).next_multiple_of(PAGE_SIZE))
+            need.max((len + len / 4).next_multiple_of(page))
         } else {
             need
         };

@@ -104,7 +104,7 @@ pub enum SlabState {
 /// the class, copied here so that the free path reads one header and no class table.
 #[repr(C)]
 pub struct Slab {
-    /// [`SLAB_MAGIC`] while the slab belongs to a class, [`SLAB_POOLED`] while in a pool.
+    /// `SLAB_MAGIC` while the slab belongs to a class, `SLAB_POOLED` while in a pool.
     pub magic: u32,
     pub class: u32,
     pub state: SlabState,

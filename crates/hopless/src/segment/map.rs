@@ -5,21 +5,29 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Which `1 << SHIFT`-aligned slots of the address space hold a region of hopless's: one bit per slot of
-/// the 47-bit user address space (zero `.bss`, of which only the pages covering used addresses become
+/// the user address space ([`USER_ADDRESS_BITS`]) (zero `.bss`, of which only the pages covering used addresses become
 /// resident). The slow paths consult it before reading a header, so freeing a pointer hopless never handed
 /// out is reported instead of faulting on an unmapped header.
 pub struct SlotMap<const SHIFT: usize, const WORDS: usize> {
     words: [AtomicU64; WORDS],
 }
 
-/// The bits a map of `1 << shift`-sized slots needs: 47-bit user addresses; under Miri (whose fake
-/// addresses are small) a smaller map keeps the interpreter from tracking megabytes of static memory.
+/// The bits of a user-space address: 47 on x86-64 (4-level paging; 5-level only hands out more to a
+/// program that asks with a hint above them, which hopless never does). 48 on aarch64, whose kernels
+/// with 48-bit virtual addresses put mappings near the top, above 2^47 (52-bit ones, again, only for
+/// hints above 48 bits). Under Miri, whose fake addresses are small, 40: a smaller map keeps the
+/// interpreter from tracking megabytes of static memory.
+pub const USER_ADDRESS_BITS: usize = if cfg!(miri) {
+    40
+} else if cfg!(target_arch = "aarch64") {
+    48
+} else {
+    47
+};
+
+/// The bits a map of `1 << shift`-sized slots needs to cover [`USER_ADDRESS_BITS`].
 pub const fn map_bits(shift: usize) -> usize {
-    if cfg!(miri) {
-        1 << (40 - shift)
-    } else {
-        1 << (47 - shift)
-    }
+    1 << (USER_ADDRESS_BITS - shift)
 }
 
 impl<const SHIFT: usize, const WORDS: usize> Default for SlotMap<SHIFT, WORDS> {

@@ -198,3 +198,16 @@ fn blocks_of_a_slab_back_in_its_pool_fail_the_fast_check() {
         );
     }
 }
+
+/// A map reaches the top of the user address space: on aarch64 (48-bit addresses) the kernel puts
+/// mappings above 2^47, where a 47-bit map would refuse every segment.
+#[test]
+fn address_maps_cover_the_whole_user_address_space() {
+    use crate::segment::map::USER_ADDRESS_BITS;
+    use crate::segment::{map_bits, SlotMap};
+    static MAP: SlotMap<30, { map_bits(30) / 64 }> = SlotMap::new();
+    let top = core::ptr::without_provenance_mut::<u8>((1usize << USER_ADDRESS_BITS) - (1 << 30));
+    assert!(MAP.insert(top) && MAP.contains(top.wrapping_add(12345)));
+    assert!(!MAP.insert(core::ptr::without_provenance_mut(1usize << USER_ADDRESS_BITS)));
+    assert_eq!(USER_ADDRESS_BITS, if cfg!(miri) { 40 } else if cfg!(target_arch = "aarch64") { 48 } else { 47 });
+}
