@@ -465,6 +465,7 @@ impl<A: KvAlloc> PartialEq<[u8]> for Value<A> {
 
 #[cfg(test)]
 mod tests {
+    use super::kind as kind_of;
     use super::*;
     use allocator_api2::alloc::Global;
 
@@ -488,6 +489,62 @@ mod tests {
         drop(v);
         for t in threads {
             t.join().unwrap();
+        }
+    }
+
+    /// A collection inside its item, behind keys of every length mod 8 (so every padding), edited in
+    /// place, moved to a key of another length (RENAME) and freed with the item, for each kind; the
+    /// hash also after converting to its large form.
+    #[test]
+    fn collections_live_in_their_items_through_edits_and_moves() {
+        use crate::types::{Collection, Limits};
+        // Small thresholds, so that 20 elements convert each kind to its large form (and a list to nodes).
+        let limits = Limits {
+            hash_entries: 8,
+            zset_entries: 8,
+            list_node: 4,
+            ..Limits::default()
+        };
+        let set_limits = crate::types::set::SetLimits {
+            intset_entries: 8,
+            entries: 8,
+            value: 64,
+        };
+        let fields = 20;
+        for key_len in 0..9 {
+            let name = &b"abcdefghi"[..key_len];
+            for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet] {
+                let item = new_coll_item(&Global, name, Collection::empty(kind, Global)).unwrap();
+                // SAFETY: we own the only reference; nobody else can reach the collection.
+                unsafe {
+                    assert_eq!(kind_of(item), kind);
+                    assert_eq!(item_size(item) % 8, 0, "the collection ends the item");
+                    for i in 0..fields {
+                        let e = format!("e{i}");
+                        match coll_mut::<Global>(item) {
+                            Collection::Hash(h) => _ = h.set(e.as_bytes(), b"v", &limits),
+                            Collection::List(l) => {
+                                l.push(crate::types::list::End::Right, e.as_bytes(), &limits)
+                            }
+                            Collection::Set(s) => _ = s.add(e.as_bytes(), &set_limits),
+                            Collection::ZSet(z) => _ = z.insert(e.as_bytes(), i as f64, &limits),
+                        }
+                    }
+                    let other = &b"0123456789abcdefg"[..key_len * 2 + 1];
+                    let moved = move_item(&Global, item, other).unwrap();
+                    release(item, &Global);
+                    assert_eq!(key(moved), other);
+                    assert_eq!(kind_of(moved), kind);
+                    assert_eq!(coll::<Global>(moved).len(), fields);
+                    assert_ne!(
+                        coll::<Global>(moved).encoding(),
+                        "listpack",
+                        "converted to the large form"
+                    );
+                    assert!(charged_size::<Global>(moved) > item_size(moved));
+                    release(moved, &Global);
+                }
+            }
         }
     }
 
