@@ -41,7 +41,7 @@
 //! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |
 //! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
 //! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
-//! | `value` | items (header + key + value in one block), the counted [`Value`] handle |
+//! | `value` | items (header + key + value in one block; a collection sits in its item), the counted [`Value`] handle |
 //! | `types` | the [`types`] module's face: declares the collection types and re-exports them |
 //! | `types::lazyfree` | freeing big collections on a background thread |
 //! | `types::collection` | [`Collection`]: what a non-string key holds, and what the store asks of it |
@@ -50,6 +50,7 @@
 //! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index (its set operations take plain sets too) |
 //! | `types::set` | a set: an intset, packed members, or a hash set |
 //! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
+//! | `types::thin_buf` | a 16-byte growable byte buffer (its capacity kept in its block), under the compact forms so a small collection fits in its item |
 //! | `types::limits` | the compact forms' thresholds ([`Limits`]), changed at run time |
 //! | `types::kind` | [`Kind`]: what a key holds |
 //! | `types::random` | random numbers for the random-member commands |

@@ -1,4 +1,5 @@
-//! Items and values: one allocation holds a 16-byte header, the key and the value.
+//! Items and values: one allocation holds a 16-byte header, the key and the value (a string's bytes, or
+//! a collection itself, aligned after the key).
 //!
 //! The table owns one reference to each item; a reader that gets a value takes another ([`Value`] is a
 //! counted handle, like `Arc`), so the value stays alive after the shard lock is released and after the
@@ -10,7 +11,6 @@ use core::ptr::NonNull;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 
 use allocator_api2::alloc::AllocError;
-use allocator_api2::boxed::Box;
 
 use crate::alloc::KvAlloc;
 use crate::types::{self, Collection, Kind};
@@ -22,8 +22,8 @@ pub(crate) struct Header {
     key_len: u32,
     val_len: u32,
     /// Bit 31: the key has a TTL (an entry in its shard's expiry map). Bits 28..30: a string's
-    /// [`StrEnc`]. Bits 24..28: the [`Kind`] (0, a string, or a collection whose pointer is the value's 8
-    /// bytes). Bits 0..24: the access stamp sampled LRU compares.
+    /// [`StrEnc`]. Bits 24..28: the [`Kind`] (0, a string, or a collection, which the value's bytes
+    /// hold: see [`new_coll_item`]). Bits 0..24: the access stamp sampled LRU compares.
     meta: AtomicU32,
 }
 
@@ -34,7 +34,6 @@ const KIND_SHIFT: u32 = 24;
 const KIND_MASK: u32 = 0xf << KIND_SHIFT;
 const ENC_SHIFT: u32 = 28;
 const ENC_MASK: u32 = 0b11 << ENC_SHIFT;
-const PTR_SIZE: usize = core::mem::size_of::<usize>();
 
 /// How a string came to be, for OBJECT ENCODING: Redis names a string by how it was made, not only by
 /// its bytes.
@@ -97,36 +96,42 @@ pub(crate) fn new_item<A: KvAlloc>(
     Ok(unsafe { init_item(block, key, val_len, fill) })
 }
 
-/// Allocates an item for `key` holding `coll` (its value bytes are the collection's pointer). On failure
-/// the collection is dropped.
+/// Where a collection sits in an item with a key of `key_len` bytes: after the key, rounded up to the
+/// collection's alignment (at most the item's 8).
+#[inline]
+fn coll_offset<A: KvAlloc>(key_len: usize) -> usize {
+    const { assert!(core::mem::align_of::<Collection<A>>() <= 8) };
+    (HEADER_SIZE + key_len).next_multiple_of(core::mem::align_of::<Collection<A>>())
+}
+
+/// The value bytes of a collection item with a key of `key_len` bytes: the padding up to the collection,
+/// then the collection itself.
+fn coll_val_len<A: KvAlloc>(key_len: usize) -> usize {
+    coll_offset::<A>(key_len) - HEADER_SIZE - key_len + core::mem::size_of::<Collection<A>>()
+}
+
+/// Allocates an item for `key` holding `coll` inside it (after the key: see [`coll_offset`]), so that
+/// a small collection is its item and its compact block, no third block between them. On failure the
+/// collection is dropped.
 pub(crate) fn new_coll_item<A: KvAlloc>(
     alloc: &A,
     key: &[u8],
     coll: Collection<A>,
 ) -> Result<ItemPtr, AllocError> {
     let kind = coll.kind() as u32;
-    let boxed = Box::try_new_in(coll, alloc.clone()).map_err(|_| AllocError)?;
-    let item = match new_item(alloc, key, PTR_SIZE, |_| {}) {
-        Ok(it) => it,
-        Err(e) => {
-            drop(boxed);
-            return Err(e);
-        }
-    };
-    let (raw, _) = Box::into_raw_with_allocator(boxed);
-    // SAFETY: a fresh item of PTR_SIZE value bytes, ours alone; the pointer is written unaligned (the value
-    // follows a key of any length).
+    let item = new_item(alloc, key, coll_val_len::<A>(key.len()), |_| {})?;
+    // SAFETY: a fresh item, ours alone, whose value bytes end with room for a collection at
+    // `coll_offset` (aligned for it: the item is 8-aligned and so is the offset, see `coll_offset`).
     unsafe {
         (*item.as_ptr()).meta.store(kind << KIND_SHIFT, Ordering::Relaxed);
-        let at = item.as_ptr().cast::<u8>().add(HEADER_SIZE + key.len());
-        at.cast::<*mut Collection<A>>().write_unaligned(raw);
+        coll_ptr::<A>(item).write(coll);
     }
     Ok(item)
 }
 
-/// A new item for `key` holding what `h` holds: a copy of a string, or `h`'s collection itself, which `h`
-/// then no longer owns (its value bytes read as a string nobody reads: it is out of the table). For
-/// RENAME.
+/// A new item for `key` holding what `h` holds: a copy of a string, or `h`'s collection itself, moved
+/// into the new item; `h` then holds nothing to drop (its kind is cleared: it reads as a string nobody
+/// reads, as it is out of the table). For RENAME.
 ///
 /// # Safety
 ///
@@ -135,15 +140,19 @@ pub(crate) fn new_coll_item<A: KvAlloc>(
 pub(crate) unsafe fn move_item<A: KvAlloc>(alloc: &A, h: ItemPtr, key: &[u8]) -> Result<ItemPtr, AllocError> {
     // SAFETY: see the contract.
     unsafe {
-        let val = value(h);
-        let new = new_item(alloc, key, val.len(), |b| b.copy_from_slice(val))?;
-        let meta = (*h.as_ptr()).meta.load(Ordering::Relaxed);
-        (*new.as_ptr()).meta.store(meta & ENC_MASK, Ordering::Relaxed);
-        let k = meta & KIND_MASK;
-        if k != 0 {
-            (*new.as_ptr()).meta.store(k, Ordering::Relaxed);
-            (*h.as_ptr()).meta.fetch_and(!KIND_MASK, Ordering::Relaxed);
+        if kind(h) == Kind::String {
+            let val = value(h);
+            let new = new_item(alloc, key, val.len(), |b| b.copy_from_slice(val))?;
+            let meta = (*h.as_ptr()).meta.load(Ordering::Relaxed);
+            (*new.as_ptr()).meta.store(meta & ENC_MASK, Ordering::Relaxed);
+            return Ok(new);
         }
+        let new = new_item(alloc, key, coll_val_len::<A>(key.len()), |_| {})?;
+        let k = (*h.as_ptr()).meta.load(Ordering::Relaxed) & KIND_MASK;
+        (*new.as_ptr()).meta.store(k, Ordering::Relaxed);
+        // The collection moves bit for bit; clearing `h`'s kind makes its copy one nobody drops.
+        coll_ptr::<A>(new).write(coll_ptr::<A>(h).read());
+        (*h.as_ptr()).meta.fetch_and(!KIND_MASK, Ordering::Relaxed);
         Ok(new)
     }
 }
@@ -165,8 +174,12 @@ pub(crate) unsafe fn kind(h: ItemPtr) -> Kind {
 ///
 /// As for [`key`]; `h` holds a collection (`kind(h) != Kind::String`) made with allocator type `A`.
 unsafe fn coll_ptr<A: KvAlloc>(h: ItemPtr) -> *mut Collection<A> {
-    // SAFETY: the value's bytes are the pointer `new_coll_item` wrote.
-    unsafe { value(h).as_ptr().cast::<*mut Collection<A>>().read_unaligned() }
+    // SAFETY: in bounds: the item was made with room for the collection there (`new_coll_item`), and
+    // the pointer keeps the item's provenance (the whole block).
+    unsafe {
+        let key_len = (*h.as_ptr()).key_len as usize;
+        h.as_ptr().cast::<u8>().add(coll_offset::<A>(key_len)).cast()
+    }
 }
 
 /// The collection a collection item holds.
@@ -176,7 +189,7 @@ unsafe fn coll_ptr<A: KvAlloc>(h: ItemPtr) -> *mut Collection<A> {
 /// As for [`coll_ptr`]; the caller holds the item's shard lock (read or write) for `'a`, and no writer
 /// can reach the collection meanwhile (writers hold the write lock).
 pub(crate) unsafe fn coll<'a, A: KvAlloc>(h: ItemPtr) -> &'a Collection<A> {
-    // SAFETY: see the contract; the box lives as long as the item.
+    // SAFETY: see the contract; the collection lives as long as the item.
     unsafe { &*coll_ptr::<A>(h) }
 }
 
@@ -218,14 +231,16 @@ pub(crate) unsafe fn key<'a>(h: ItemPtr) -> &'a [u8] {
     }
 }
 
-/// The value of a live item.
+/// The value of a live string item.
 ///
 /// # Safety
 ///
-/// As for [`key`].
+/// As for [`key`]; the item is a string (a collection item's value bytes hold the collection, padding
+/// included, and are never read as bytes).
 pub(crate) unsafe fn value<'a>(h: ItemPtr) -> &'a [u8] {
     // SAFETY: as for `key`; the value follows the key.
     unsafe {
+        debug_assert_eq!(kind(h), Kind::String);
         let hd = &*h.as_ptr();
         let start = h.as_ptr().cast::<u8>().add(HEADER_SIZE + hd.key_len as usize);
         core::slice::from_raw_parts(start, hd.val_len as usize)
@@ -371,11 +386,11 @@ pub(crate) unsafe fn release<A: KvAlloc>(h: ItemPtr, alloc: &A) {
     }
     // Synchronise with every other reference's release before freeing (as Arc does).
     fence(Ordering::Acquire);
-    // SAFETY: that was the last reference: nobody else can reach the item (or its collection, which goes
-    // with it: `from_raw_in` takes back the box `new_coll_item` made with this allocator).
+    // SAFETY: that was the last reference: nobody else can reach the item or the collection inside it,
+    // which is moved out (to be dropped) before its bytes are freed with the item.
     unsafe {
         if kind(h) != Kind::String {
-            types::free_collection(Box::from_raw_in(coll_ptr::<A>(h), alloc.clone()));
+            types::free_collection(coll_ptr::<A>(h).read());
         }
         let layout = Layout::from_size_align_unchecked(item_size(h), 8);
         alloc.deallocate(h.cast(), layout);
@@ -450,6 +465,7 @@ impl<A: KvAlloc> PartialEq<[u8]> for Value<A> {
 
 #[cfg(test)]
 mod tests {
+    use super::kind as kind_of;
     use super::*;
     use allocator_api2::alloc::Global;
 
@@ -473,6 +489,62 @@ mod tests {
         drop(v);
         for t in threads {
             t.join().unwrap();
+        }
+    }
+
+    /// A collection inside its item, behind keys of every length mod 8 (so every padding), edited in
+    /// place, moved to a key of another length (RENAME) and freed with the item, for each kind; the
+    /// hash also after converting to its large form.
+    #[test]
+    fn collections_live_in_their_items_through_edits_and_moves() {
+        use crate::types::{Collection, Limits};
+        // Small thresholds, so that 20 elements convert each kind to its large form (and a list to nodes).
+        let limits = Limits {
+            hash_entries: 8,
+            zset_entries: 8,
+            list_node: 4,
+            ..Limits::default()
+        };
+        let set_limits = crate::types::set::SetLimits {
+            intset_entries: 8,
+            entries: 8,
+            value: 64,
+        };
+        let fields = 20;
+        for key_len in 0..9 {
+            let name = &b"abcdefghi"[..key_len];
+            for kind in [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet] {
+                let item = new_coll_item(&Global, name, Collection::empty(kind, Global)).unwrap();
+                // SAFETY: we own the only reference; nobody else can reach the collection.
+                unsafe {
+                    assert_eq!(kind_of(item), kind);
+                    assert_eq!(item_size(item) % 8, 0, "the collection ends the item");
+                    for i in 0..fields {
+                        let e = format!("e{i}");
+                        match coll_mut::<Global>(item) {
+                            Collection::Hash(h) => _ = h.set(e.as_bytes(), b"v", &limits),
+                            Collection::List(l) => {
+                                l.push(crate::types::list::End::Right, e.as_bytes(), &limits)
+                            }
+                            Collection::Set(s) => _ = s.add(e.as_bytes(), &set_limits),
+                            Collection::ZSet(z) => _ = z.insert(e.as_bytes(), i as f64, &limits),
+                        }
+                    }
+                    let other = &b"0123456789abcdefg"[..key_len * 2 + 1];
+                    let moved = move_item(&Global, item, other).unwrap();
+                    release(item, &Global);
+                    assert_eq!(key(moved), other);
+                    assert_eq!(kind_of(moved), kind);
+                    assert_eq!(coll::<Global>(moved).len(), fields);
+                    assert_ne!(
+                        coll::<Global>(moved).encoding(),
+                        "listpack",
+                        "converted to the large form"
+                    );
+                    assert!(charged_size::<Global>(moved) > item_size(moved));
+                    release(moved, &Global);
+                }
+            }
         }
     }
 

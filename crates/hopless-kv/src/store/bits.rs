@@ -56,11 +56,11 @@ impl<A: KvAlloc> Store<A> {
         let existing = g.table.find(l.hash, key).map(|i| g.table.item(i));
         if let Some(it) = existing {
             // SAFETY: the table's item, under the shard's write lock.
-            let (kind, len, unique) =
-                unsafe { (value::kind(it), value::value(it).len(), value::is_unique(it)) };
-            if kind != Kind::String {
+            if unsafe { value::kind(it) } != Kind::String {
                 return Err(Error::WrongType);
             }
+            // SAFETY: as above, and a string.
+            let (len, unique) = unsafe { (value::value(it).len(), value::is_unique(it)) };
             if len >= min_len && unique {
                 // SAFETY: a string, under the shard's write lock, and only the table holds it
                 // (`is_unique`): no reader can take a reference while we hold the lock, so nobody else

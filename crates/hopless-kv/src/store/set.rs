@@ -3,8 +3,6 @@
 //! for WRONGTYPE (an empty or missing one does not stop the check), and the STORE forms replace the
 //! destination whatever it held (deleting it when the result is empty).
 
-use allocator_api2::boxed::Box;
-
 use super::collections::Keys;
 use super::shard::Store;
 use crate::alloc::KvAlloc;
@@ -231,7 +229,7 @@ impl<A: KvAlloc> Store<A> {
             // All of it: the key goes, and a big set's blocks are freed off the lock, as DEL frees them.
             let all = s.members();
             let old = std::mem::replace(s, Set::new_in(alloc.clone()));
-            free_collection(Box::new_in(Collection::Set(old), alloc.clone()));
+            free_collection(Collection::Set(old));
             Ok(all)
         })?;
         Ok(r.unwrap_or_default())

@@ -1,6 +1,8 @@
 //! [`Collection`]: what a non-string key holds, one of the four types, and what the store asks of any of
 //! them (its kind, length, bytes, encoding, a copy).
 
+use allocator_api2::boxed::Box;
+
 use super::hash::Hash;
 use super::kind::Kind;
 use super::list::List;
@@ -8,9 +10,13 @@ use super::set::Set;
 use super::zset::ZSet;
 use crate::alloc::KvAlloc;
 
-/// What a non-string key holds.
+/// What a non-string key holds. It lives inside its key's item (see `value.rs`), so every key of any
+/// collection type pays its size: each variant is at most 16 bytes (a compact form is one [`ThinBuf`],
+/// a large one a box), and a list, whose struct is larger, is boxed.
+///
+/// [`ThinBuf`]: super::thin_buf::ThinBuf
 pub enum Collection<A: KvAlloc> {
-    List(List<A>),
+    List(Box<List<A>, A>),
     Hash(Hash<A>),
     Set(Set<A>),
     ZSet(ZSet<A>),
@@ -29,7 +35,7 @@ impl<A: KvAlloc> Collection<A> {
     /// An empty collection of `kind` (not a string).
     pub fn empty(kind: Kind, alloc: A) -> Self {
         match kind {
-            Kind::List => Collection::List(List::new_in(alloc)),
+            Kind::List => Collection::List(Box::new_in(List::new_in(alloc.clone()), alloc)),
             Kind::Hash => Collection::Hash(Hash::new_in(alloc)),
             Kind::Set => Collection::Set(Set::new_in(alloc)),
             Kind::ZSet | Kind::String => Collection::ZSet(ZSet::new_in(alloc)),
@@ -50,15 +56,14 @@ impl<A: KvAlloc> Collection<A> {
         self.len() == 0
     }
 
-    /// Bytes the collection's blocks take (what the store charges against `maxmemory`).
+    /// Bytes the collection's blocks take beyond its item (what the store charges against `maxmemory`).
     pub fn bytes(&self) -> usize {
-        core::mem::size_of::<Self>()
-            + match self {
-                Collection::List(x) => x.bytes(),
-                Collection::Hash(x) => x.bytes(),
-                Collection::Set(x) => x.bytes(),
-                Collection::ZSet(x) => x.bytes(),
-            }
+        match self {
+            Collection::List(x) => core::mem::size_of::<List<A>>() + x.bytes(),
+            Collection::Hash(x) => x.bytes(),
+            Collection::Set(x) => x.bytes(),
+            Collection::ZSet(x) => x.bytes(),
+        }
     }
 
     /// OBJECT ENCODING's answer.
@@ -74,7 +79,10 @@ impl<A: KvAlloc> Collection<A> {
     /// A copy (COPY), or None when the allocator has no memory for it.
     pub fn try_clone(&self) -> Option<Self> {
         Some(match self {
-            Collection::List(x) => Collection::List(x.try_clone()?),
+            Collection::List(x) => {
+                let alloc = x.allocator().clone();
+                Collection::List(Box::try_new_in(x.try_clone()?, alloc).ok()?)
+            }
             Collection::Hash(x) => Collection::Hash(x.try_clone()?),
             Collection::Set(x) => Collection::Set(x.try_clone()?),
             Collection::ZSet(x) => Collection::ZSet(x.try_clone()?),
@@ -86,10 +94,15 @@ impl<A: KvAlloc> Collection<A> {
 mod tests {
     use super::Collection;
 
-    /// Every collection key pays for one `Collection` block: its largest kind sets the size, so the large
-    /// forms are boxed and a small collection's block stays in the 64-byte class.
+    /// Every collection key's item holds a `Collection`: its largest kind sets the size, so the large
+    /// forms are boxed and a small hash's item (16-byte header, a key of up to 8 bytes, this) stays in
+    /// the 48-byte class.
     #[test]
-    fn a_collection_is_at_most_64_bytes() {
-        assert!(core::mem::size_of::<Collection<allocator_api2::alloc::Global>>() <= 64);
+    fn a_collection_is_at_most_24_bytes() {
+        use allocator_api2::alloc::Global;
+        assert!(core::mem::size_of::<super::Hash<Global>>() <= 16);
+        assert!(core::mem::size_of::<super::ZSet<Global>>() <= 16);
+        assert!(core::mem::size_of::<super::Set<Global>>() <= 24);
+        assert!(core::mem::size_of::<Collection<Global>>() <= 24);
     }
 }

@@ -5,8 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 
-use allocator_api2::boxed::Box;
-
 use super::collection::Collection;
 use crate::alloc::KvAlloc;
 
@@ -44,7 +42,7 @@ fn lazyfree_sender() -> Option<Sender<Job>> {
 }
 
 /// Frees a collection: here when small, on the background thread when large.
-pub(crate) fn free_collection<A: KvAlloc>(c: Box<Collection<A>, A>) {
+pub(crate) fn free_collection<A: KvAlloc>(c: Collection<A>) {
     if c.len() <= LAZYFREE_THRESHOLD || cfg!(miri) {
         drop(c);
         return;

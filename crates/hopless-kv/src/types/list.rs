@@ -64,6 +64,11 @@ impl<A: KvAlloc> List<A> {
         "quicklist"
     }
 
+    /// The allocator the list allocates through.
+    pub(crate) fn allocator(&self) -> &A {
+        self.nodes.alloc()
+    }
+
     /// A deep copy, node for node (COPY). Always `Some`: like every growth of a [`Packed`] block, a
     /// failed allocation here aborts rather than returning.
     pub fn try_clone(&self) -> Option<Self> {

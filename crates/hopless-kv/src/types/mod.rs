@@ -2,7 +2,7 @@
 //! Redis's semantics and a compact form for small collections (one [`packed`] block, as Redis's
 //! listpack) beside a large form with Redis's complexity.
 //!
-//! A collection lives behind its item (the item's value bytes hold the pointer, see `value.rs`); every
+//! A collection lives inside its item (the item's value bytes hold it, see `value.rs`); every
 //! access happens under the key's shard lock, read for reads and write for writes, so the types need
 //! no synchronisation of their own. They allocate through the store's allocator.
 
@@ -15,6 +15,7 @@ pub mod list;
 pub(crate) mod packed;
 pub mod random;
 pub mod set;
+mod thin_buf;
 pub mod zset;
 
 pub use collection::Collection;

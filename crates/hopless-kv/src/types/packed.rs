@@ -7,8 +7,7 @@
 //! (or 0, or [`Packed::end`]). Inserting and removing move the tail (O(bytes)), which is why the owners
 //! keep these small.
 
-use allocator_api2::vec::Vec;
-
+use super::thin_buf::{self, ThinBuf};
 use crate::alloc::KvAlloc;
 
 /// The largest block that grows exactly to its contents (a list node's largest, `list-max-listpack-size
@@ -32,36 +31,36 @@ pub(crate) fn entry_size(len: usize) -> usize {
     body + varint_len(body)
 }
 
+/// The entries' bytes, and (in the buffer's own word) how many entries they are.
 pub(crate) struct Packed<A: KvAlloc> {
-    buf: Vec<u8, A>,
-    count: u32,
+    buf: ThinBuf<A>,
 }
 
 impl<A: KvAlloc> Packed<A> {
     pub(crate) fn new_in(alloc: A) -> Self {
         Packed {
-            buf: Vec::new_in(alloc),
-            count: 0,
+            buf: ThinBuf::new_in(alloc),
         }
     }
 
     /// Entries held.
     pub(crate) fn len(&self) -> usize {
-        self.count as usize
+        self.buf.word as usize
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.count == 0
+        self.buf.word == 0
     }
 
-    /// Bytes of the entries (what the block must hold).
+    /// Bytes the block must hold: the entries and its header (what a list's fill counts, as Redis counts
+    /// a listpack's header, so that a full node's block still fits its size class).
     pub(crate) fn used(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + thin_buf::HEADER
     }
 
-    /// Bytes the block holds (its capacity).
+    /// Bytes the block takes (its capacity and header).
     pub(crate) fn bytes(&self) -> usize {
-        self.buf.capacity()
+        self.buf.block_bytes()
     }
 
     /// The offset one past the last entry.
@@ -200,10 +199,10 @@ impl<A: KvAlloc> Packed<A> {
         let size = entry_size(e.len());
         self.reserve(size);
         let old_len = self.buf.len();
-        self.buf.resize(old_len + size, 0);
+        self.buf.resize(old_len + size);
         self.buf.copy_within(pos..old_len, pos + size);
         Self::encode(e, &mut self.buf[pos..pos + size]);
-        self.count += 1;
+        self.buf.word += 1;
         pos
     }
 
@@ -218,8 +217,8 @@ impl<A: KvAlloc> Packed<A> {
     /// Removes the entry at `pos`; the next entry then starts at `pos`.
     pub(crate) fn remove(&mut self, pos: usize) {
         let next = self.get(pos).1;
-        self.buf.drain(pos..next);
-        self.count -= 1;
+        self.buf.remove_range(pos..next);
+        self.buf.word -= 1;
         self.maybe_shrink();
     }
 
@@ -229,8 +228,8 @@ impl<A: KvAlloc> Packed<A> {
         for _ in 0..n {
             end = self.get(end).1;
         }
-        self.buf.drain(pos..end);
-        self.count -= n as u32;
+        self.buf.remove_range(pos..end);
+        self.buf.word -= n as u32;
         self.maybe_shrink();
     }
 
@@ -241,10 +240,10 @@ impl<A: KvAlloc> Packed<A> {
         if new > old {
             self.reserve(new - old);
             let len = self.buf.len();
-            self.buf.resize(len + new - old, 0);
+            self.buf.resize(len + new - old);
             self.buf.copy_within(next..len, next + new - old);
         } else if new < old {
-            self.buf.drain(pos + new..next);
+            self.buf.remove_range(pos + new..next);
         }
         Self::encode(e, &mut self.buf[pos..pos + new]);
         pos + new

@@ -2,15 +2,13 @@
 //! the narrowest width that fits the widest member (2, 4 or 8 bytes, little-endian), found by binary
 //! search. The width only grows (a member that needs more upgrades every member), as in Redis.
 
-use allocator_api2::vec::Vec;
-
 use crate::alloc::KvAlloc;
+use crate::types::thin_buf::ThinBuf;
 
+/// `len * width` bytes, the members in ascending order; the width (bytes per member: 2, 4 or 8) is the
+/// buffer's own word.
 pub(crate) struct IntSet<A: KvAlloc> {
-    /// `len * width` bytes: the members in ascending order.
-    buf: Vec<u8, A>,
-    /// Bytes per member: 2, 4 or 8.
-    width: usize,
+    buf: ThinBuf<A>,
 }
 
 /// The narrowest width that holds `x`.
@@ -26,25 +24,30 @@ fn width_of(x: i64) -> usize {
 
 impl<A: KvAlloc> IntSet<A> {
     pub(crate) fn new_in(alloc: A) -> Self {
-        IntSet {
-            buf: Vec::new_in(alloc),
-            width: 2,
-        }
+        let mut buf = ThinBuf::new_in(alloc);
+        buf.word = 2;
+        IntSet { buf }
+    }
+
+    /// Bytes per member: 2, 4 or 8.
+    #[inline]
+    fn width(&self) -> usize {
+        self.buf.word as usize
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.buf.len() / self.width
+        self.buf.len() / self.width()
     }
 
-    /// Bytes the block holds.
+    /// Bytes the block takes.
     pub(crate) fn bytes(&self) -> usize {
-        self.buf.capacity()
+        self.buf.block_bytes()
     }
 
     /// The member at index `i` (below `len`).
     pub(crate) fn get(&self, i: usize) -> i64 {
-        let b = &self.buf[i * self.width..(i + 1) * self.width];
-        match self.width {
+        let b = &self.buf[i * self.width()..(i + 1) * self.width()];
+        match self.width() {
             2 => i16::from_le_bytes([b[0], b[1]]) as i64,
             4 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
             _ => i64::from_le_bytes(b.try_into().expect("8 bytes")),
@@ -70,7 +73,7 @@ impl<A: KvAlloc> IntSet<A> {
 
     /// `Ok(index)` of `x`, or `Err(index)` where it would go.
     fn search(&self, x: i64) -> Result<usize, usize> {
-        if width_of(x) > self.width {
+        if width_of(x) > self.width() {
             // Wider than every member: below them all or above them all.
             return Err(if x < 0 { 0 } else { self.len() });
         }
@@ -100,9 +103,9 @@ impl<A: KvAlloc> IntSet<A> {
     /// Rewrites every member at `width` (wider than now).
     fn upgrade(&mut self, width: usize) {
         let n = self.len();
-        let old = self.width;
+        let old = self.width();
         self.reserve(n * (width - old));
-        self.buf.resize(n * width, 0);
+        self.buf.resize(n * width);
         // From the top down, so that no member is overwritten before it is read.
         for i in (0..n).rev() {
             let b = &self.buf[i * old..(i + 1) * old];
@@ -112,21 +115,21 @@ impl<A: KvAlloc> IntSet<A> {
             };
             Self::put(&mut self.buf, width, i, x);
         }
-        self.width = width;
+        self.buf.word = width as u32;
     }
 
     /// Adds `x`; false if it was there.
     pub(crate) fn insert(&mut self, x: i64) -> bool {
-        if width_of(x) > self.width {
+        if width_of(x) > self.width() {
             self.upgrade(width_of(x));
         }
         let Err(i) = self.search(x) else {
             return false;
         };
-        let w = self.width;
+        let w = self.width();
         self.reserve(w);
         let end = self.buf.len();
-        self.buf.resize(end + w, 0);
+        self.buf.resize(end + w);
         self.buf.copy_within(i * w..end, (i + 1) * w);
         Self::put(&mut self.buf, w, i, x);
         true
@@ -135,8 +138,8 @@ impl<A: KvAlloc> IntSet<A> {
     /// Removes the member at index `i` (below `len`) and returns it.
     pub(crate) fn remove_at(&mut self, i: usize) -> i64 {
         let x = self.get(i);
-        let w = self.width;
-        self.buf.drain(i * w..(i + 1) * w);
+        let w = self.width();
+        self.buf.remove_range(i * w..(i + 1) * w);
         self.maybe_shrink();
         x
     }
@@ -154,7 +157,7 @@ impl<A: KvAlloc> IntSet<A> {
 
     /// Keeps the members `keep` says yes to.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(i64) -> bool) {
-        let (w, n) = (self.width, self.len());
+        let (w, n) = (self.width(), self.len());
         let mut out = 0;
         for i in 0..n {
             let x = self.get(i);
@@ -180,13 +183,11 @@ impl<A: KvAlloc> IntSet<A> {
 
     /// A copy, or None when the allocator has no memory for it.
     pub(crate) fn try_clone(&self) -> Option<Self> {
-        let mut buf = Vec::new_in(self.buf.allocator().clone());
+        let mut buf = ThinBuf::new_in(self.buf.allocator().clone());
         buf.try_reserve_exact(self.buf.len()).ok()?;
         buf.extend_from_slice(&self.buf);
-        Some(IntSet {
-            buf,
-            width: self.width,
-        })
+        buf.word = self.buf.word;
+        Some(IntSet { buf })
     }
 }
 
@@ -222,7 +223,7 @@ mod tests {
             );
             assert_eq!(s.len(), m.len(), "after {n} inserts");
         }
-        assert_eq!(s.width, 8);
+        assert_eq!(s.width(), 8);
         for &x in &vals {
             assert!(s.contains(x));
         }
@@ -245,7 +246,7 @@ mod tests {
         for i in 0..n {
             s.insert(i * 3);
         }
-        assert_eq!(s.width, 2);
+        assert_eq!(s.width(), 2);
         assert!(s.bytes() <= 2 * n as usize * 9 / 8 + 16);
         // A value a wider width holds below (or above) every member lands at the start (or end).
         s.insert(-100_000);
