@@ -128,6 +128,10 @@ pub struct Slab {
     pub start: *mut u8,
     pub prev: *mut Slab,
     pub next: *mut Slab,
+    /// While on its pool's dirty list: when it went there (ms of `platform::now_ms`), so that the pool
+    /// purges it only once it has stayed unused for the purge delay (see `central`). Read and written
+    /// under the pool lock only.
+    pub dirty_since: u64,
     /// Bit `i` set: block `i` is free (for `i < carved`).
     /// Written only under the class lock; read without it by the double-free check of a block marked as
     /// being in its slab (atomics, relaxed: plain moves on x86-64).
