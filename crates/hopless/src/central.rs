@@ -20,8 +20,9 @@
 //! dirty slabs before it reserves a segment, so in-use plus dirty never exceeds the pool's earlier peak in
 //! use. What it can raise is the process's peak when another pool (or the large blocks, or the program's
 //! other memory) grows within the delay: by at most the cap. Checks happen where the pool lock is taken
-//! anyway: each `put`, and each `get` (purging after the class lock is dropped); a program that stops
-//! calling into the heap keeps at most the cap resident until `trim`, as it kept the old limit.
+//! anyway: each `put`, each refill that took a slab from the pool (after the class lock is dropped),
+//! and each large free (`Heap::free_large`); a program that stops calling into the heap keeps at most
+//! the caps resident until `trim`.
 
 use core::mem::MaybeUninit;
 use core::ptr;
@@ -71,6 +72,11 @@ pub const KEEP_EMPTY_SMALL: u32 = 1;
 /// How long a dirty slab waits in its pool before it is purged: about the large blocks' budget window
 /// (`large::budget`), long beside a producer/consumer cycle, short beside a program's phases.
 pub const PURGE_DELAY_MS: u32 = 100;
+
+/// Slabs a refill from the pool purges at most, of those that waited out the delay (a few `madvise`
+/// calls on a path that is slow anyway; `put` purges one each time a slab falls free, and a large free
+/// all that are due).
+pub const PURGES_PER_CHECK: usize = 8;
 
 /// One class's share of the central heap.
 #[repr(C, align(128))]
@@ -172,11 +178,7 @@ impl ClassHeap {
         drop(g);
         if visited_pool {
             // A program that only allocates for a while still gives back what stayed dirty too long.
-            let v = pool.take_expired();
-            if !v.is_null() {
-                // SAFETY: `take_expired` handed it over, and we hold no lock.
-                unsafe { pool.purge(source, v, checks.keep_last_page) };
-            }
+            pool.purge_expired(source, checks.keep_last_page, PURGES_PER_CHECK);
         }
         got
     }
@@ -417,13 +419,14 @@ impl SlabPool {
         1 << self.slab_shift()
     }
 
-    /// Dirty slabs kept resident at most, however recently used: 4 MiB of small slabs, 16 MiB of medium
-    /// (a producer/consumer program cycles about one slab per active medium class; the CPython case
-    /// of the issue had about 16 such classes). Beyond it the oldest is purged at once.
+    /// Dirty slabs kept resident at most, however recently used: 16 MiB of each kind. A producer/consumer
+    /// program cycles about one slab per active medium class (the CPython case of issue 26 had about 16
+    /// such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
+    /// (`fifo-lifo-1600`) moves 100 small slabs through the pool. Beyond it the oldest is purged at once.
     pub const fn max_dirty(&self) -> usize {
         match self.kind {
             SegmentKind::Medium => 32,
-            _ => 64,
+            _ => 256,
         }
     }
 
@@ -548,6 +551,19 @@ impl SlabPool {
             let v = g.dirty.pop_back();
             (*v).state = SlabState::Purging;
             v
+        }
+    }
+
+    /// Purges up to `max` dirty slabs that waited out the delay (or are over the cap). Takes the pool
+    /// lock once per slab; the caller holds no lock.
+    pub fn purge_expired<P: PageSource>(&self, source: &P, keep_last_page: bool, max: usize) {
+        for _ in 0..max {
+            let v = self.take_expired();
+            if v.is_null() {
+                break;
+            }
+            // SAFETY: `take_expired` handed it over, and the caller holds no lock.
+            unsafe { self.purge(source, v, keep_last_page) };
         }
     }
 

@@ -143,13 +143,34 @@ fn a_refill_from_the_pool_purges_a_slab_past_the_delay() {
     fill_and_empty_slabs(&heap, 5, 16);
     assert_eq!(heap.stats().purged_slabs, 0, "within the delay");
     std::thread::sleep(std::time::Duration::from_millis(80));
-    // Another class's first slab comes from the pool; the refill then purges the oldest, now due.
+    // Another class's first slab comes from the pool (the newest dirty one); the refill then purges
+    // the other three, now due.
     let other = class_for(64, 8).unwrap();
     let mut one = [core::ptr::null_mut(); 1];
     assert_eq!(heap.refill(other, &mut one), 1);
-    assert_eq!(heap.stats().purged_slabs, 1);
+    assert_eq!(heap.stats().purged_slabs, 3);
     // SAFETY: freed once.
     unsafe { heap.flush(other, &one) };
+}
+
+#[cfg(not(miri))]
+#[test]
+fn a_large_free_purges_the_slabs_past_the_delay() {
+    let heap = Heap::new(SystemPages);
+    heap.set_purge_delay_ms(30);
+    fill_and_empty_slabs(&heap, 5, 16);
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    // SAFETY: no thread cache; the large block is freed once.
+    unsafe {
+        let p = heap.alloc(core::ptr::null_mut(), 1 << 20, 8, false);
+        assert!(!p.is_null());
+        heap.free_ptr(core::ptr::null_mut(), p);
+    }
+    assert_eq!(
+        heap.stats().purged_slabs,
+        4,
+        "every dirty slab waited out the delay"
+    );
 }
 
 #[test]
