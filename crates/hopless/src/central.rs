@@ -375,7 +375,7 @@ pub struct SlabPool {
 /// A pool's lists, under the pool lock. Invariants (relied on by `get`, `put` and `take_expired`):
 /// - every slab on `dirty` or `clean` is in state `Pooled` with `carved == 0`; a slab taken off to be
 ///   purged is `Purging` and on no list until `purge` files it as clean;
-/// - `dirty` is ordered by `dirty_since`, newest at the head: `get` takes the head (the warmest), the
+/// - `dirty` is ordered by the time each slab went there (kept in its `hint`), newest at the head: `get` takes the head (the warmest), the
 ///   purges take the tail (the one unused longest).
 pub struct PoolInner {
     /// Touched since last purged; most recently returned first.
@@ -436,10 +436,12 @@ impl SlabPool {
         if g.dirty.tail.is_null() || self.keep_dirty.load(Ordering::Relaxed) {
             return false;
         }
-        let delay = u64::from(self.purge_delay_ms.load(Ordering::Relaxed));
-        // SAFETY: pool lock held (`g`); the tail is a pooled slab header of this pool.
-        let since = unsafe { (*g.dirty.tail).dirty_since };
-        g.dirty.len > self.max_dirty() || now.saturating_sub(since) >= delay
+        let delay = self.purge_delay_ms.load(Ordering::Relaxed);
+        // SAFETY: pool lock held (`g`); the tail is a pooled slab header of this pool, whose `hint` holds
+        // when it became dirty.
+        let since = unsafe { (*g.dirty.tail).hint };
+        // Wrapping: right for any wait under 49 days (a longer one only waits for the next delay).
+        g.dirty.len > self.max_dirty() || (now as u32).wrapping_sub(since) >= delay
     }
 
     /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
@@ -527,7 +529,7 @@ impl SlabPool {
         let mut g = self.inner.lock();
         // SAFETY: pool lock held; `s` is on no list.
         unsafe {
-            (*s).dirty_since = now;
+            (*s).hint = now as u32;
             g.dirty.push_front(s);
             if self.purge_due(&g, now) {
                 let v = g.dirty.pop_back();
