@@ -9,7 +9,7 @@ use std::time::Duration;
 use hopless_server::codec::Frame;
 use hopless_server::Server;
 
-use super::{free_port, require_tool, Raw};
+use super::{require_tool, Raw};
 
 pub struct RedisServer(Child);
 
@@ -30,7 +30,7 @@ pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
         return None;
     }
     for _ in 0..10 {
-        let port = free_port();
+        let port = redis_port();
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -65,6 +65,27 @@ pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
         let _ = guard.0.kill();
     }
     panic!("redis-server did not start on a port of its own in 10 tries");
+}
+
+/// A free port below the kernel's ephemeral range (32768 and up by default), for a redis-server: a port
+/// from that range can be taken, between our check and redis-server's bind, by any socket the tests
+/// open (a hopless server on port 0, or a client's own end, which can even connect to itself), and
+/// the test then talks to the wrong peer or to nobody.
+fn redis_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id().wrapping_mul(2_654_435_761).wrapping_add(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos()),
+    );
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (seed.wrapping_add(n.wrapping_mul(7_919)) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// How two replies are compared.

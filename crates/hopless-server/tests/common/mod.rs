@@ -40,6 +40,8 @@ pub fn client(addr: SocketAddr) -> redis::Connection {
 pub struct Raw {
     pub sock: TcpStream,
     buf: Vec<u8>,
+    /// How the last read that gave no reply ended (for the failure message).
+    ended: Option<String>,
 }
 
 impl Raw {
@@ -49,6 +51,7 @@ impl Raw {
         Raw {
             sock,
             buf: Vec::new(),
+            ended: None,
         }
     }
 
@@ -103,19 +106,33 @@ impl Raw {
             }
             match r {
                 Ok(0) if unchecked => checked_at = 0,
-                Ok(0) => return None,
+                Ok(0) => {
+                    self.ended = Some("closed by the server".into());
+                    return None;
+                }
                 Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
                 // Quiet for a moment with bytes not yet parsed: parse them now.
                 Err(e) if unchecked && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     checked_at = 0
                 }
-                Err(_) => return None,
+                Err(e) => {
+                    self.ended = Some(format!("{e}"));
+                    return None;
+                }
             }
         }
     }
 
     pub fn read(&mut self) -> Frame {
-        self.try_read().expect("a reply before the connection closed")
+        match self.try_read() {
+            Some(f) => f,
+            None => panic!(
+                "no reply from {:?}: {} ({} bytes unparsed)",
+                self.sock.peer_addr(),
+                self.ended.as_deref().unwrap_or("?"),
+                self.buf.len()
+            ),
+        }
     }
 
     /// Whether the server closed the connection (reading until EOF, skipping any replies).
