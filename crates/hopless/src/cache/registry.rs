@@ -3,7 +3,7 @@
 //! [`Caches`]; what it does with them (set-up, parking, retirement) is `heap::registry`'s.
 
 use core::ptr;
-use core::sync::atomic::AtomicPtr;
+use core::sync::atomic::{AtomicPtr, AtomicUsize};
 
 use super::free_key::MAX_CACHE_ID;
 use super::magazine::ThreadCache;
@@ -12,6 +12,11 @@ use crate::platform::PAGE_SIZE;
 /// Every thread cache with an id, by id (never unmapped once here).
 pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CACHE_ID];
+
+/// The next id to give a cache, counted for the whole process rather than per heap: the table above is
+/// the process's, so two heaps (tests build several) must not hand out the same id, or one heap's free
+/// key could name the other's cache. Ids start at 1 (0: no id); past [`MAX_CACHE_ID`] a cache has none.
+pub static NEXT_CACHE_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// The registry of thread caches: every one it holds (live or parked), and the parked ones (for reuse).
 pub(crate) struct Caches {
@@ -23,8 +28,6 @@ pub(crate) struct Caches {
     pub(crate) warm: usize,
     /// Where the next search for a cache whose thread died unretired resumes (a cache on `all`, or null).
     pub(crate) cursor: *mut ThreadCache,
-    /// The next cache id to give out (ids start at 1).
-    pub(crate) next_id: usize,
     pub(crate) made: u64,
 }
 
@@ -55,7 +58,6 @@ impl Caches {
             parked_len: 0,
             warm: 0,
             cursor: ptr::null_mut(),
-            next_id: 1,
             made: 0,
         }
     }

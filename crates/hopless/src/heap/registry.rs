@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::cache::{
-    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, MAX_CACHE_ID, MAX_PARKED, MAX_WARM, ORPHAN_PROBES,
+    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, NEXT_CACHE_ID, MAX_PARKED, MAX_WARM, ORPHAN_PROBES,
 };
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::size_class::{MAG_MAX, NUM_CLASSES};
@@ -60,14 +60,12 @@ impl<P: PageSource> Heap<P> {
         g.all = tc;
         g.made = g.made.wrapping_add(1);
         // An id names the cache in free keys: it must stay mapped from now on (see `retire`).
-        if g.next_id < MAX_CACHE_ID {
-            g.next_id = g.next_id.max(1);
-            if let Some(slot) = CACHE_TABLE.get(g.next_id) {
-                // SAFETY: not yet shared.
-                unsafe { (*tc).id = g.next_id as u32 };
-                slot.store(tc, Ordering::Release);
-                g.next_id += 1;
-            }
+        // The counter only grows, so it stays past the table once it gets there (no wrap in 2^64 caches).
+        let id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = CACHE_TABLE.get(id) {
+            // SAFETY: not yet shared.
+            unsafe { (*tc).id = id as u32 };
+            slot.store(tc, Ordering::Release);
         }
         tc
     }
