@@ -52,7 +52,8 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
     if o.c_abi {
         let default = if o.common.quick { 3 } else { 5 };
         let runs = o.runs.or(o.common.rounds).unwrap_or(default).max(1);
-        cabi::run(o.common.quick, runs, o.common.json.as_deref())?;
+        let names = selected(o.workloads.as_deref(), &C_WORKLOADS)?;
+        cabi::run(o.common.quick, runs, o.common.json.as_deref(), &names)?;
         return Ok(Vec::new());
     }
     let mut cfg = if o.common.quick {
@@ -86,13 +87,18 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
 
 /// The workloads asked for, in table order.
 fn selected_workloads(only: Option<&[String]>) -> Result<Vec<&'static str>, String> {
+    selected(only, &WORKLOADS)
+}
+
+/// The workloads of `known` asked for (all if `None`), in table order.
+fn selected(only: Option<&[String]>, known: &[&'static str]) -> Result<Vec<&'static str>, String> {
     let Some(only) = only else {
-        return Ok(WORKLOADS.to_vec());
+        return Ok(known.to_vec());
     };
-    if let Some(w) = only.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
-        return Err(format!("unknown workload {w:?}; known: {}", WORKLOADS.join(", ")));
+    if let Some(w) = only.iter().find(|w| !known.contains(&w.as_str())) {
+        return Err(format!("unknown workload {w:?}; known: {}", known.join(", ")));
     }
-    Ok(WORKLOADS
+    Ok(known
         .iter()
         .copied()
         .filter(|w| only.iter().any(|x| x == w))

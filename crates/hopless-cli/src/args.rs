@@ -41,7 +41,7 @@ impl From<CommonArgs> for Common {
 pub struct AllocArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// Only these workloads (comma-separated).
+    /// Only these workloads (comma-separated; with --c-abi, of its list).
     #[arg(long, value_delimiter = ',')]
     workloads: Option<Vec<String>>,
     /// Also run hopless behind never-inlined calls ("hopless-call"), as the C allocators are called.
@@ -52,7 +52,7 @@ pub struct AllocArgs {
     peers: Option<Vec<String>>,
     /// The C-ABI view: malloc/free of libhopless.so, jemalloc, tcmalloc, mimalloc and glibc, each in its
     /// own LD_PRELOAD child process per run, with cross-thread workloads.
-    #[arg(long, conflicts_with_all = ["workloads", "with_call", "peers"])]
+    #[arg(long, conflicts_with_all = ["with_call", "peers"])]
     c_abi: bool,
     /// Runs (rounds) per workload and allocator: median [min-max] of them (default 5 with --quick, 11
     /// without; with --c-abi, 3 and 5).

@@ -1,6 +1,6 @@
 //! # hopless-loom: loom models of the allocator's lock-free pieces
 //!
-//! The allocator's `transfer.rs` and `lock.rs` are compiled here from their own source (`#[path]`),
+//! The allocator's `transfer.rs`, `lock.rs` and `segment/remote.rs` are compiled here from their own source (`#[path]`),
 //! against the small modules below in place of the allocator's: `sync` re-exports loom's atomics,
 //! `size_class` shrinks a batch to 2 blocks so that loom's search stays small, `platform::yield_now`
 //! yields to loom's scheduler, `platform::futex_wait`/`futex_wake_one` model the kernel's futex with
@@ -90,3 +90,7 @@ mod transfer;
 #[path = "../../hopless/src/lock.rs"]
 #[allow(dead_code)]
 mod lock;
+
+#[path = "../../hopless/src/segment/remote.rs"]
+#[allow(dead_code)]
+mod remote;

@@ -3,15 +3,33 @@
 //! flush of at most a magazine); the pool lock nests inside a class lock, never the other way round.
 //!
 //! Memory goes back to the OS here: a class keeps at most [`KEEP_EMPTY_SMALL`] fully free slabs; the rest
-//! return to the pool's dirty list, and once that list is longer than its limit the oldest dirty slab is
-//! purged (`madvise(MADV_DONTNEED)`) with no lock held, then kept as a clean (zero, not resident) slab.
+//! return to the pool's dirty list, where each waits, resident, for the purge delay ([`PURGE_DELAY_MS`]).
+//! A dirty slab is purged (`madvise(MADV_DONTNEED)`, with no lock held, then kept as a clean slab: zero,
+//! not resident) once it has stayed on the list that long, or at once when the list is longer than its
+//! cap ([`SlabPool::max_dirty`]). `trim` purges them all.
+//!
+//! # Why purges wait
+//!
+//! A producer/consumer program empties slabs and fills new ones all the time: each medium class cycles
+//! about one slab through the pool. Purging the moment the dirty list passed a few slabs (as hopless did)
+//! made every such cycle an `madvise` and a page fault per page when the producer carved it again: about
+//! 1 900 `madvise` calls and tens of thousands of context switches in a CPython run where mimalloc made 4.
+//! A slab taken again within the delay costs nothing now; `get` takes the most recently emptied first.
+//!
+//! Waiting does not raise the pool's own peak: a dirty slab was in use a moment before, and `get` takes
+//! dirty slabs before it reserves a segment, so in-use plus dirty never exceeds the pool's earlier peak in
+//! use. What it can raise is the process's peak when another pool (or the large blocks, or the program's
+//! other memory) grows within the delay: by at most the cap. Checks happen where the pool lock is taken
+//! anyway: each `put`, each refill that took a slab from the pool (after the class lock is dropped),
+//! and each large free (`Heap::free_large`); a program that stops calling into the heap keeps at most
+//! the caps resident until `trim`.
 
 use core::mem::MaybeUninit;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::lock::SpinLock;
-use crate::platform::PageSource;
+use crate::platform::{now_ms, PageSource};
 use crate::report::report_bad_free;
 use crate::segment::{
     segment_of, slab_of, FreeError, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
@@ -50,6 +68,15 @@ impl Checks {
 
 /// Fully free slabs a small class keeps for itself (medium classes keep none: their slabs are 512 KiB).
 pub const KEEP_EMPTY_SMALL: u32 = 1;
+
+/// How long a dirty slab waits in its pool before it is purged: about the large blocks' budget window
+/// (`large::budget`), long beside a producer/consumer cycle, short beside a program's phases.
+pub const PURGE_DELAY_MS: u32 = 100;
+
+/// Slabs a refill from the pool purges at most, of those that waited out the delay (a few `madvise`
+/// calls on a path that is slow anyway; `put` purges one each time a slab falls free, and a large free
+/// all that are due).
+pub const PURGES_PER_CHECK: usize = 8;
 
 /// One class's share of the central heap.
 #[repr(C, align(128))]
@@ -104,10 +131,12 @@ impl ClassHeap {
     ) -> usize {
         let mut g = self.inner.lock();
         let mut got = 0;
+        let mut visited_pool = false;
         while got < out.len() {
             let mut s = g.partial.head;
             if s.is_null() {
                 s = pool.get(source);
+                visited_pool = true;
                 if s.is_null() {
                     break;
                 }
@@ -146,6 +175,11 @@ impl ClassHeap {
         g.counters.refills += 1;
         g.counters.outstanding += got as u64;
         g.counters.peak_outstanding = g.counters.peak_outstanding.max(g.counters.outstanding);
+        drop(g);
+        if visited_pool {
+            // A program that only allocates for a while still gives back what stayed dirty too long.
+            pool.purge_expired(source, checks.keep_last_page, PURGES_PER_CHECK);
+        }
         got
     }
 
@@ -331,11 +365,18 @@ pub struct SlabPool {
     /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
     /// faulted in. Off unless a benchmark turns it on.
     pub keep_dirty: AtomicBool,
+    /// How long a dirty slab waits before it is purged ([`PURGE_DELAY_MS`]; tests change it).
+    pub purge_delay_ms: AtomicU32,
     /// Segments reserved so far (the large-mapping cache gives pages back as this grows).
     pub reserved: AtomicUsize,
     pub inner: SpinLock<PoolInner>,
 }
 
+/// A pool's lists, under the pool lock. Invariants (relied on by `get`, `put` and `take_expired`):
+/// - every slab on `dirty` or `clean` is in state `Pooled` with `carved == 0`; a slab taken off to be
+///   purged is `Purging` and on no list until `purge` files it as clean;
+/// - `dirty` is ordered by the time each slab went there (kept in its `hint`), newest at the head: `get` takes the head (the warmest), the
+///   purges take the tail (the one unused longest).
 pub struct PoolInner {
     /// Touched since last purged; most recently returned first.
     pub dirty: SlabList,
@@ -355,6 +396,7 @@ impl SlabPool {
         SlabPool {
             kind,
             keep_dirty: AtomicBool::new(false),
+            purge_delay_ms: AtomicU32::new(PURGE_DELAY_MS),
             reserved: AtomicUsize::new(0),
             inner: SpinLock::new(PoolInner {
                 dirty: SlabList::new(),
@@ -377,12 +419,29 @@ impl SlabPool {
         1 << self.slab_shift()
     }
 
-    /// Dirty slabs kept resident before the oldest is purged: 1 MiB of small slabs, 2 MiB of medium.
-    const fn max_dirty(&self) -> usize {
+    /// Dirty slabs kept resident at most, however recently used: 16 MiB of each kind. A producer/consumer
+    /// program cycles about one slab per active medium class (the CPython case of issue 26 had about 16
+    /// such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
+    /// (`fifo-lifo-1600`) moves 100 small slabs through the pool. Beyond it the oldest is purged at once.
+    pub const fn max_dirty(&self) -> usize {
         match self.kind {
-            SegmentKind::Medium => 4,
-            _ => 16,
+            SegmentKind::Medium => 32,
+            _ => 256,
         }
+    }
+
+    /// Whether the oldest dirty slab (the tail) should go now: the list is over its cap, or the slab has
+    /// waited out the purge delay. Never while `keep_dirty` is on.
+    fn purge_due(&self, g: &PoolInner, now: u64) -> bool {
+        if g.dirty.tail.is_null() || self.keep_dirty.load(Ordering::Relaxed) {
+            return false;
+        }
+        let delay = self.purge_delay_ms.load(Ordering::Relaxed);
+        // SAFETY: pool lock held (`g`); the tail is a pooled slab header of this pool, whose `hint` holds
+        // when it became dirty.
+        let since = unsafe { (*g.dirty.tail).hint };
+        // Wrapping: right for any wait under 49 days (a longer one only waits for the next delay).
+        g.dirty.len > self.max_dirty() || (now as u32).wrapping_sub(since) >= delay
     }
 
     /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
@@ -465,11 +524,14 @@ impl SlabPool {
             // No block of a slab outside a class passes the C free path's check (see `Slab`).
             (*s).carved.store(0, Ordering::Relaxed);
         }
+        // Read before the pool lock (a vDSO read, a few nanoseconds: `put` runs once per emptied slab).
+        let now = now_ms();
         let mut g = self.inner.lock();
         // SAFETY: pool lock held; `s` is on no list.
         unsafe {
+            (*s).hint = now as u32;
             g.dirty.push_front(s);
-            if g.dirty.len > self.max_dirty() && !self.keep_dirty.load(Ordering::Relaxed) {
+            if self.purge_due(&g, now) {
                 let v = g.dirty.pop_back();
                 (*v).state = SlabState::Purging;
                 return v;
@@ -478,11 +540,40 @@ impl SlabPool {
         ptr::null_mut()
     }
 
+    /// Takes the oldest dirty slab if it is due for a purge (see [`SlabPool::put`]), or null. The caller
+    /// purges it with [`SlabPool::purge`] once it holds no lock.
+    pub fn take_expired(&self) -> *mut Slab {
+        let now = now_ms();
+        let mut g = self.inner.lock();
+        if !self.purge_due(&g, now) {
+            return ptr::null_mut();
+        }
+        // SAFETY: pool lock held; the tail exists (`purge_due`), and off the list it is ours.
+        unsafe {
+            let v = g.dirty.pop_back();
+            (*v).state = SlabState::Purging;
+            v
+        }
+    }
+
+    /// Purges up to `max` dirty slabs that waited out the delay (or are over the cap). Takes the pool
+    /// lock once per slab; the caller holds no lock.
+    pub fn purge_expired<P: PageSource>(&self, source: &P, keep_last_page: bool, max: usize) {
+        for _ in 0..max {
+            let v = self.take_expired();
+            if v.is_null() {
+                break;
+            }
+            // SAFETY: `take_expired` handed it over, and the caller holds no lock.
+            unsafe { self.purge(source, v, keep_last_page) };
+        }
+    }
+
     /// Purges a slab [`SlabPool::put`] handed back, then files it as clean.
     ///
     /// # Safety
     ///
-    /// `s` came from `put` or `take_dirty` of this pool and has not been purged yet. `keep_last_page`:
+    /// `s` came from `put`, `take_expired` or `take_dirty` of this pool and has not been purged yet. `keep_last_page`:
     /// hardened mode, where the slot's last 8 bytes are the guard word of the next slot's first block.
     pub unsafe fn purge<P: PageSource>(&self, source: &P, s: *mut Slab, keep_last_page: bool) {
         // SAFETY: a slab in state Purging is on no list and belongs to nobody: only this thread touches it

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::report::{c_abi_table, write_c_abi_json, CAbiResult};
+use super::report::{c_abi_cost_table, c_abi_table, write_c_abi_json, CAbiResult};
 use super::touch::TaggedWord;
 use super::workloads::{self, ChurnPlan};
 use crate::child::{self, Child};
@@ -39,7 +39,7 @@ use crate::stats::{median, min_max};
 use malloc::{malloc_from, Malloc};
 
 /// Workload names, in table order.
-pub const C_WORKLOADS: [&str; 17] = [
+pub const C_WORKLOADS: [&str; 26] = [
     "pair-16",
     "pair-64",
     "pair-256",
@@ -48,6 +48,15 @@ pub const C_WORKLOADS: [&str; 17] = [
     "lifo-100",
     "batch-100",
     "random-churn",
+    "fifo-lifo-25",
+    "fifo-lifo-100",
+    "fifo-lifo-400",
+    "fifo-lifo-1600",
+    "mixed-sizes",
+    "exchange-2",
+    "exchange-4",
+    "exchange-16",
+    "queue-churn",
     "producer-consumer-1",
     "producer-consumer-3",
     "producer-consumer-15",
@@ -112,42 +121,62 @@ fn installed_libs(exe: &Path) -> (Vec<Lib>, Vec<String>) {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct ChildResult {
     ns_per_op: f64,
+    /// Page faults (minor) and voluntary context switches of the whole process during the measured run:
+    /// what purging too early costs (faults) and what a lock or an `madvise` that makes threads wait
+    /// costs (switches).
+    faults: u64,
+    switches: u64,
     /// The object `malloc` resolved to in the child.
     malloc_from: String,
 }
 
-/// Runs the C-ABI view: `runs` runs of every workload on every installed library, one child process each,
-/// the libraries alternating; prints the table and writes `json` if asked.
-pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResult>, String> {
+/// One workload on one library: every run's result.
+#[derive(Clone, Default)]
+struct Cell {
+    ns: Vec<f64>,
+    faults: Vec<f64>,
+    switches: Vec<f64>,
+    malloc_from: String,
+}
+
+/// Runs the C-ABI view: `runs` runs of each of `workloads` on every installed library, one child process
+/// each, the libraries alternating; prints the table and writes `json` if asked.
+pub fn run(
+    quick: bool,
+    runs: usize,
+    json: Option<&Path>,
+    workloads: &[&'static str],
+) -> Result<Vec<CAbiResult>, String> {
     let exe = child::this_exe()?;
     let (libs, skipped) = installed_libs(&exe);
     let scale = if quick { 1.0 } else { 3.0 };
-    let bar = progress(runs * C_WORKLOADS.len() * libs.len(), "alloc c-abi");
+    let bar = progress(runs * workloads.len() * libs.len(), "alloc c-abi");
     let t0 = Instant::now();
-    // samples[workload][lib]: (ns/op per run, malloc_from).
-    let mut samples: Vec<Vec<(Vec<f64>, String)>> =
-        vec![vec![(Vec::new(), String::new()); libs.len()]; C_WORKLOADS.len()];
+    let mut samples: Vec<Vec<Cell>> = vec![vec![Cell::default(); libs.len()]; workloads.len()];
     for r in 0..runs {
-        for (wi, w) in C_WORKLOADS.iter().enumerate() {
+        for (wi, w) in workloads.iter().enumerate() {
             for k in 0..libs.len() {
                 let li = (k + r) % libs.len();
                 let res = run_child(&exe, &libs[li], w, scale)?;
                 let cell = &mut samples[wi][li];
-                cell.0.push(res.ns_per_op);
-                cell.1 = res.malloc_from;
+                cell.ns.push(res.ns_per_op);
+                cell.faults.push(res.faults as f64);
+                cell.switches.push(res.switches as f64);
+                cell.malloc_from = res.malloc_from;
                 bar.inc(1);
             }
         }
     }
     bar.finish_and_clear();
     let mut results = Vec::new();
-    for (wi, w) in C_WORKLOADS.iter().enumerate() {
+    for (wi, w) in workloads.iter().enumerate() {
         let base = libs
             .iter()
             .position(|l| l.name == "mimalloc")
-            .map(|m| median(&samples[wi][m].0));
+            .map(|m| median(&samples[wi][m].ns));
         for (li, l) in libs.iter().enumerate() {
-            let (runs, from) = &samples[wi][li];
+            let cell = &samples[wi][li];
+            let (runs, from) = (&cell.ns, &cell.malloc_from);
             let med = median(runs);
             let (min, max) = min_max(runs.iter().copied());
             results.push(CAbiResult {
@@ -159,6 +188,8 @@ pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResu
                 ratio_to_mimalloc: base.map(|b| med / b),
                 runs: runs.clone(),
                 malloc_from: from.clone(),
+                faults: median(&cell.faults),
+                switches: median(&cell.switches),
             });
         }
     }
@@ -169,7 +200,8 @@ pub fn run(quick: bool, runs: usize, json: Option<&Path>) -> Result<Vec<CAbiResu
         t0.elapsed().as_secs_f64()
     );
     let names: Vec<&str> = libs.iter().map(|l| l.name).collect();
-    print!("{}", c_abi_table(&results, &C_WORKLOADS, &names));
+    print!("{}", c_abi_table(&results, workloads, &names));
+    print!("\n{}", c_abi_cost_table(&results, workloads, &names));
     for s in &skipped {
         println!("skipped {s}");
     }
@@ -215,11 +247,26 @@ pub fn child(spec: &str) -> Result<(), String> {
     }
     let plan = ChurnPlan::new();
     measure(w, scale / 4.0, &plan);
+    let before = usage();
     let ns_per_op = measure(w, scale, &plan);
+    let after = usage();
     child::reply(&ChildResult {
         ns_per_op,
+        faults: after.0.saturating_sub(before.0),
+        switches: after.1.saturating_sub(before.1),
         malloc_from: malloc_from(),
     })
+}
+
+/// The process's minor page faults and voluntary context switches so far (`getrusage`).
+fn usage() -> (u64, u64) {
+    // SAFETY: `getrusage` fills the zeroed struct it is given; nothing else is touched.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    (ru.ru_minflt as u64, ru.ru_nvcsw as u64)
 }
 
 /// One measured run of `workload` in this process, through `malloc`/`free`: nanoseconds per op.

@@ -11,7 +11,7 @@ use crate::peers::{Peer, WithAlloc};
 use crate::stats::{median, min_max};
 
 /// Workload names, in table order.
-pub const WORKLOADS: [&str; 8] = [
+pub const WORKLOADS: [&str; 12] = [
     "pair-16",
     "pair-64",
     "pair-256",
@@ -19,7 +19,11 @@ pub const WORKLOADS: [&str; 8] = [
     "pair-4096",
     "lifo-100",
     "random-churn",
+    "fifo-lifo-100",
+    "fifo-lifo-1600",
+    "mixed-sizes",
     "producer-consumer",
+    "exchange-4",
 ];
 
 /// How much work one measured run does, and how many rounds.

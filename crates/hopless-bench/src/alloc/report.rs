@@ -89,6 +89,10 @@ pub struct CAbiResult {
     pub runs: Vec<f64>,
     /// The object `malloc` resolved to in the children.
     pub malloc_from: String,
+    /// Median over the runs of the minor page faults and the voluntary context switches of the child
+    /// process during its measured run.
+    pub faults: f64,
+    pub switches: f64,
 }
 
 /// The C-ABI table: one row per workload, a column per library (in `libs` order), each cell the median
@@ -118,6 +122,35 @@ pub fn c_abi_table(results: &[CAbiResult], workloads: &[&str], libs: &[&str]) ->
         out.push('\n');
     }
     out.push_str("(median [min-max] over the runs; x: the median relative to mimalloc's; lower is better)\n");
+    out
+}
+
+/// The C-ABI view's second table: per workload and library, the median minor page faults and voluntary
+/// context switches of a measured run (the same ops for every library in a row): what purging freed
+/// pages too early, or making threads wait, costs.
+pub fn c_abi_cost_table(results: &[CAbiResult], workloads: &[&str], libs: &[&str]) -> String {
+    const W: usize = 19;
+    let mut out = String::new();
+    let _ = write!(out, "{:<20}", "faults / switches");
+    for l in libs {
+        let _ = write!(out, " {l:>W$}");
+    }
+    out.push('\n');
+    for w in workloads {
+        let _ = write!(out, "{w:<20}");
+        for l in libs {
+            let cell = match results.iter().find(|r| r.workload == *w && r.allocator == *l) {
+                Some(r) => format!("{:.0} / {:.0}", r.faults, r.switches),
+                None => "-".to_string(),
+            };
+            let _ = write!(out, " {cell:>W$}");
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "(median over the runs of a measured run's minor page faults / voluntary context switches, whole \
+         process)\n",
+    );
     out
 }
 
@@ -198,6 +231,8 @@ mod tests {
             ratio_to_mimalloc: x,
             runs: vec![v],
             malloc_from: String::new(),
+            faults: 2.0,
+            switches: 1.0,
         };
         let t = c_abi_table(
             &[r("glibc", 6.0, None), r("hopless", 3.0, None)],
@@ -207,5 +242,8 @@ mod tests {
         let row = t.lines().nth(1).unwrap();
         assert!(row.contains("6.00 [6.0-6.0]") && !row.contains('x'), "{t}");
         assert!(t.lines().nth(2).unwrap().ends_with(" -"), "{t}");
+        let c = c_abi_cost_table(&[r("glibc", 6.0, None)], &["pair-16"], &["glibc", "hopless"]);
+        let row = c.lines().nth(1).unwrap();
+        assert!(row.contains("2 / 1") && row.ends_with(" -"), "{c}");
     }
 }

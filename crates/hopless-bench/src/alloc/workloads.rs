@@ -23,19 +23,34 @@
 //! - `all-to-all-N`: N threads (4 and 16) each put fresh 16..=256-byte blocks into random slots of one
 //!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another
 //!   thread); no thread knows that block's size, so only an allocator whose free needs none runs it;
+//! - `fifo-lifo-N`: per size from 16 B to 4 KiB (16 sizes), N blocks (25, 100, 400, 1600) allocated and
+//!   written, then the older half freed oldest first and the newer half newest first: a working set
+//!   larger than a thread cache, in one thread;
+//! - `mixed-sizes`: 2 000 live blocks of 16 B..32 KiB (log-uniform); each op frees a random one and
+//!   allocates a new one of a random size in its place;
+//! - `exchange-N`: N threads (2, 4, 16) each replace random slots of an array of 1 024 blocks of
+//!   8..=1024 bytes and hand the array to the next thread every 256 replacements: a server whose
+//!   requests are freed by other threads;
+//! - `queue-churn`: two producers allocate 512 B..20 KiB blocks into a queue the main thread frees, while
+//!   three threads churn 64 live blocks each of 600 B..70 KiB (the CPython case of issue 26: slabs
+//!   emptied and needed again at once);
 //! - `large-churn`: 32 live large blocks; each op frees a random one and allocates 256 KiB..8 MiB in its
 //!   place, writing every page (a fixed sequence): what the allocator does with freed large memory
 //!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost.
 
 mod cross_thread;
+mod exchange;
 mod single_thread;
+mod working_set;
 
 pub use single_thread::ChurnPlan;
 
 use super::blocks::Blocks;
 use super::touch::Touch;
 use cross_thread::{all_to_all, handoff, producer_consumer, producer_consumers};
+use exchange::{exchange, queue_churn};
 use single_thread::{batch, churn, large_churn, lifo, pair};
+use working_set::{fifo_lifo, mixed_sizes};
 
 /// `base` ops scaled, at least one.
 fn ops(base: usize, scale: f64) -> usize {
@@ -61,6 +76,15 @@ pub fn run<B: Blocks, T: Touch>(b: &B, name: &str, scale: f64, plan: &ChurnPlan)
         "handoff-1" => handoff::<B, T>(b, 1, ops(2_000_000, scale)),
         "handoff-3" => handoff::<B, T>(b, 3, ops(2_000_000, scale)),
         "handoff-15" => handoff::<B, T>(b, 15, ops(2_000_000, scale)),
+        "fifo-lifo-25" => fifo_lifo::<B, T>(b, 25, ops(2_000_000, scale)),
+        "fifo-lifo-100" => fifo_lifo::<B, T>(b, 100, ops(2_000_000, scale)),
+        "fifo-lifo-400" => fifo_lifo::<B, T>(b, 400, ops(2_000_000, scale)),
+        "fifo-lifo-1600" => fifo_lifo::<B, T>(b, 1600, ops(2_000_000, scale)),
+        "mixed-sizes" => mixed_sizes::<B, T>(b, ops(1_000_000, scale)),
+        "exchange-2" => exchange::<B, T>(b, 2, ops(1_000_000, scale)),
+        "exchange-4" => exchange::<B, T>(b, 4, ops(1_000_000, scale)),
+        "exchange-16" => exchange::<B, T>(b, 16, ops(1_000_000, scale)),
+        "queue-churn" => queue_churn::<B, T>(b, ops(200_000, scale)),
         "large-churn" => large_churn::<B, T>(b, ops(1_500, scale)),
         other => panic!("unknown workload {other}"),
     }

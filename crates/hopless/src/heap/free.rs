@@ -249,7 +249,14 @@ impl<P: PageSource> Heap<P> {
                 };
                 report_bad_free(e, p, usize::MAX, ptr::null_mut());
             }
-            self.large.free(&self.source, seg)
+            self.large.free(&self.source, seg);
+        }
+        // Where large memory is given back, every empty slab that waited out the purge delay goes too
+        // (a slab purged here has been unused for the delay, so this is at most one `madvise` per slab
+        // per delay): a program past a phase of small blocks gives them back without a trim.
+        let keep_last_page = self.checks().keep_last_page;
+        for pool in [&self.small, &self.medium] {
+            pool.purge_expired(&self.source, keep_last_page, pool.max_dirty());
         }
     }
 }

@@ -408,6 +408,20 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
+    /// How long a slab that falls free waits, resident, before it is purged (see `central`).
+    #[cfg(test)]
+    pub(crate) fn set_purge_delay_ms(&self, ms: u32) {
+        for pool in [&self.small, &self.medium] {
+            pool.purge_delay_ms.store(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// Dirty slabs the small pool keeps at most however recently used (see `central`).
+    #[cfg(test)]
+    pub(crate) fn max_dirty_small(&self) -> usize {
+        self.small.max_dirty()
+    }
+
     /// Gives back to the OS everything it can: the batches in transfer slots go to their slabs, then
     /// fully free slabs every class keeps, every dirty slab in the pools, the large-mapping cache, and
     /// the magazine pages parked caches keep for the next threads. Blocks in thread caches stay there

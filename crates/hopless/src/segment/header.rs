@@ -120,7 +120,10 @@ pub struct Slab {
     /// under the class lock; read without it by `free`, which refuses a block at or beyond it (never
     /// handed out). Only grows while any block of the slab is in use, so a correct free always passes.
     pub carved: AtomicU32,
-    /// No bitmap word below `hint` has a set bit.
+    /// While the slab belongs to a class: no bitmap word below `hint` has a set bit. While it is on its
+    /// pool's dirty list: when it went there, the low 32 bits of `platform::now_ms` (the pool purges it
+    /// once it has stayed unused for the purge delay; see `central`), read and written under the pool
+    /// lock. One field for both keeps the header at 192 bytes, three cache lines from a 64-byte boundary.
     pub hint: u32,
     /// The class's `CLASS_DIV_INV`: `size_class::exact_block_index` of an offset is the index of the
     /// block starting there, or a number far above any block count when none does.
@@ -133,6 +136,11 @@ pub struct Slab {
     /// being in its slab (atomics, relaxed: plain moves on x86-64).
     pub bitmap: [AtomicU64; BITMAP_WORDS],
 }
+
+// Three cache lines: with the headers starting 64 bytes into the segment, each starts on a line, so the
+// free path's fields (the first 48 bytes) are one line.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::size_of::<Slab>() == 192);
 
 /// A block on its way back to its slab, checked without the class lock ([`Slab::check_return`]): the
 /// block, its slab header and its index there.

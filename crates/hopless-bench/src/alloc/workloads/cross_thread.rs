@@ -14,11 +14,11 @@ use crate::alloc::touch::Touch;
 
 /// How long the C-ABI view's workloads spin on an empty or full queue before they start yielding (the
 /// machine may have fewer cores than threads).
-const SPINS: u32 = 64;
+pub(super) const SPINS: u32 = 64;
 
 /// Spins, then yields once the wait passes `spins` tries.
 #[inline(always)]
-fn backoff(idle: &mut u32, spins: u32) {
+pub(super) fn backoff(idle: &mut u32, spins: u32) {
     *idle += 1;
     if *idle > spins {
         std::thread::yield_now();
@@ -29,7 +29,7 @@ fn backoff(idle: &mut u32, spins: u32) {
 
 /// Pushes `v`, waiting (with [`backoff`]) while the queue is full.
 #[inline(always)]
-fn push_waiting<T>(q: &ArrayQueue<T>, mut v: T) {
+pub(super) fn push_waiting<T>(q: &ArrayQueue<T>, mut v: T) {
     let mut idle = 0;
     while let Err(back) = q.push(v) {
         v = back;
