@@ -178,7 +178,7 @@ impl ClassHeap {
         drop(g);
         if visited_pool {
             // A program that only allocates for a while still gives back what stayed dirty too long.
-            pool.purge_expired(source, checks.keep_last_page, PURGES_PER_CHECK);
+            pool.purge_expired(source, checks.keep_last_page, PURGES_PER_CHECK, pool.max_dirty());
         }
         got
     }
@@ -430,9 +430,20 @@ impl SlabPool {
         }
     }
 
-    /// Whether the oldest dirty slab (the tail) should go now: the list is over its cap, or the slab has
-    /// waited out the purge delay. Never while `keep_dirty` is on.
-    fn purge_due(&self, g: &PoolInner, now: u64) -> bool {
+    /// Dirty slabs kept when a thread exits (1 MiB of small slabs, 2 MiB of medium: the caps hopless had
+    /// before purges waited). A thread's exit flushes its magazines, which empties the slabs only it was
+    /// carving; a program that ends thousands of threads gives those pages back at once, as before, rather
+    /// than keeping up to [`SlabPool::max_dirty`] resident for the delay.
+    pub const fn exit_dirty(&self) -> usize {
+        match self.kind {
+            SegmentKind::Medium => 4,
+            _ => 16,
+        }
+    }
+
+    /// Whether the oldest dirty slab (the tail) should go now: the list is longer than `cap`, or the slab
+    /// has waited out the purge delay. Never while `keep_dirty` is on.
+    fn purge_due(&self, g: &PoolInner, now: u64, cap: usize) -> bool {
         if g.dirty.tail.is_null() || self.keep_dirty.load(Ordering::Relaxed) {
             return false;
         }
@@ -441,7 +452,7 @@ impl SlabPool {
         // when it became dirty.
         let since = unsafe { (*g.dirty.tail).hint };
         // Wrapping: right for any wait under 49 days (a longer one only waits for the next delay).
-        g.dirty.len > self.max_dirty() || (now as u32).wrapping_sub(since) >= delay
+        g.dirty.len > cap || (now as u32).wrapping_sub(since) >= delay
     }
 
     /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
@@ -531,7 +542,7 @@ impl SlabPool {
         unsafe {
             (*s).hint = now as u32;
             g.dirty.push_front(s);
-            if self.purge_due(&g, now) {
+            if self.purge_due(&g, now, self.max_dirty()) {
                 let v = g.dirty.pop_back();
                 (*v).state = SlabState::Purging;
                 return v;
@@ -540,12 +551,13 @@ impl SlabPool {
         ptr::null_mut()
     }
 
-    /// Takes the oldest dirty slab if it is due for a purge (see [`SlabPool::put`]), or null. The caller
-    /// purges it with [`SlabPool::purge`] once it holds no lock.
-    pub fn take_expired(&self) -> *mut Slab {
+    /// Takes the oldest dirty slab if it is due for a purge (past the delay, or the list longer than
+    /// `cap`: see [`SlabPool::put`]), or null. The caller purges it with [`SlabPool::purge`] once it holds
+    /// no lock.
+    pub fn take_expired(&self, cap: usize) -> *mut Slab {
         let now = now_ms();
         let mut g = self.inner.lock();
-        if !self.purge_due(&g, now) {
+        if !self.purge_due(&g, now, cap) {
             return ptr::null_mut();
         }
         // SAFETY: pool lock held; the tail exists (`purge_due`), and off the list it is ours.
@@ -556,11 +568,11 @@ impl SlabPool {
         }
     }
 
-    /// Purges up to `max` dirty slabs that waited out the delay (or are over the cap). Takes the pool
-    /// lock once per slab; the caller holds no lock.
-    pub fn purge_expired<P: PageSource>(&self, source: &P, keep_last_page: bool, max: usize) {
+    /// Purges up to `max` dirty slabs that waited out the delay or stand beyond the first `cap`. Takes
+    /// the pool lock once per slab; the caller holds no lock.
+    pub fn purge_expired<P: PageSource>(&self, source: &P, keep_last_page: bool, max: usize, cap: usize) {
         for _ in 0..max {
-            let v = self.take_expired();
+            let v = self.take_expired(cap);
             if v.is_null() {
                 break;
             }

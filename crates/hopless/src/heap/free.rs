@@ -256,7 +256,7 @@ impl<P: PageSource> Heap<P> {
         // per delay): a program past a phase of small blocks gives them back without a trim.
         let keep_last_page = self.checks().keep_last_page;
         for pool in [&self.small, &self.medium] {
-            pool.purge_expired(&self.source, keep_last_page, pool.max_dirty());
+            pool.purge_expired(&self.source, keep_last_page, pool.max_dirty(), pool.max_dirty());
         }
     }
 }

@@ -125,6 +125,14 @@ impl<P: PageSource> Heap<P> {
     pub(crate) unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
         // SAFETY: per the caller.
         unsafe { self.flush_all(tc) };
+        // Thread exit gives memory back: the flush may have emptied the slabs this thread alone carved,
+        // and past a small cap those go to the OS now instead of after the purge delay (a program that
+        // ends 2000 threads must not keep their slabs resident; one that ends a thread now and then pays
+        // at most the few `madvise` calls it paid before purges waited).
+        let keep_last_page = self.checks().keep_last_page;
+        for pool in [&self.small, &self.medium] {
+            pool.purge_expired(&self.source, keep_last_page, pool.max_dirty(), pool.exit_dirty());
+        }
         // The next thread most often comes soon (a thread per task or connection): a few parked caches
         // keep their magazine pages, so that thread neither faults them in again nor waits on the
         // `madvise` that gave them back, whose TLB shootdown interrupts every core running the process.
