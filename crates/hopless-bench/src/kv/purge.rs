@@ -5,10 +5,15 @@
 use std::ffi::CStr;
 
 /// glibc: `malloc_trim(0)` (every arena, free pages in the middle of the heaps too).
+#[cfg(target_env = "gnu")]
 pub fn system() {
     // SAFETY: malloc_trim takes no pointers and may be called at any time.
     unsafe { libc::malloc_trim(0) };
 }
+
+/// Other C libraries (musl's malloc): no call to ask; what they gave back on free is what there is.
+#[cfg(not(target_env = "gnu"))]
+pub fn system() {}
 
 /// jemalloc's `MALLCTL_ARENAS_ALL` (a macro in jemalloc.h, not exported by tikv-jemalloc-sys).
 const MALLCTL_ARENAS_ALL: u32 = 4096;
