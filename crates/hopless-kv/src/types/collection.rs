@@ -11,10 +11,8 @@ use super::zset::ZSet;
 use crate::alloc::KvAlloc;
 
 /// What a non-string key holds. It lives inside its key's item (see `value.rs`), so every key of any
-/// collection type pays its size: each variant is at most 16 bytes (a compact form is one [`ThinBuf`],
-/// a large one a box), and a list, whose struct is larger, is boxed.
-///
-/// [`ThinBuf`]: super::thin_buf::ThinBuf
+/// collection type pays its size: each variant is at most 16 bytes (a compact form is one `ThinBuf`
+/// (`types::thin_buf`), a large one a box), and a list, whose struct is larger, is boxed.
 pub enum Collection<A: KvAlloc> {
     List(Box<List<A>, A>),
     Hash(Hash<A>),

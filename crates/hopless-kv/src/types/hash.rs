@@ -1,9 +1,9 @@
 //! A hash (field → value), in one of two forms as Redis keeps it:
 //!
-//! - compact (OBJECT ENCODING `listpack`): field, value, field, value... in one [`Packed`] block, in
+//! - compact (OBJECT ENCODING `listpack`): field, value, field, value... in one `Packed` block, in
 //!   insertion order, while the hash has at most `hash-max-listpack-entries` fields and no field or value
 //!   longer than `hash-max-listpack-value` bytes. Lookups walk the block (it is small).
-//! - large (`hashtable`): [`dict::Dict`], O(1) lookups, inserts, removals and random picks.
+//! - large (`hashtable`): `dict::Dict`, O(1) lookups, inserts, removals and random picks.
 //!
 //! A hash converts to the large form when a write crosses a threshold, and never back (as in Redis):
 //! the threshold is checked on every write of a field and value, against the limits of that moment.
@@ -172,7 +172,7 @@ impl<A: KvAlloc> Hash<A> {
     /// One step of HSCAN from `cursor`: calls `f` on each field and value visited, returns the next
     /// cursor (0 when done). The compact form gives everything at once with cursor 0, as Redis does for
     /// a listpack; the large form visits `count` positions of its array, from the end towards the front
-    /// (see [`dict`] for why nothing present throughout a scan is missed).
+    /// (see `dict` for why nothing present throughout a scan is missed).
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], &'a [u8])) -> u64 {
         match &self.repr {
             Repr::Compact(_) => {

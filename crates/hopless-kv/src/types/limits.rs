@@ -1,5 +1,5 @@
 //! The size thresholds of the compact forms ([`Limits`], as Redis's configuration names them) and the
-//! store's current ones, changed at run time ([`LimitsCell`]).
+//! store's current ones, changed at run time (`LimitsCell`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

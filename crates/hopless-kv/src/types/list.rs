@@ -1,4 +1,4 @@
-//! A list, kept as Redis keeps one (its quicklist): a sequence of nodes, each a [`Packed`] block of at
+//! A list, kept as Redis keeps one (its quicklist): a sequence of nodes, each a `Packed` block of at
 //! most `list-max-listpack-size` entries (positive) or bytes (negative: -1 is 4 KiB ... -5 is 64 KiB), in
 //! a ring of nodes (`nodes.rs`) so that pushing and popping at either end is O(1) amortised. An index is
 //! found by walking the nodes' entry counts from the nearer end; an entry inside a node by walking the
@@ -69,7 +69,7 @@ impl<A: KvAlloc> List<A> {
         self.nodes.alloc()
     }
 
-    /// A deep copy, node for node (COPY). Always `Some`: like every growth of a [`Packed`] block, a
+    /// A deep copy, node for node (COPY). Always `Some`: like every growth of a `Packed` block, a
     /// failed allocation here aborts rather than returning.
     pub fn try_clone(&self) -> Option<Self> {
         let mut c = List::new_in(self.nodes.alloc().clone());

@@ -1,5 +1,5 @@
 //! The collection types a key can hold besides a string: lists, hashes, sets and sorted sets, each with
-//! Redis's semantics and a compact form for small collections (one [`packed`] block, as Redis's
+//! Redis's semantics and a compact form for small collections (one `packed` block, as Redis's
 //! listpack) beside a large form with Redis's complexity.
 //!
 //! A collection lives inside its item (the item's value bytes hold it, see `value.rs`); every

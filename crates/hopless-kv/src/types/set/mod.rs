@@ -4,7 +4,7 @@
 //!   "+1" and "-0" are not) and there are at most `set-max-intset-entries`: sorted integers, 2, 4 or 8
 //!   bytes each, binary search (`intset.rs`). Iterates in ascending order, as Redis's does.
 //! - **listpack**: while there are at most `set-max-listpack-entries` members of at most
-//!   `set-max-listpack-value` bytes: one [`Packed`] block, insertion order, linear search.
+//!   `set-max-listpack-value` bytes: one `Packed` block, insertion order, linear search.
 //! - **hashtable**: otherwise: a hash index over a dense vector of members (`table.rs`).
 //!
 //! A set starts as an intset, and converts once when an add crosses a threshold: an intset to a listpack
