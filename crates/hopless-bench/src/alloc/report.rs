@@ -95,63 +95,70 @@ pub struct CAbiResult {
     pub switches: f64,
 }
 
-/// The C-ABI table: one row per workload, a column per library (in `libs` order), each cell the median
-/// ns/op, [min-max] over the runs, and the median's ratio to mimalloc's.
-pub fn c_abi_table(results: &[CAbiResult], workloads: &[&str], libs: &[&str]) -> String {
-    const W: usize = 27;
+/// A table of the C-ABI view: a row per workload, a column per library (in `libs` order), each cell
+/// `cell` of that library's result ("-" where it has none), then the legend line.
+fn c_abi_grid(
+    results: &[CAbiResult],
+    workloads: &[&str],
+    libs: &[&str],
+    (corner, width): (&str, usize),
+    cell: impl Fn(&CAbiResult) -> String,
+    legend: &str,
+) -> String {
     let mut out = String::new();
-    let _ = write!(out, "{:<20}", "workload (ns/op)");
+    let _ = write!(out, "{corner:<20}");
     for l in libs {
-        let _ = write!(out, " {l:>W$}");
+        let _ = write!(out, " {l:>width$}");
     }
     out.push('\n');
     for w in workloads {
         let _ = write!(out, "{w:<20}");
         for l in libs {
-            let Some(r) = results.iter().find(|r| r.workload == *w && r.allocator == *l) else {
-                let _ = write!(out, " {:>W$}", "-");
-                continue;
+            let text = match results.iter().find(|r| r.workload == *w && r.allocator == *l) {
+                Some(r) => cell(r),
+                None => "-".to_string(),
             };
-            let range = format!("[{:.1}-{:.1}]", r.min_ns_per_op, r.max_ns_per_op);
-            let cell = match r.ratio_to_mimalloc {
-                Some(x) => format!("{:.2} {range} {x:.2}x", r.ns_per_op),
-                None => format!("{:.2} {range}", r.ns_per_op),
-            };
-            let _ = write!(out, " {cell:>W$}");
+            let _ = write!(out, " {text:>width$}");
         }
         out.push('\n');
     }
-    out.push_str("(median [min-max] over the runs; x: the median relative to mimalloc's; lower is better)\n");
+    out.push_str(legend);
+    out.push('\n');
     out
+}
+
+/// The C-ABI table: one row per workload, a column per library (in `libs` order), each cell the median
+/// ns/op, [min-max] over the runs, and the median's ratio to mimalloc's.
+pub fn c_abi_table(results: &[CAbiResult], workloads: &[&str], libs: &[&str]) -> String {
+    c_abi_grid(
+        results,
+        workloads,
+        libs,
+        ("workload (ns/op)", 27),
+        |r| {
+            let range = format!("[{:.1}-{:.1}]", r.min_ns_per_op, r.max_ns_per_op);
+            match r.ratio_to_mimalloc {
+                Some(x) => format!("{:.2} {range} {x:.2}x", r.ns_per_op),
+                None => format!("{:.2} {range}", r.ns_per_op),
+            }
+        },
+        "(median [min-max] over the runs; x: the median relative to mimalloc's; lower is better)",
+    )
 }
 
 /// The C-ABI view's second table: per workload and library, the median minor page faults and voluntary
 /// context switches of a measured run (the same ops for every library in a row): what purging freed
 /// pages too early, or making threads wait, costs.
 pub fn c_abi_cost_table(results: &[CAbiResult], workloads: &[&str], libs: &[&str]) -> String {
-    const W: usize = 19;
-    let mut out = String::new();
-    let _ = write!(out, "{:<20}", "faults / switches");
-    for l in libs {
-        let _ = write!(out, " {l:>W$}");
-    }
-    out.push('\n');
-    for w in workloads {
-        let _ = write!(out, "{w:<20}");
-        for l in libs {
-            let cell = match results.iter().find(|r| r.workload == *w && r.allocator == *l) {
-                Some(r) => format!("{:.0} / {:.0}", r.faults, r.switches),
-                None => "-".to_string(),
-            };
-            let _ = write!(out, " {cell:>W$}");
-        }
-        out.push('\n');
-    }
-    out.push_str(
+    c_abi_grid(
+        results,
+        workloads,
+        libs,
+        ("faults / switches", 19),
+        |r| format!("{:.0} / {:.0}", r.faults, r.switches),
         "(median over the runs of a measured run's minor page faults / voluntary context switches, whole \
-         process)\n",
-    );
-    out
+         process)",
+    )
 }
 
 /// `{"view": "c-abi", "skipped": [...], "results": [...]}`, every run in each result.
