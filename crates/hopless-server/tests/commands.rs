@@ -334,3 +334,35 @@ impl TapBind for hopless_server::ServeOptions {
         self
     }
 }
+
+/// DEBUG OBJECT, as Redis's own test units read it: the encoding, refcount and a string's length in
+/// Redis's one-line status reply; a missing key is Redis's error.
+#[test]
+fn debug_object_describes_a_value_as_redis_does() {
+    let server = common::start();
+    let mut c = common::client(server.addr());
+    let _: () = c.set("n", "20000").unwrap();
+    let line: String = redis::cmd("DEBUG").arg("OBJECT").arg("n").query(&mut c).unwrap();
+    let words: Vec<&str> = line.split(' ').collect();
+    assert_eq!(words.len(), 7, "{line}");
+    assert!(words[0] == "Value" && words[1].starts_with("at:0x"), "{line}");
+    assert_eq!(
+        words[2..],
+        [
+            "refcount:1",
+            "encoding:int",
+            "serializedlength:5",
+            "lru:0",
+            "lru_seconds_idle:0"
+        ]
+    );
+    let _: () = c.hset("h", "f", "v").unwrap();
+    let line: String = redis::cmd("DEBUG").arg("OBJECT").arg("h").query(&mut c).unwrap();
+    assert!(line.contains(" encoding:listpack "), "{line}");
+    let big: Vec<(String, String)> = (0..1000).map(|i| (format!("f{i}"), "v".into())).collect();
+    let _: () = c.hset_multiple("h", &big).unwrap();
+    let line: String = redis::cmd("DEBUG").arg("OBJECT").arg("h").query(&mut c).unwrap();
+    assert!(line.contains(" encoding:hashtable "), "{line}");
+    let e: RedisResult<String> = redis::cmd("DEBUG").arg("OBJECT").arg("missing").query(&mut c);
+    assert_eq!(e.unwrap_err().detail(), Some("no such key"));
+}

@@ -1,9 +1,11 @@
 //! Administration: SHUTDOWN (stop the server), DEBUG SLEEP (block a worker, as in Redis), DEBUG
-//! SET-ACTIVE-EXPIRE (the background expiry off or on) and TIME.
+//! SET-ACTIVE-EXPIRE (the background expiry off or on), DEBUG OBJECT (a key's value described as Redis
+//! describes it) and TIME.
 
 use bytes::Bytes;
 
 use super::command::{Action, Command, Ctx};
+use super::object::{encoding_of, refcount_of};
 use crate::errors::{unknown_sub, CmdError, CmdResult, SYNTAX};
 use crate::words::eq;
 
@@ -15,7 +17,7 @@ pub(super) const COMMANDS: &[Command] = &[
         .acl("@admin @slow @dangerous")
         .doc("server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server"),
     Command::new("debug", -2, "admin noscript loading stale", debug).acl("@admin @slow @dangerous")
-        .subs(&["sleep", "set-active-expire", "help"])
+        .subs(&["object", "sleep", "set-active-expire", "help"])
         .doc("server", "1.0.0", "A container for debugging commands"),
     Command::new("time", 1, "loading stale fast", time).acl("@fast")
         .doc("server", "2.6.0", "Return the current server time"),
@@ -64,5 +66,34 @@ fn debug(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         c.out.ok();
         return Ok(());
     }
+    if eq(&a[1], "object") && a.len() == 3 {
+        return debug_object(c, &a[2]);
+    }
     Err(unknown_sub(c.name, &a[1]))
+}
+
+/// DEBUG OBJECT: Redis's one-line description of a key's value, `Value at:<address> refcount:<n>
+/// encoding:<name> serializedlength:<bytes> lru:<clock> lru_seconds_idle:<seconds>`. The encoding and
+/// refcount are OBJECT's; the address is where a string's bytes are (its item's block: an INCR that
+/// rewrites the value in place keeps it, one that makes a new item does not), and 0x0 for a collection
+/// (the store hands out no address of one). serializedlength is the length of the value's text for a
+/// string (Redis's RDB length, which compresses, can be smaller) and MEMORY USAGE for a collection
+/// (hopless writes no RDB). The store keeps a logical access clock, not a time: lru and the idle seconds
+/// read 0.
+fn debug_object(c: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    let store = &c.shared.store;
+    let Some(encoding) = encoding_of(store, key) else {
+        return Err(CmdError::Static("ERR no such key"));
+    };
+    let (at, length) = match store.get(key) {
+        Ok(Some(v)) => (v.as_ptr() as usize, v.len()),
+        _ => (0, store.memory_usage(key).unwrap_or(0)),
+    };
+    let refcount = refcount_of(store, key);
+    let line = format!(
+        "Value at:{at:#x} refcount:{refcount} encoding:{encoding} serializedlength:{length} lru:0 \
+         lru_seconds_idle:0"
+    );
+    c.out.simple(&line);
+    Ok(())
 }

@@ -37,27 +37,11 @@ fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 return Ok(());
             }
             match sub.as_str() {
-                "encoding" => {
-                    let e = store
-                        .coll_encoding(&a[2])
-                        .or_else(|| store.string_encoding(&a[2]).map(|e| e.as_str()));
-                    match e {
-                        Some(e) => c.out.bulk(e.as_bytes()),
-                        None => c.out.null(),
-                    }
-                }
-                "refcount" => {
-                    let shares = store.maxmemory() == 0 || store.policy() != Policy::SampledLru;
-                    let shared = shares
-                        && store.string_encoding(&a[2]) == Some(StringEncoding::Int)
-                        && store
-                            .get(&a[2])
-                            .ok()
-                            .flatten()
-                            .and_then(|v| parse_i64(&v))
-                            .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
-                    c.out.int(if shared { SHARED_REFCOUNT } else { 1 });
-                }
+                "encoding" => match encoding_of(store, &a[2]) {
+                    Some(e) => c.out.bulk(e.as_bytes()),
+                    None => c.out.null(),
+                },
+                "refcount" => c.out.int(refcount_of(store, &a[2])),
                 "idletime" => c.out.int(0),
                 _ => {
                     return Err(CmdError::Static(
@@ -73,6 +57,31 @@ fn object(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         _ => return Err(unknown_sub(c.name, &a[1])),
     }
     Ok(())
+}
+
+/// The name Redis would give the encoding of `key`'s value (see [`object`]); `None` when it is missing.
+pub(super) fn encoding_of(store: &hopless_kv::Store, key: &[u8]) -> Option<&'static str> {
+    store
+        .coll_encoding(key)
+        .or_else(|| store.string_encoding(key).map(|e| e.as_str()))
+}
+
+/// OBJECT REFCOUNT's answer for `key` (see [`object`]).
+pub(super) fn refcount_of(store: &hopless_kv::Store, key: &[u8]) -> i64 {
+    let shares = store.maxmemory() == 0 || store.policy() != Policy::SampledLru;
+    let shared = shares
+        && store.string_encoding(key) == Some(StringEncoding::Int)
+        && store
+            .get(key)
+            .ok()
+            .flatten()
+            .and_then(|v| parse_i64(&v))
+            .is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
+    if shared {
+        SHARED_REFCOUNT
+    } else {
+        1
+    }
 }
 
 /// Redis's `OBJ_SHARED_INTEGERS` and the refcount it reports for them.
