@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use hopless_kv::store::Moved;
 use hopless_kv::{Config, Error, Limits, Store};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -228,19 +229,22 @@ fn step(rng: &mut SmallRng, s: &Store, m: &mut Model, prefix: &str) {
         12 => {
             let (d, x) = (key(rng), member(rng));
             let got = s.smove(&k, &d, &x);
-            let want = match (m.set(&k), m.set(&d)) {
-                (Ok(None), _) => Ok(false),
+            // (in the source, in the destination), or None when the source is missing.
+            let found = match (m.set(&k), m.set(&d)) {
+                (Ok(None), _) => Ok(None),
                 (Err(e), _) | (_, Err(e)) => Err(e),
-                (Ok(Some(src)), Ok(_)) => {
-                    let present = src.contains(&x);
-                    if present && k != d {
-                        m.set_mut(&k).remove(&x);
-                        m.tidy(&k);
-                        m.set_mut(&d).insert(x.clone());
-                    }
-                    Ok(present)
-                }
+                (Ok(Some(src)), Ok(dst)) => Ok(Some((src.contains(&x), dst.is_some_and(|d| d.contains(&x))))),
             };
+            let want = found.map(|f| match f {
+                None | Some((false, _)) => Moved::No,
+                Some((true, _)) if k == d => Moved::InPlace,
+                Some((true, had)) => {
+                    m.set_mut(&k).remove(&x);
+                    m.tidy(&k);
+                    m.set_mut(&d).insert(x.clone());
+                    Moved::Yes { added: !had }
+                }
+            });
             assert_eq!(got, want);
         }
         13..=15 => {

@@ -313,6 +313,32 @@ fn watch_against_other_connections(threads: usize) {
         Run(0, "MULTI"),
         Run(0, "SCARD s"),
         Run(0, "EXEC"),
+        // SMOVE changes its destination only when the member is new there, and nothing when the
+        // source is the destination (Redis's unit/type/set: "SMOVE only notify dstset when the
+        // addition is successful").
+        Run(1, "SADD src a b"),
+        Run(1, "SADD dst a"),
+        Run(0, "WATCH dst"),
+        Run(0, "MULTI"),
+        Run(0, "SADD dst c"),
+        Run(1, "SMOVE src dst a"),
+        Run(0, "EXEC"),
+        Run(0, "SCARD dst"),
+        Run(0, "WATCH src"),
+        Run(1, "SMOVE src src b"),
+        Run(0, "MULTI"),
+        Run(0, "SCARD src"),
+        Run(0, "EXEC"),
+        Run(0, "WATCH src dst"),
+        Run(1, "SMOVE src dst b"),
+        Run(0, "MULTI"),
+        Run(0, "SCARD dst"),
+        Run(0, "EXEC"),
+        Run(0, "WATCH dst"),
+        Run(1, "SMOVE dst src c"),
+        Run(0, "MULTI"),
+        Run(0, "SCARD dst"),
+        Run(0, "EXEC"),
     ]);
     p.assert_none();
 }

@@ -64,6 +64,7 @@ pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
+pub use self::set::Moved;
 pub use self::shard::Store;
 pub use self::stats::Stats;
 pub use crate::redis_util::{glob_match, parse_i64};

@@ -162,6 +162,25 @@ fn compute<A: KvAlloc>(
     }
 }
 
+/// What SMOVE did, as Redis tells its watchers: the source changed only when the member moved, the
+/// destination only when it did not hold the member already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    /// The member is not in the source (or the source is missing): nothing changed; the reply is 0.
+    No,
+    /// The source is the destination and holds the member: nothing changed; the reply is 1.
+    InPlace,
+    /// Moved out of the source; `added`: the destination did not hold it before. The reply is 1.
+    Yes { added: bool },
+}
+
+impl Moved {
+    /// SMOVE's reply: whether the member was in the source.
+    pub fn replied(self) -> bool {
+        self != Moved::No
+    }
+}
+
 impl<A: KvAlloc> Store<A> {
     /// SADD: adds the members (creating the set); how many were new.
     pub fn sadd(&self, key: &[u8], members: &[&[u8]]) -> Result<usize> {
@@ -262,28 +281,33 @@ impl<A: KvAlloc> Store<A> {
         Ok(r.transpose()?.unwrap_or_default())
     }
 
-    /// SMOVE: moves `member` from `src` to `dst` (creating it); whether it was in `src`. A missing `src`
-    /// answers false before `dst`'s type is looked at, as in Redis.
-    pub fn smove(&self, src: &[u8], dst: &[u8], member: &[u8]) -> Result<bool> {
+    /// SMOVE: moves `member` from `src` to `dst` (creating it), and says what changed (Redis replies 1
+    /// unless [`Moved::No`]). A missing `src` answers [`Moved::No`] before `dst`'s type is looked at, as
+    /// in Redis.
+    pub fn smove(&self, src: &[u8], dst: &[u8], member: &[u8]) -> Result<Moved> {
         self.with_keys(&[src, dst], |v| {
             let Some(s) = v.coll(0, Kind::Set)? else {
-                return Ok(false);
+                return Ok(Moved::No);
             };
             let present = as_set(s).contains(member);
             if v.kind(1).is_some_and(|k| k != Kind::Set) {
                 return Err(Error::WrongType);
             }
-            if src == dst || !present {
-                return Ok(present);
+            if !present {
+                return Ok(Moved::No);
+            }
+            if src == dst {
+                return Ok(Moved::InPlace);
             }
             let lim = set_limits(v.limits());
             if let Some(s) = v.coll_mut(0, Kind::Set, false)? {
                 as_set_mut(s).remove(member);
             }
+            let mut added = false;
             if let Some(d) = v.coll_mut(1, Kind::Set, true)? {
-                as_set_mut(d).add(member, &lim);
+                added = as_set_mut(d).add(member, &lim);
             }
-            Ok(true)
+            Ok(Moved::Yes { added })
         })
     }
 

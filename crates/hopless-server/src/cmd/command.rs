@@ -94,6 +94,10 @@ pub struct Ctx<'a> {
     /// Runs one more command for this connection, without the loop's gate (EXEC's queue, under the
     /// exclusive hold): the dispatcher's, handed down so that no family imports the dispatcher.
     pub run: Runner,
+    /// Set by a write that knows it changed only some of its keys (SMOVE to a set that already held the
+    /// member changes only the source): the positions in the arguments of those it changed. `None`:
+    /// every key, unless the command's `unchanged` test says none.
+    pub changed_keys: Option<&'static [usize]>,
 }
 
 /// Runs the command at table index `i` with `args` for a connection inside EXEC.

@@ -190,16 +190,18 @@ fn run(
         action: Action::Continue,
         in_exec,
         run: run_in_exec,
+        changed_keys: None,
     };
     let r = (cmd.handler)(&mut ctx, args);
     let action = ctx.action;
+    let changed_keys = ctx.changed_keys;
     match r {
         Err(e) => {
             stat.failed.fetch_add(1, Ordering::Relaxed);
             ctx.out.error(&e.into_text(cmd.name));
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
-            after_write(shared, i, args, in_exec)
+            after_write(shared, i, args, changed_keys, in_exec)
         }
         Ok(()) => {}
     }
@@ -216,19 +218,23 @@ fn run(
 /// After a write command to `args`'s keys (still under the loop's gate): serves the clients blocked on
 /// them (a transaction serves them once, after its last command), and marks the clients watching them
 /// or the keys those pops changed.
-fn after_write(shared: &Shared, i: usize, args: &[Bytes], in_exec: bool) {
+fn after_write(shared: &Shared, i: usize, args: &[Bytes], changed: Option<&[usize]>, in_exec: bool) {
     crate::watch::Watches::after_write_fence();
     let table = table();
+    // The keys it changed: those the handler named, or all of the command's (no allocation either way).
+    let keys = || {
+        let named = changed.map(|at| at.iter().filter_map(|&j| args.get(j)).map(|k| &k[..]));
+        let all = changed.is_none().then(|| table.keys(i, args));
+        named.into_iter().flatten().chain(all.into_iter().flatten())
+    };
     let served = if !in_exec && shared.blocked.active() {
-        shared.blocked.serve(&shared.store, table.keys(i, args))
+        shared.blocked.serve(&shared.store, keys())
     } else {
         Vec::new()
     };
     if shared.watches.active() {
         // The served clients' pops and pushes (BRPOPLPUSH's destination) are writes too.
-        shared
-            .watches
-            .touch(table.keys(i, args).chain(served.iter().map(|k| &k[..])));
+        shared.watches.touch(keys().chain(served.iter().map(|k| &k[..])));
     }
 }
 

@@ -17,7 +17,8 @@ pub(super) const COMMANDS: &[Command] = &[
 ];
 
 /// OBJECT ENCODING: a collection names the form it is really in (`listpack`, `quicklist`, `intset`,
-/// `hashtable`, `skiplist`: Redis's names for the same shapes). Every string is stored the same way (one
+/// `hashtable`, `skiplist`: Redis 7.0's names for the same shapes; a packed set, which 7.0 does not
+/// have, is `hashtable`, as 7.0 names every set that is not an intset). Every string is stored the same way (one
 /// block: header, key, value), but clients and tools expect Redis's names, so the answer is what Redis
 /// would have made of the value: `int` for an integer of up to 20 characters, `embstr` up to 44 bytes,
 /// `raw` beyond, and `raw` after an edit in place (APPEND, SETRANGE, SETBIT...); the store remembers how

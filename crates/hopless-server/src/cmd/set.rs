@@ -4,6 +4,7 @@
 //! before its options).
 
 use bytes::Bytes;
+use hopless_kv::store::Moved;
 
 use super::command::{int_arg, Command, Ctx};
 use super::scan_args;
@@ -148,9 +149,16 @@ fn srandmember(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     }
 }
 
+/// SMOVE: as Redis signals it, the source changed when the member moved, the destination only when it
+/// did not hold the member already, and nothing when the source is the destination.
 fn smove(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let moved = c.shared.store.smove(&a[1], &a[2], &a[3])?;
-    c.out.int(moved as i64);
+    c.changed_keys = match moved {
+        Moved::Yes { added: true } => None,
+        Moved::Yes { added: false } => Some(&[1]),
+        Moved::No | Moved::InPlace => Some(&[]),
+    };
+    c.out.int(i64::from(moved.replied()));
     Ok(())
 }
 
