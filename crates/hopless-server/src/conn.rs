@@ -89,6 +89,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         watched: Vec::new(),
         watch_dirty: Arc::new(AtomicBool::new(false)),
         block: None,
+        replies: Default::default(),
         pubsub: None,
         qbuf_free: 0,
     };
@@ -208,6 +209,7 @@ async fn wait_unblocked(
     mut wait: BlockWait,
 ) -> std::io::Result<bool> {
     let id = conn.id();
+    let at = out.buf.len();
     conn.entry.blocked.store(true, Ordering::Relaxed);
     let timeout = async {
         match wait.deadline {
@@ -245,7 +247,12 @@ async fn wait_unblocked(
     conn.entry.blocked.store(false, Ordering::Relaxed);
     match reply {
         Some(r) => {
-            out.buf.extend_from_slice(&r);
+            if wait.silenced {
+                // CLIENT REPLY OFF or SKIP: the timeout's null, written above, goes too.
+                out.buf.truncate(at);
+            } else {
+                out.buf.extend_from_slice(&r);
+            }
             Ok(true)
         }
         None => {

@@ -103,6 +103,31 @@ pub struct BlockWait {
     pub reply: oneshot::Receiver<BytesMut>,
     /// None: forever.
     pub deadline: Option<tokio::time::Instant>,
+    /// The blocked command's reply is not sent (CLIENT REPLY OFF or SKIP was in force when it ran).
+    pub silenced: bool,
+}
+
+/// CLIENT REPLY's state for a connection, as Redis keeps it in three flags: OFF silences every reply
+/// until ON; SKIP silences the next command's. Pub/sub frames are never silenced.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplyMode {
+    pub off: bool,
+    /// The running command's reply is silenced (set by the SKIP before it).
+    pub skip_current: bool,
+    /// Set by CLIENT REPLY SKIP: the command after it is silenced.
+    pub skip_next: bool,
+}
+
+impl ReplyMode {
+    /// Whether a reply written now is dropped.
+    pub fn silenced(self) -> bool {
+        self.off || self.skip_current
+    }
+
+    /// After each command: a SKIP reaches the next one.
+    pub fn next_command(&mut self) {
+        self.skip_current = std::mem::take(&mut self.skip_next);
+    }
 }
 
 /// Per-connection state the commands see.
@@ -125,6 +150,8 @@ pub struct ConnState {
     /// Pub/sub (issue 29): its subscriptions; `Some` while it has any (subscribed mode).
     pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
     pub qbuf_free: usize,
+    /// CLIENT REPLY ON/OFF/SKIP.
+    pub replies: ReplyMode,
 }
 
 impl ConnState {
@@ -143,6 +170,8 @@ pub struct Shared {
     pub counters: Counters,
     pub cmdstats: Box<[CmdStat]>,
     pub started: Instant,
+    /// INFO's `run_id` and the replication id (`master_replid`): 40 hex digits, new each start.
+    pub run_id: String,
     pub port: u16,
     pub bind: Vec<String>,
     pub threads: usize,
@@ -179,6 +208,7 @@ impl Shared {
             counters: Counters::default(),
             cmdstats: (0..commands).map(|_| CmdStat::default()).collect(),
             started: Instant::now(),
+            run_id: new_run_id(),
             port,
             bind,
             threads,
@@ -213,4 +243,23 @@ impl Shared {
 pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     // The guard `wait_for` returns is dropped here, not held across the caller's awaits.
     let _ = rx.wait_for(|s| *s).await;
+}
+
+/// 40 hex digits that differ from one start to the next, as Redis's run id (not a secret: std's
+/// randomly keyed hasher over the time and the process id).
+fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut id = String::with_capacity(40);
+    for part in 0..3u8 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(now);
+        h.write_u32(std::process::id());
+        h.write_u8(part);
+        id.push_str(&format!("{:016x}", h.finish()));
+    }
+    id.truncate(40);
+    id
 }

@@ -767,3 +767,59 @@ fn redis_py_pubsub_works() {
         run_redis_py(server.addr(), proto);
     }
 }
+
+/// CLIENT REPLY OFF, SKIP and ON against Redis: the replies dropped (errors and a blocked command's
+/// timeout too) and the ones kept, and pub/sub frames that go out whatever the mode.
+#[test]
+fn client_reply_modes_match_redis() {
+    let Some((_guard, raddr)) = start_redis() else {
+        return;
+    };
+    let server = common::start();
+    let run = |addr: SocketAddr| -> Vec<Frame> {
+        let (mut c, mut p) = (Raw::connect(addr), Raw::connect(addr));
+        let until = |c: &mut Raw, marker: &str, got: &mut Vec<Frame>| loop {
+            let f = c.read();
+            let end = f == bulk(marker);
+            got.push(f);
+            if end {
+                break;
+            }
+        };
+        let mut got = Vec::new();
+        for cmd in [
+            "CLIENT REPLY OFF",
+            "SET a 1",
+            "GET a",
+            "NOSUCHCOMMAND x",
+            "CLIENT REPLY SKIP",
+            "GET a",
+            "CLIENT REPLY ON",
+            "GET a",
+            "CLIENT REPLY SKIP",
+            "GET a",
+            "GET a",
+            "CLIENT REPLY SKIP",
+            "CLIENT REPLY ON",
+            "CLIENT REPLY SKIP",
+            "BLPOP nosuchlist 0.05",
+            "ECHO first",
+        ] {
+            let a = split(cmd);
+            c.cmd(&a.iter().map(|x| &x[..]).collect::<Vec<_>>());
+        }
+        until(&mut c, "first", &mut got);
+        c.cmd(&[b"CLIENT", b"REPLY", b"OFF"]).cmd(&[b"SUBSCRIBE", b"ch"]);
+        got.push(c.read());
+        got.push(p.cmd(&[b"PUBLISH", b"ch", b"hello"]).read());
+        got.push(c.read());
+        c.cmd(&[b"UNSUBSCRIBE", b"ch"])
+            .cmd(&[b"CLIENT", b"REPLY", b"ON"])
+            .cmd(&[b"CLIENT", b"REPLY", b"MAYBE"])
+            .cmd(&[b"ECHO", b"second"]);
+        until(&mut c, "second", &mut got);
+        got
+    };
+    let (theirs, ours) = (run(raddr), run(server.addr()));
+    assert_eq!(theirs, ours, "Redis's replies first");
+}

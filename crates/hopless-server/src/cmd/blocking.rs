@@ -162,7 +162,11 @@ fn pop_or_block(c: &mut Ctx<'_>, keys: &[Bytes], timeout: Option<Duration>, pop:
         .try_or_block(store, c.conn.id(), keys.to_vec(), Box::new(pop), c.out)?;
     if let Tried::Blocked(reply) = tried {
         let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
-        c.conn.block = Some(BlockWait { reply, deadline });
+        c.conn.block = Some(BlockWait {
+            reply,
+            deadline,
+            silenced: false,
+        });
     }
     Ok(())
 }

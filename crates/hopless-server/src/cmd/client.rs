@@ -185,7 +185,20 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         "kill" if n >= 3 => client_kill(c, a)?,
         "unblock" if n == 3 || n == 4 => client_unblock(c, a)?,
         "setinfo" if n == 4 => c.out.ok(),
-        "no-evict" | "no-touch" | "reply" if n == 3 => c.out.ok(),
+        "reply" if n == 3 => {
+            let r = &mut c.conn.replies;
+            if eq(&a[2], "on") {
+                (r.off, r.skip_current, r.skip_next) = (false, false, false);
+                c.out.ok();
+            } else if eq(&a[2], "off") {
+                r.off = true;
+            } else if eq(&a[2], "skip") {
+                r.skip_next = !r.off;
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        "no-evict" | "no-touch" if n == 3 => c.out.ok(),
         "help" if n == 2 => c.out.bulks(CLIENT_HELP.iter().map(|s| s.as_bytes())),
         "id" | "getname" | "setname" | "info" | "kill" | "unblock" | "setinfo" | "no-evict" | "no-touch"
         | "reply" | "help" => return Err(wrong_sub_args(c.name, &a[1])),

@@ -88,6 +88,7 @@ fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
         .unwrap_or_else(|e| e.into_inner())
         .clear();
     c.conn.authenticated = c.shared.settings().requirepass.is_none();
+    c.conn.replies = Default::default();
     c.out.simple("RESET");
     Ok(())
 }

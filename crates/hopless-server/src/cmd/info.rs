@@ -73,7 +73,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 write!(
                 t,
                 "# Server\r\nredis_version:{}\r\nhopless_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\n\
-                 arch_bits:64\r\nmultiplexing_api:epoll (tokio)\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+                 arch_bits:64\r\nmultiplexing_api:epoll (tokio)\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\n\
                  server_time_usec:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\nhz:10\r\n\
                  executable:{}\r\nconfig_file:\r\nbind:{}\r\nthreads:{}\r\n",
                 crate::REDIS_VERSION,
@@ -81,6 +81,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::process::id(),
+                sh.run_id,
                 sh.port,
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -168,7 +169,17 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 let _ = write!(t, "store_ops_{n}:{v}\r\n");
             }
         }
-        "replication" => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+        // A master with no replicas and no backlog, as Redis prints one (hopless does not replicate).
+        "replication" => {
+            let _ = write!(
+                t,
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n\
+                 master_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n\
+                 master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\
+                 repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                sh.run_id
+            );
+        }
         "cpu" => {
             t.push_str("# CPU\r\n");
             let rows = [

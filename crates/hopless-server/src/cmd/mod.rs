@@ -92,8 +92,29 @@ pub fn table() -> &'static Table {
     })
 }
 
-/// Runs one request (a non-empty argument list), or queues it inside MULTI.
+/// Runs one request (a non-empty argument list), or queues it inside MULTI; under CLIENT REPLY OFF or
+/// SKIP its reply is dropped, as Redis drops it (errors too), but not pub/sub frames: a subscriber's
+/// queued messages, and the (un)subscribe confirmations, which Redis sends as pushes whatever the mode.
 pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
+    if let Some(subs) = &conn.pubsub {
+        subs.outbox().drain(out, usize::MAX);
+    }
+    let at = out.buf.len();
+    let before = conn.replies.silenced();
+    let action = execute_request(shared, conn, out, args);
+    // CLIENT REPLY ON and RESET clear the mode before they answer, so their reply goes out.
+    if before && conn.replies.silenced() && !pubsub::pushes_only(args) {
+        out.buf.truncate(at);
+        if let Some(wait) = &mut conn.block {
+            wait.silenced = true;
+        }
+    }
+    conn.replies.next_command();
+    action
+}
+
+/// [`execute`]'s request, whatever CLIENT REPLY says.
+fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
     let table = table();
     let Some(i) = table.lookup(&args[0]) else {
         shared.counters.unknown_commands.fetch_add(1, Ordering::Relaxed);

@@ -70,6 +70,14 @@ pub(super) fn admit(conn: &ConnState, out: &mut Reply, cmd: &Command, args: &[By
     false
 }
 
+/// Whether the request is one whose whole answer is pub/sub frames ((P)(UN)SUBSCRIBE), which CLIENT
+/// REPLY OFF and SKIP do not silence.
+pub(super) fn pushes_only(args: &[Bytes]) -> bool {
+    ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
+        .iter()
+        .any(|w| args[0].eq_ignore_ascii_case(w.as_bytes()))
+}
+
 /// A (un)subscribe confirmation: `[kind, name or nil, the connection's channels + patterns]`, a push
 /// frame in RESP3.
 fn confirm(out: &mut Reply, kind: &str, name: Option<&[u8]>, count: usize) {
