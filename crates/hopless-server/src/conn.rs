@@ -24,6 +24,16 @@ use crate::state::{BlockWait, ClientEntry, ConnState, Shared};
 /// Replies are written out once this much has piled up, even mid-pipeline.
 const FLUSH_AT: usize = 64 * 1024;
 
+/// A connection's query and reply buffers start at this size.
+const BUFFER: usize = 16 * 1024;
+
+/// An empty buffer larger than this goes back to [`BUFFER`]: a client that sent one big request, or read
+/// one big reply, does not keep that memory while it idles (Redis resizes idle query buffers too; the
+/// bytes counted in INFO's `used_memory` fall back once a big request is done). Twice [`FLUSH_AT`]: a
+/// pipeline's replies, written out at `FLUSH_AT`, never grow the reply buffer past it, so pipelined
+/// small requests and replies never pay for the shrink.
+const KEEP_BUFFER: usize = 2 * FLUSH_AT;
+
 struct Registration<'a> {
     shared: &'a Shared,
     id: Option<u64>,
@@ -108,7 +118,7 @@ async fn run(
     sock: &mut TcpStream,
     max_bulk: usize,
 ) -> std::io::Result<()> {
-    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut buf = BytesMut::with_capacity(BUFFER);
     let mut out = Reply::new(Proto::Resp2);
     out.errors = Some(shared.errors.clone());
     let mut decoder = Decoder::new(max_bulk);
@@ -130,6 +140,9 @@ async fn run(
                 _ = conn.entry.kill.notified() => return Ok(()),
             }
             out.buf.clear();
+            if out.buf.capacity() > KEEP_BUFFER {
+                out.buf = BytesMut::with_capacity(BUFFER);
+            }
         }
         if conn.close || conn.entry.killed.load(Ordering::Acquire) || *stop.borrow() {
             return Ok(());
@@ -153,8 +166,11 @@ async fn run(
             );
             return Ok(());
         }
+        if buf.is_empty() && buf.capacity() > KEEP_BUFFER {
+            buf = BytesMut::with_capacity(BUFFER);
+        }
         if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(16 * 1024);
+            buf.reserve(BUFFER);
         }
         // Pub/sub (issue 29): a subscriber is never idle-closed, as in Redis.
         let timeout = if conn.pubsub.is_some() {

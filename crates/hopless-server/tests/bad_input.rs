@@ -216,3 +216,27 @@ fn idle_clients_are_closed_after_the_timeout() {
     // No timing asserted: the connection is closed at some point after a second idle.
     assert!(r.try_read().is_none());
 }
+
+/// The query buffer of CLIENT LIST's line (`qbuf-free`): the room left in this connection's buffer.
+fn qbuf_free(c: &mut Raw) -> usize {
+    let Frame::Bulk(line) = c.cmd(&[b"CLIENT", b"LIST"]).read() else {
+        panic!("CLIENT LIST is a bulk string");
+    };
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let field = line.split(' ').find_map(|f| f.strip_prefix("qbuf-free="));
+    field.and_then(|n| n.parse().ok()).expect("a qbuf-free field")
+}
+
+/// A client that sent one big request, or read one big reply, and then idles does not keep that
+/// memory: its buffers go back to their first size (a thousand such clients would otherwise hold a
+/// gigabyte).
+#[test]
+fn a_big_request_leaves_no_big_buffer_behind() {
+    let server = server();
+    let mut c = Raw::connect(server.addr());
+    let big = vec![b'x'; 4 << 20];
+    assert_eq!(c.cmd(&[b"SET", b"big", &big]).read(), simple("OK"));
+    assert!(qbuf_free(&mut c) < 256 << 10, "after a 4 MiB request");
+    assert_eq!(c.cmd(&[b"GET", b"big"]).read(), Frame::Bulk(big.into()));
+    assert!(qbuf_free(&mut c) < 256 << 10, "after a 4 MiB reply");
+}
