@@ -129,6 +129,7 @@ impl Server {
             proto_max_bulk_len: opts.proto_max_bulk_len,
             client_query_buffer_limit: opts.client_query_buffer_limit,
             protected_mode: opts.protected_mode,
+            list_compress_depth: 0,
         };
         let shared = Arc::new(Shared::new(
             Store::new(cfg),

@@ -28,6 +28,9 @@ pub struct Settings {
     pub proto_max_bulk_len: usize,
     pub client_query_buffer_limit: usize,
     pub protected_mode: bool,
+    /// `list-compress-depth`: kept for CONFIG GET, and not applied (hopless does not compress list
+    /// nodes; compression changes no reply, only memory).
+    pub list_compress_depth: i64,
 }
 
 /// One command's counters (INFO commandstats).

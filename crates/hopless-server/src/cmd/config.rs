@@ -42,6 +42,7 @@ const PARAMS: &[&str] = &[
     "dbfilename",
     "cluster-enabled",
     "client-output-buffer-limit",
+    "list-compress-depth",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -86,6 +87,7 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "dbfilename" => String::new(),
         "cluster-enabled" => "no".into(),
         "client-output-buffer-limit" => c.shared.pubsub.limits().to_string(),
+        "list-compress-depth" => s.list_compress_depth.to_string(),
         _ => String::new(),
     }
 }
@@ -147,6 +149,16 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
             sh.with_settings(|s| s.protected_mode = b);
         }
         "client-output-buffer-limit" => sh.pubsub.set_limits(&v)?,
+        // Accepted as Redis accepts it (0 to INT_MAX), and not applied: list nodes are not compressed.
+        "list-compress-depth" => {
+            let n = v
+                .parse::<i64>()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if !(0..=i64::from(i32::MAX)).contains(&n) {
+                return Err(format!("argument must be between 0 and {} inclusive", i32::MAX));
+            }
+            sh.with_settings(|s| s.list_compress_depth = n);
+        }
         "save" if v.trim().is_empty() => {}
         "appendonly" if v.eq_ignore_ascii_case("no") => {}
         "save" | "appendonly" => return Err("hopless is a cache and has no persistence".into()),
