@@ -242,8 +242,14 @@ fn client_kill(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             };
         } else if eq(&a[i], "type") {
             ty = Some(client_type_arg(v)?);
-        } else if eq(&a[i], "user") || eq(&a[i], "maxage") {
-            // Every client is the default user's.
+        } else if eq(&a[i], "user") {
+            // Every client is the default user's, the only user there is.
+            if &v[..] != b"default" {
+                return Err(CmdError::Msg(format!(
+                    "ERR No such user '{}'",
+                    String::from_utf8_lossy(v)
+                )));
+            }
         } else {
             return Err(SYNTAX);
         }
