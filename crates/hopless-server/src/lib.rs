@@ -45,8 +45,8 @@
 //! | `cmd::config` | CONFIG |
 //! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
 //! | `cmd::memory` | MEMORY |
-//! | `cmd::object` | OBJECT |
-//! | `cmd::admin` | SHUTDOWN, DEBUG, TIME |
+//! | `cmd::admin` | SHUTDOWN, DEBUG (OBJECT through `cmd::object`), TIME |
+//! | `cmd::object` | OBJECT, and a value's encoding and refcount as DEBUG OBJECT reads them |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
