@@ -100,6 +100,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         watch_dirty: Arc::new(AtomicBool::new(false)),
         block: None,
         replies: Default::default(),
+        monitor: None,
         pubsub: None,
         qbuf_free: 0,
     };
@@ -195,6 +196,13 @@ async fn run(
             _ = crate::pubsub::delivery(conn.pubsub.as_deref()) => {
                 if let Some(s) = &conn.pubsub {
                     s.outbox().drain(&mut out, FLUSH_AT);
+                }
+                continue;
+            }
+            // MONITOR: the lines of every loop's commands.
+            _ = monitor_lines(conn.monitor.as_deref()) => {
+                if let Some(m) = &conn.monitor {
+                    m.drain(&mut out, FLUSH_AT);
                 }
                 continue;
             }
@@ -343,5 +351,13 @@ fn process(
             // The rest of the pipeline runs once the blocked command has its reply.
             return false;
         }
+    }
+}
+
+/// Resolves when MONITOR lines may be waiting (never, for a connection that does not monitor).
+async fn monitor_lines(outbox: Option<&crate::pubsub::Outbox>) {
+    match outbox {
+        Some(o) => o.ready().await,
+        None => std::future::pending().await,
     }
 }

@@ -45,6 +45,7 @@
 //! | `cmd::config` | CONFIG |
 //! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
 //! | `cmd::memory` | MEMORY |
+//! | `cmd::monitor` | MONITOR |
 //! | `cmd::admin` | SHUTDOWN, DEBUG (OBJECT through `cmd::object`), TIME |
 //! | `cmd::object` | OBJECT, and a value's encoding and refcount as DEBUG OBJECT reads them |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
@@ -53,6 +54,7 @@
 //! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
 //! | `watch` | WATCH: who watches which key, marked by writes |
+//! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
@@ -76,6 +78,7 @@ mod error_stats;
 mod errors;
 mod exec_gate;
 mod footprint;
+mod monitor;
 mod pubsub;
 mod server;
 mod state;

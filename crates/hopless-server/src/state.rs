@@ -155,6 +155,8 @@ pub struct ConnState {
     pub qbuf_free: usize,
     /// CLIENT REPLY ON/OFF/SKIP.
     pub replies: ReplyMode,
+    /// Set by MONITOR: where the lines for it are queued (cleared by RESET).
+    pub monitor: Option<Arc<crate::pubsub::Outbox>>,
 }
 
 impl ConnState {
@@ -187,6 +189,8 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Pub/sub (issue 29): channels, patterns and their subscribers' outboxes.
     pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// MONITOR's connections.
+    pub monitors: crate::monitor::Monitors,
     /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
     pub errors: Arc<ErrorStats>,
 }
@@ -222,6 +226,7 @@ impl Shared {
             watches: Watches::default(),
             blocked: Blocked::default(),
             pubsub: Arc::default(),
+            monitors: Default::default(),
         }
     }
 

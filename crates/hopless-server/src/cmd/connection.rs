@@ -89,6 +89,8 @@ fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
         .clear();
     c.conn.authenticated = c.shared.settings().requirepass.is_none();
     c.conn.replies = Default::default();
+    c.conn.monitor = None;
+    c.shared.monitors.remove(c.conn.id());
     c.out.simple("RESET");
     Ok(())
 }

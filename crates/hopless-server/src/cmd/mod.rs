@@ -39,6 +39,7 @@ use self::command::{Command, Ctx, Table};
 use crate::codec::Reply;
 use crate::errors::{unknown_command, wrong_args, NOAUTH};
 use crate::state::{ConnState, Shared};
+use crate::words::eq;
 
 mod admin;
 mod bit;
@@ -53,6 +54,7 @@ mod introspection;
 mod keys;
 mod list;
 mod memory;
+mod monitor;
 mod object;
 mod pubsub;
 mod scan_args;
@@ -87,6 +89,7 @@ pub fn table() -> &'static Table {
             object::COMMANDS,
             pubsub::COMMANDS,
             admin::COMMANDS,
+            monitor::COMMANDS,
             scripting::COMMANDS,
         ])
     })
@@ -98,6 +101,9 @@ pub fn table() -> &'static Table {
 pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
     if let Some(subs) = &conn.pubsub {
         subs.outbox().drain(out, usize::MAX);
+    }
+    if let Some(m) = &conn.monitor {
+        m.drain(out, usize::MAX);
     }
     let at = out.buf.len();
     let before = conn.replies.silenced();
@@ -177,6 +183,15 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
     run(shared, conn, out, i, args, false)
 }
 
+/// Whether Redis flags the command (or its subcommand) `admin`, which keeps it from MONITOR: our table
+/// flags containers, and CONFIG's and some of CLIENT's subcommands are admin in Redis.
+fn administrative(cmd: &Command, args: &[Bytes]) -> bool {
+    const CLIENT_ADMIN: [&str; 6] = ["kill", "list", "pause", "unpause", "no-evict", "unblock"];
+    cmd.has_flag("admin")
+        || cmd.name == "config"
+        || (cmd.name == "client" && args.get(1).is_some_and(|s| CLIENT_ADMIN.iter().any(|w| eq(s, w))))
+}
+
 /// Runs a command of EXEC's queue (every loop's gate is held already).
 fn run_in_exec(shared: &Shared, conn: &mut ConnState, out: &mut Reply, i: usize, args: &[Bytes]) -> Action {
     run(shared, conn, out, i, args, true)
@@ -214,6 +229,11 @@ fn run(
         changed_keys: None,
     };
     let r = (cmd.handler)(&mut ctx, args);
+    // MONITOR sees what ran (failed or not), as Redis feeds its monitors after the call; not the
+    // administrative commands.
+    if shared.monitors.active() && !administrative(cmd, args) {
+        shared.monitors.feed(&ctx.conn.entry.addr, args);
+    }
     let action = ctx.action;
     let changed_keys = ctx.changed_keys;
     match r {
@@ -263,6 +283,7 @@ fn after_write(shared: &Shared, i: usize, args: &[Bytes], changed: Option<&[usiz
 pub fn forget(shared: &Shared, conn: &mut ConnState) {
     transaction::end(shared, conn);
     shared.blocked.cancel(conn.id());
+    shared.monitors.remove(conn.id());
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use bytes::Bytes;
 use hopless_kv::store::glob_match;
 use tracing::warn;
 
-pub use self::limit::OutputLimits;
-pub use self::outbox::{Message, Outbox, Pushed};
+pub use self::limit::{OutputLimit, OutputLimits};
+pub use self::outbox::{Message, Outbox, Published, Pushed};
 
 /// A channel, or a pattern of channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,11 +74,11 @@ impl PubSub {
         let lists = self.lists();
         let mut receivers = 0;
         let mut deliver = |sub: &Subscriber, pattern: Option<&Bytes>| {
-            let m = Message {
+            let m = Message::from(Published {
                 pattern: pattern.cloned(),
                 channel: channel.clone(),
                 payload: payload.clone(),
-            };
+            });
             if sub.outbox.push(m, &limit) == Pushed::Overflowed {
                 self.overflow_disconnections.fetch_add(1, Ordering::Relaxed);
                 warn!(

@@ -15,38 +15,66 @@ use tokio::sync::Notify;
 use super::limit::OutputLimit;
 use crate::codec::Reply;
 
-/// One message for one subscriber: `message` (a channel it subscribed to) or `pmessage` (a pattern).
+/// One message for one subscriber: `message` (a channel it subscribed to) or `pmessage` (a pattern), or
+/// a line for a MONITOR client (`cmd::monitor`), which takes the same road to its connection.
 #[derive(Debug, Clone)]
-pub struct Message {
+pub enum Message {
+    Published(Published),
+    /// A MONITOR line: sent as a simple string (`+...`), already escaped to printable ASCII.
+    Monitor(Bytes),
+}
+
+/// A published message, as one subscriber receives it.
+#[derive(Debug, Clone)]
+pub struct Published {
     pub pattern: Option<Bytes>,
     pub channel: Bytes,
     pub payload: Bytes,
 }
 
+impl From<Published> for Message {
+    fn from(p: Published) -> Message {
+        Message::Published(p)
+    }
+}
+
 impl Message {
     /// About the bytes it takes written out: the three or four bulk strings and their headers.
     pub fn size(&self) -> u64 {
-        let p = self.pattern.as_ref().map_or(0, |p| p.len() + 16);
-        (p + self.channel.len() + self.payload.len() + 48) as u64
+        match self {
+            Message::Published(m) => {
+                let p = m.pattern.as_ref().map_or(0, |p| p.len() + 16);
+                (p + m.channel.len() + m.payload.len() + 48) as u64
+            }
+            Message::Monitor(line) => (line.len() + 3) as u64,
+        }
     }
 
-    /// Writes it as Redis does: an array in RESP2, a push frame in RESP3.
+    /// Writes it as Redis does: an array in RESP2, a push frame in RESP3; a MONITOR line as a simple
+    /// string in both.
     pub fn write(&self, out: &mut Reply) {
-        let n = if self.pattern.is_some() { 4 } else { 3 };
+        let m = match self {
+            Message::Published(m) => m,
+            Message::Monitor(line) => {
+                out.simple(&String::from_utf8_lossy(line));
+                return;
+            }
+        };
+        let n = if m.pattern.is_some() { 4 } else { 3 };
         if out.resp3() {
             out.push(n);
         } else {
             out.array(n);
         }
-        match &self.pattern {
+        match &m.pattern {
             Some(p) => {
                 out.bulk(b"pmessage");
                 out.bulk(p);
             }
             None => out.bulk(b"message"),
         }
-        out.bulk(&self.channel);
-        out.bulk(&self.payload);
+        out.bulk(&m.channel);
+        out.bulk(&m.payload);
     }
 }
 
@@ -147,7 +175,11 @@ mod tests {
     use crate::codec::Proto;
 
     fn msg(payload: usize) -> Message {
-        Message {
+        published(payload).into()
+    }
+
+    fn published(payload: usize) -> Published {
+        Published {
             pattern: None,
             channel: Bytes::from_static(b"ch"),
             payload: Bytes::from(vec![b'x'; payload]),
@@ -163,10 +195,11 @@ mod tests {
     #[test]
     fn messages_come_out_in_order_in_either_protocol() {
         let o = Outbox::default();
-        let p = Message {
+        let p: Message = Published {
             pattern: Some(Bytes::from_static(b"c*")),
-            ..msg(1)
-        };
+            ..published(1)
+        }
+        .into();
         assert_eq!(o.push(msg(2), &LIMIT), Pushed::Queued);
         assert_eq!(o.push(p.clone(), &LIMIT), Pushed::Queued);
         let mut out = Reply::new(Proto::Resp2);
