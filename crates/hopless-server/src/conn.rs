@@ -193,14 +193,14 @@ async fn run(
             r = sock.read_buf(&mut buf) => r?,
             // Pub/sub (issue 29): messages published for this subscriber, written even while it sends
             // nothing.
-            _ = crate::pubsub::delivery(conn.pubsub.as_deref()) => {
+            _ = crate::pubsub::delivery(conn.pubsub.as_deref().map(|s| s.outbox())) => {
                 if let Some(s) = &conn.pubsub {
                     s.outbox().drain(&mut out, FLUSH_AT);
                 }
                 continue;
             }
             // MONITOR: the lines of every loop's commands.
-            _ = monitor_lines(conn.monitor.as_deref()) => {
+            _ = crate::pubsub::delivery(conn.monitor.as_deref()) => {
                 if let Some(m) = &conn.monitor {
                     m.drain(&mut out, FLUSH_AT);
                 }
@@ -351,13 +351,5 @@ fn process(
             // The rest of the pipeline runs once the blocked command has its reply.
             return false;
         }
-    }
-}
-
-/// Resolves when MONITOR lines may be waiting (never, for a connection that does not monitor).
-async fn monitor_lines(outbox: Option<&crate::pubsub::Outbox>) {
-    match outbox {
-        Some(o) => o.ready().await,
-        None => std::future::pending().await,
     }
 }

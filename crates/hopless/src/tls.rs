@@ -34,7 +34,7 @@ pub(crate) const HOLDS_FORK_LOCKS: usize = 5;
 const WORDS: usize = 6;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
-mod imp {
+mod raw {
     // Six words in the initial-exec TLS model: their offset from the thread pointer is fixed when the
     // library is loaded (a GOT entry, `R_X86_64_TPOFF64`), so a read is a load of that offset and a load
     // from `%fs`. In an executable the linker relaxes it to a constant offset. A shared object using it
@@ -71,7 +71,7 @@ mod imp {
     }
 
     #[inline(always)]
-    fn read_raw<const W: usize>() -> usize {
+    pub(super) fn read_raw<const W: usize>() -> usize {
         const { assert!(W < super::WORDS) };
         let t = offset();
         let v: usize;
@@ -90,7 +90,7 @@ mod imp {
     }
 
     #[inline(always)]
-    fn write_raw<const W: usize>(v: usize) {
+    pub(super) fn write_raw<const W: usize>(v: usize) {
         const { assert!(W < super::WORDS) };
         let t = offset();
         // SAFETY: writes this thread's own word `W` < 6, found as in `read_raw`; no other memory is touched.
@@ -105,21 +105,10 @@ mod imp {
         }
     }
 
-    // Pointers go out with their provenance exposed and come back with it: the words are plain memory
-    // to `asm!`.
-    #[inline(always)]
-    pub(super) fn read<const W: usize>() -> *mut u8 {
-        core::ptr::with_exposed_provenance_mut(read_raw::<W>())
-    }
-
-    #[inline(always)]
-    pub(super) fn write<const W: usize>(p: *mut u8) {
-        write_raw::<W>(p.expose_provenance());
-    }
 }
 
 #[cfg(all(target_arch = "aarch64", target_os = "linux", not(miri)))]
-mod imp {
+mod raw {
     // The same six words, initial-exec on aarch64: the dynamic linker writes their offset from the
     // thread pointer into a GOT entry (`R_AARCH64_TLS_TPREL64`) when it loads the object, and a read is
     // `tpidr_el0` plus that offset (variant I TLS: the offset is positive, past the 16-byte TCB). In an
@@ -160,7 +149,7 @@ mod imp {
     }
 
     #[inline(always)]
-    fn read_raw<const W: usize>() -> usize {
+    pub(super) fn read_raw<const W: usize>() -> usize {
         const { assert!(W < super::WORDS) };
         let v: usize;
         // SAFETY: reads this thread's own word `W` < 6 (the words' address plus 8 per word); nothing else
@@ -178,7 +167,7 @@ mod imp {
     }
 
     #[inline(always)]
-    fn write_raw<const W: usize>(v: usize) {
+    pub(super) fn write_raw<const W: usize>(v: usize) {
         const { assert!(W < super::WORDS) };
         // SAFETY: writes this thread's own word `W` < 6, found as in `read_raw`; no other memory is touched.
         unsafe {
@@ -192,8 +181,14 @@ mod imp {
         }
     }
 
-    // Pointers go out with their provenance exposed and come back with it: the words are plain memory
-    // to `asm!`.
+}
+
+/// Both architectures' words through `raw`: pointers go out with their provenance exposed and come back
+/// with it, the words being plain memory to `asm!`.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri)))]
+mod imp {
+    use super::raw::{read_raw, write_raw};
+
     #[inline(always)]
     pub(super) fn read<const W: usize>() -> *mut u8 {
         core::ptr::with_exposed_provenance_mut(read_raw::<W>())

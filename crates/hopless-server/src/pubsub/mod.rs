@@ -232,11 +232,12 @@ impl Drop for ClientSubs {
     }
 }
 
-/// Resolves when messages may be waiting for this connection (never, for one that subscribes to
-/// nothing): what a connection's event loop waits on beside its socket.
-pub async fn delivery(subs: Option<&ClientSubs>) {
-    match subs {
-        Some(s) => s.outbox().ready().await,
+/// Resolves when messages may be waiting in `outbox` (never, for a connection without one: it
+/// subscribes to nothing, or does not MONITOR): what a connection's event loop waits on beside its
+/// socket.
+pub async fn delivery(outbox: Option<&Outbox>) {
+    match outbox {
+        Some(o) => o.ready().await,
         None => std::future::pending().await,
     }
 }
