@@ -36,7 +36,7 @@ use crate::segment::{
     HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED,
     SMALL_SLAB_SHIFT,
 };
-use crate::size_class::{is_medium, MAG_MAX};
+use crate::size_class::{self, is_medium, MAG_MAX};
 use crate::stats::CentralCounters;
 
 /// What the checked modes ask of the layers below the heap (all off in the default mode). The heap
@@ -246,8 +246,9 @@ impl ClassHeap {
 
     /// The lock-free half of a flush: each of `blocks` (the first [`MAG_MAX`]; callers pass chunks of
     /// that) is a handed-out block start of an in-use slab of `class` in a segment of its kind, or it is
-    /// reported (the process stops). Returns each block's slab and index, in `out` (not zeroed first: a
-    /// flush is on the path of every magazine that overflows).
+    /// reported (the process stops). Returns the blocks gathered by slab and bitmap word, in `out` (not
+    /// zeroed first: a flush is on the path of every magazine that overflows). A block named twice
+    /// within one word's run is a double free, reported here; the locked half catches the rest.
     fn check_returns<'a>(
         class: usize,
         blocks: &[*mut u8],
@@ -262,69 +263,122 @@ impl ClassHeap {
         // for the next one in the same place. A segment found in the map with the class's kind stays
         // so (small and medium segments of a heap are never unmapped), and a slab that passed its magic
         // and class stays in the class while a block of it is out, as the one before still is.
-        let mut checked_seg = ptr::null_mut();
-        let mut checked_slab = ptr::null_mut();
-        let mut n = 0;
-        for (o, &p) in out.iter_mut().zip(blocks) {
-            let seg = segment_of(p);
-            if seg != checked_seg {
-                if !SEGMENT_MAP.contains(p) {
-                    report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
-                }
-                // SAFETY: the segment map says `p` is in a live hopless segment, so its header is
-                // mapped.
-                let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
-                if magic != SEGMENT_MAGIC || kind != want_kind {
-                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
-                }
-                checked_seg = seg;
-            }
-            // SAFETY: `seg` is a live segment of the class's kind.
-            let slab = unsafe { slab_of(seg, p) };
-            let checked = if slab == checked_slab {
-                // SAFETY: `slab` is an in-use slab of `class` (checked for the block before).
-                unsafe { Slab::handed_out_index(slab, p) }
+        let slot_size = 1usize
+            << if is_medium(class) {
+                MEDIUM_SLAB_SHIFT
             } else {
-                // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
-                unsafe { Slab::check_return(slab, class, p) }
+                SMALL_SLAB_SHIFT
             };
-            match checked {
-                Ok(index) => {
-                    o.write(Returning { p, slab, index });
-                    checked_slab = slab;
+        let mut checked_seg = ptr::null_mut();
+        let mut run = Returning {
+            slab: ptr::null_mut(),
+            word: 0,
+            bits: 0,
+        };
+        // The slab of the block before: where its slot starts, and its fields that stay fixed while a
+        // block of it is out. A block whose offset from `start` is under the slot size is in the same
+        // slab (the slot maps to one header), which spares it the segment and header checks.
+        let (mut start, mut inv, mut shift, mut capacity) = (usize::MAX, 0u64, 0u32, 0u64);
+        let mut n = 0;
+        for &p in blocks {
+            let offset = p.addr().wrapping_sub(start);
+            let slab = if offset < slot_size {
+                run.slab
+            } else {
+                let seg = segment_of(p);
+                if seg != checked_seg {
+                    if !SEGMENT_MAP.contains(p) {
+                        report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
+                    }
+                    // SAFETY: the segment map says `p` is in a live hopless segment, so its header is
+                    // mapped.
+                    let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+                    if magic != SEGMENT_MAGIC || kind != want_kind {
+                        report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
+                    }
+                    checked_seg = seg;
                 }
-                Err(e) => report_bad_free(e, p, class, slab),
+                // SAFETY: `seg` is a live segment of the class's kind.
+                let slab = unsafe { slab_of(seg, p) };
+                // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
+                if let Err(e) = unsafe { Slab::check_return(slab, class, p) } {
+                    report_bad_free(e, p, class, slab);
+                }
+                // SAFETY: `slab` is an in-use slab of `class` (just checked), whose fields below stay
+                // as they are while a block of it (`p`) is out.
+                unsafe {
+                    start = (*slab).start.addr();
+                    inv = (*slab).div_inv;
+                    shift = u32::from((*slab).div_shift);
+                    capacity = u64::from((*slab).capacity);
+                }
+                slab
+            };
+            let index = size_class::exact_block_index(p.addr().wrapping_sub(start) as u64, inv, shift);
+            // SAFETY: `slab` is an in-use slab of `class`; `carved` is atomic.
+            let carved = unsafe { u64::from((*slab).carved.load(Ordering::Relaxed)) };
+            if index >= carved {
+                let e = if index >= capacity {
+                    FreeError::NotBlockStart
+                } else {
+                    FreeError::NeverAllocated
+                };
+                report_bad_free(e, p, class, slab);
             }
-            n += 1;
+            let (word, bit) = ((index / 64) as u32, 1u64 << (index % 64));
+            if slab == run.slab && word == run.word {
+                if run.bits & bit != 0 {
+                    report_bad_free(FreeError::DoubleFree, p, class, slab);
+                }
+                run.bits |= bit;
+            } else {
+                if !run.slab.is_null() {
+                    if let Some(o) = out.get_mut(n) {
+                        o.write(run);
+                        n += 1;
+                    }
+                }
+                run = Returning { slab, word, bits: bit };
+            }
         }
-        // SAFETY: the first `n` entries of `out` (n <= MAG_MAX) were written just above, and
+        if !run.slab.is_null() {
+            if let Some(o) = out.get_mut(n) {
+                o.write(run);
+                n += 1;
+            }
+        }
+        // SAFETY: the first `n` entries of `out` (n <= MAG_MAX: at most one run per block, and `blocks`
+        // is cut to MAG_MAX by every caller; `get_mut` stops at it anyway) were written just above, and
         // `MaybeUninit<Returning>` has `Returning`'s layout.
         unsafe { core::slice::from_raw_parts(out.as_ptr().cast::<Returning>(), n) }
     }
 
-    /// The locked half of a flush: marks each checked block free in its slab and moves slabs between
-    /// the class's lists and `pool` (see [`ClassHeap::flush_locked`]).
+    /// The locked half of a flush: marks each checked run of blocks free in its slab and moves slabs
+    /// between the class's lists and `pool` (see [`ClassHeap::flush_locked`]).
     ///
     /// # Safety
     ///
-    /// `g` guards this class; `blocks` came from [`ClassHeap::check_returns`] for this class, and no
-    /// caller uses them again.
+    /// `g` guards this class; `runs` came from [`ClassHeap::check_returns`] for this class, and no
+    /// caller uses their blocks again.
     unsafe fn flush_checked(
         g: &mut ClassInner,
         class: usize,
         pool: &SlabPool,
-        blocks: &[Returning],
+        runs: &[Returning],
         victims: &mut [*mut Slab],
     ) -> usize {
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let mut nv = 0;
-        for b in blocks {
-            let s = b.slab;
-            // SAFETY: we hold the class lock and `s` is the block's slab header (checked).
-            if let Err(e) = unsafe { Slab::put_index(s, class, b.index) } {
-                report_bad_free(e, b.p, class, s);
+        let mut returned = 0u64;
+        for r in runs {
+            let s = r.slab;
+            // SAFETY: we hold the class lock and `s` is the blocks' slab header (checked).
+            if let Err((e, index)) = unsafe { Slab::put_bits(s, class, r.word, r.bits) } {
+                // SAFETY: as above; the address is only reported.
+                report_bad_free(e, unsafe { Slab::block_at(s, index) }, class, s);
             }
-            // SAFETY: `s` belongs to this class (`put_index` saw it), whose lock we hold.
+            returned += u64::from(r.bits.count_ones());
+            // SAFETY: `s` belongs to this class (`put_bits` saw it), whose lock we hold.
             unsafe {
                 if (*s).state == SlabState::Full {
                     (*s).state = SlabState::Partial;
@@ -348,7 +402,7 @@ impl ClassHeap {
             }
         }
         g.counters.flushes += 1;
-        g.counters.outstanding -= blocks.len() as u64;
+        g.counters.outstanding -= returned;
         nv
     }
 }

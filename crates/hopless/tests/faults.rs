@@ -117,3 +117,63 @@ fn free_with_the_wrong_size_is_reported() {
     let err = run_child("free_with_the_wrong_size_is_reported", "wrong-size");
     assert!(err.contains("wrong size"), "{err}");
 }
+
+/// A heap of its own and `n` blocks of `class` refilled from it (no magazine in between, so a flush
+/// sees exactly the blocks it is given).
+fn own_heap_blocks(
+    class: usize,
+    n: usize,
+) -> (&'static hopless::experiment::Heap<hopless::OsPages>, Vec<*mut u8>) {
+    let heap = Box::leak(Box::new(hopless::experiment::Heap::new(hopless::OsPages)));
+    let mut blocks = vec![std::ptr::null_mut(); n];
+    assert_eq!(heap.refill(class, &mut blocks), n);
+    (heap, blocks)
+}
+
+/// A flush gathers its blocks by slab and bitmap word before it takes the class lock: a block named
+/// twice in one word's run, twice in runs of one word that another slab's run separates, or once more
+/// after its first flush must each be reported as a double free of that block, as per-block puts were.
+#[test]
+fn flush_time_double_frees_are_reported_with_the_block() {
+    let class = hopless::experiment::size_class::class_for(64, 8).unwrap();
+    let cases = ["same-run", "split-runs", "after-flush"];
+    for case in cases {
+        if !armed(case) {
+            continue;
+        }
+        // Enough blocks that the last ones are in a second slab (64 KiB slabs of 64-byte blocks).
+        let (heap, b) = own_heap_blocks(class, 1100);
+        let p = b[3];
+        let other_slab = *b
+            .iter()
+            .rev()
+            .find(|&&q| (q as usize) >> 16 != (p as usize) >> 16)
+            .unwrap();
+        eprintln!("victim {:#x}", p as usize);
+        // SAFETY: blocks of this heap's class, freed twice on purpose: the fault under test.
+        unsafe {
+            match case {
+                "same-run" => heap.flush(class, &[b[1], p, b[2], p]),
+                "split-runs" => heap.flush(class, &[b[1], p, other_slab, b[2], p]),
+                _ => {
+                    heap.flush(class, &[b[1], p]);
+                    heap.flush(class, &[b[2], p]);
+                }
+            }
+        }
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    for case in cases {
+        let err = run_child("flush_time_double_frees_are_reported_with_the_block", case);
+        let victim = err
+            .lines()
+            .find_map(|l| l.strip_prefix("victim "))
+            .expect("victim line")
+            .to_string();
+        assert!(err.contains("hopless: fatal: double free"), "{case}: {err}");
+        assert!(err.contains(&format!("pointer: {victim}")), "{case}: {err}");
+    }
+}

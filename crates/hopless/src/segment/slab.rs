@@ -275,6 +275,58 @@ impl Slab {
         }
     }
 
+    /// Marks the blocks of bitmap word `w` whose bits are set in `bits` (each checked by
+    /// [`Slab::check_return`]) free in their slab: what [`Slab::put_index`] does for one block, for up
+    /// to 64 at once. The error names the index of a block it concerns (the lowest one that is free
+    /// already, for a double free).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Slab::put_index`]; `bits` is not zero.
+    #[inline]
+    pub unsafe fn put_bits(slab: *mut Slab, class: usize, w: u32, bits: u64) -> Result<(), (FreeError, u32)> {
+        let low = w * 64 + bits.trailing_zeros();
+        let top = w * 64 + 63 - bits.leading_zeros();
+        // SAFETY: per the caller, we hold the class lock, so the header's fields are ours to read and
+        // write; `w` indexes the bitmap through `get`.
+        unsafe {
+            let s = slab;
+            if (*s).magic != SLAB_MAGIC || (*s).class as usize != class {
+                return Err((FreeError::DoubleFree, low));
+            }
+            if top >= (*s).carved.load(Ordering::Relaxed) {
+                return Err((FreeError::DoubleFree, top));
+            }
+            let Some(word) = (*s).bitmap.get(w as usize) else {
+                return Err((FreeError::NotBlockStart, low));
+            };
+            let old = word.load(Ordering::Relaxed);
+            if old & bits != 0 {
+                return Err((FreeError::DoubleFree, w * 64 + (old & bits).trailing_zeros()));
+            }
+            word.store(old | bits, Ordering::Relaxed);
+            if w < (*s).hint {
+                (*s).hint = w;
+            }
+            (*s).free += bits.count_ones();
+            debug_assert!(cfg!(miri) || Slab::check(s));
+            Ok(())
+        }
+    }
+
+    /// The address of block `index` of `slab` (for reports: nothing is read or written there).
+    ///
+    /// # Safety
+    ///
+    /// `slab` is a slab header of a live small or medium segment.
+    pub unsafe fn block_at(slab: *mut Slab, index: u32) -> *mut u8 {
+        // SAFETY: per the caller, the header is mapped; the address is only computed.
+        unsafe {
+            let size = size_class::class_size((*slab).class as usize);
+            (*slab).start.wrapping_add(index as usize * size)
+        }
+    }
+
     /// Marks block `index` (checked by [`Slab::check_return`]) free in its slab. Under the lock it sees
     /// again what may have changed since that check if the block was not out: the slab left the class
     /// (or joined it anew, carved less), or the block's bit is set. Each is a double free.
