@@ -254,94 +254,89 @@ impl ClassHeap {
         blocks: &[*mut u8],
         out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
     ) -> &'a [Returning] {
-        let want_kind = if is_medium(class) {
-            SegmentKind::Medium
+        let (want_kind, slot_size) = if is_medium(class) {
+            (SegmentKind::Medium, 1usize << MEDIUM_SLAB_SHIFT)
         } else {
-            SegmentKind::Small
+            (SegmentKind::Small, 1usize << SMALL_SLAB_SHIFT)
         };
-        // A batch's blocks mostly share segments and slabs: what was checked for the block before holds
-        // for the next one in the same place. A segment found in the map with the class's kind stays
-        // so (small and medium segments of a heap are never unmapped), and a slab that passed its magic
-        // and class stays in the class while a block of it is out, as the one before still is.
-        let slot_size = 1usize
-            << if is_medium(class) {
-                MEDIUM_SLAB_SHIFT
-            } else {
-                SMALL_SLAB_SHIFT
-            };
+        // A batch's blocks mostly share segments and slabs. A segment found in the map with the class's
+        // kind stays so (small and medium segments of a heap are never unmapped), so it is checked
+        // once for a run of blocks in it. Each block whose slab differs from the one before is checked
+        // in full (`Slab::check_return`); the blocks after it whose offset from that slab's start is
+        // under the slot size are in the same slab (a slot maps to one header), and take the inner
+        // loop: the slab passed its magic and class and stays in the class while a block of it is
+        // out, so its start, divisor, capacity and `carved` (which only grows while a block is out,
+        // and each of these blocks was handed out before the flush began) hold for them too.
         let mut checked_seg = ptr::null_mut();
-        let mut run = Returning {
-            slab: ptr::null_mut(),
-            word: 0,
-            bits: 0,
-        };
-        // The slab of the block before: where its slot starts, and its fields that stay fixed while a
-        // block of it is out. A block whose offset from `start` is under the slot size is in the same
-        // slab (the slot maps to one header), which spares it the segment and header checks.
-        let (mut start, mut inv, mut shift, mut capacity) = (usize::MAX, 0u64, 0u32, 0u64);
         let mut n = 0;
-        for &p in blocks {
-            let offset = p.addr().wrapping_sub(start);
-            let slab = if offset < slot_size {
-                run.slab
-            } else {
-                let seg = segment_of(p);
-                if seg != checked_seg {
-                    if !SEGMENT_MAP.contains(p) {
-                        report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
-                    }
-                    // SAFETY: the segment map says `p` is in a live hopless segment, so its header is
-                    // mapped.
-                    let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
-                    if magic != SEGMENT_MAGIC || kind != want_kind {
-                        report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
-                    }
-                    checked_seg = seg;
+        let mut i = 0;
+        while let Some(&p) = blocks.get(i) {
+            let seg = segment_of(p);
+            if seg != checked_seg {
+                if !SEGMENT_MAP.contains(p) {
+                    report_bad_free(FreeError::Foreign, p, class, ptr::null_mut());
                 }
-                // SAFETY: `seg` is a live segment of the class's kind.
-                let slab = unsafe { slab_of(seg, p) };
-                // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
-                if let Err(e) = unsafe { Slab::check_return(slab, class, p) } {
-                    report_bad_free(e, p, class, slab);
+                // SAFETY: the segment map says `p` is in a live hopless segment, so its header is
+                // mapped.
+                let (magic, kind) = unsafe { ((*seg).magic, (*seg).kind) };
+                if magic != SEGMENT_MAGIC || kind != want_kind {
+                    report_bad_free(FreeError::BadSlab, p, class, ptr::null_mut());
                 }
-                // SAFETY: `slab` is an in-use slab of `class` (just checked), whose fields below stay
-                // as they are while a block of it (`p`) is out.
-                unsafe {
-                    start = (*slab).start.addr();
-                    inv = (*slab).div_inv;
-                    shift = u32::from((*slab).div_shift);
-                    capacity = u64::from((*slab).capacity);
-                }
-                slab
-            };
-            let index = size_class::exact_block_index(p.addr().wrapping_sub(start) as u64, inv, shift);
-            // SAFETY: `slab` is an in-use slab of `class`; `carved` is atomic.
-            let carved = unsafe { u64::from((*slab).carved.load(Ordering::Relaxed)) };
-            if index >= carved {
-                let e = if index >= capacity {
-                    FreeError::NotBlockStart
-                } else {
-                    FreeError::NeverAllocated
-                };
-                report_bad_free(e, p, class, slab);
+                checked_seg = seg;
             }
-            let (word, bit) = ((index / 64) as u32, 1u64 << (index % 64));
-            if slab == run.slab && word == run.word {
-                if run.bits & bit != 0 {
-                    report_bad_free(FreeError::DoubleFree, p, class, slab);
+            // SAFETY: `seg` is a live segment of the class's kind.
+            let slab = unsafe { slab_of(seg, p) };
+            // SAFETY: `slab` is `p`'s slab header in a live small or medium segment.
+            let index = match unsafe { Slab::check_return(slab, class, p) } {
+                Ok(index) => index,
+                Err(e) => report_bad_free(e, p, class, slab),
+            };
+            // SAFETY: `slab` is an in-use slab of `class` (just checked), whose fields read here stay
+            // as they are while a block of it (`p`) is out; see above for `carved`.
+            let (start, inv, shift, capacity, carved) = unsafe {
+                (
+                    (*slab).start.addr(),
+                    (*slab).div_inv,
+                    u32::from((*slab).div_shift),
+                    u64::from((*slab).capacity),
+                    u64::from((*slab).carved.load(Ordering::Relaxed)),
+                )
+            };
+            let mut run = Returning {
+                slab,
+                word: index / 64,
+                bits: 1u64 << (index % 64),
+            };
+            i += 1;
+            while let Some(&q) = blocks.get(i) {
+                let offset = q.addr().wrapping_sub(start);
+                if offset >= slot_size {
+                    break;
                 }
-                run.bits |= bit;
-            } else {
-                if !run.slab.is_null() {
+                let index = size_class::exact_block_index(offset as u64, inv, shift);
+                if index >= carved {
+                    let e = if index >= capacity {
+                        FreeError::NotBlockStart
+                    } else {
+                        FreeError::NeverAllocated
+                    };
+                    report_bad_free(e, q, class, slab);
+                }
+                let (word, bit) = ((index / 64) as u32, 1u64 << (index % 64));
+                if word == run.word {
+                    if run.bits & bit != 0 {
+                        report_bad_free(FreeError::DoubleFree, q, class, slab);
+                    }
+                    run.bits |= bit;
+                } else {
                     if let Some(o) = out.get_mut(n) {
                         o.write(run);
                         n += 1;
                     }
+                    run = Returning { slab, word, bits: bit };
                 }
-                run = Returning { slab, word, bits: bit };
+                i += 1;
             }
-        }
-        if !run.slab.is_null() {
             if let Some(o) = out.get_mut(n) {
                 o.write(run);
                 n += 1;

@@ -132,11 +132,18 @@ fn own_heap_blocks(
 
 /// A flush gathers its blocks by slab and bitmap word before it takes the class lock: a block named
 /// twice in one word's run, twice in runs of one word that another slab's run separates, or once more
-/// after its first flush must each be reported as a double free of that block, as per-block puts were.
+/// after its first flush must each be reported as a double free of that block, as per-block puts were;
+/// an interior or never-allocated pointer after a block of its slab, as what it is.
 #[test]
 fn flush_time_double_frees_are_reported_with_the_block() {
     let class = hopless::experiment::size_class::class_for(64, 8).unwrap();
-    let cases = ["same-run", "split-runs", "after-flush"];
+    let cases = [
+        "same-run",
+        "split-runs",
+        "after-flush",
+        "interior",
+        "never-allocated",
+    ];
     for case in cases {
         if !armed(case) {
             continue;
@@ -155,6 +162,15 @@ fn flush_time_double_frees_are_reported_with_the_block() {
             match case {
                 "same-run" => heap.flush(class, &[b[1], p, b[2], p]),
                 "split-runs" => heap.flush(class, &[b[1], p, other_slab, b[2], p]),
+                // Not the first block of its slab in the flush: checked by the run's own loop.
+                "interior" => heap.flush(class, &[b[1], p.add(8)]),
+                "never-allocated" => {
+                    // A slab of its own class carved only as far as 10 blocks.
+                    let other = hopless::experiment::size_class::class_for(48, 8).unwrap();
+                    let mut ten = [std::ptr::null_mut(); 10];
+                    assert_eq!(heap.refill(other, &mut ten), 10);
+                    heap.flush(other, &[ten[1], ten[0].add(48 * 20)])
+                }
                 _ => {
                     heap.flush(class, &[b[1], p]);
                     heap.flush(class, &[b[2], p]);
@@ -168,12 +184,19 @@ fn flush_time_double_frees_are_reported_with_the_block() {
     }
     for case in cases {
         let err = run_child("flush_time_double_frees_are_reported_with_the_block", case);
-        let victim = err
-            .lines()
-            .find_map(|l| l.strip_prefix("victim "))
-            .expect("victim line")
-            .to_string();
-        assert!(err.contains("hopless: fatal: double free"), "{case}: {err}");
-        assert!(err.contains(&format!("pointer: {victim}")), "{case}: {err}");
+        let expected = match case {
+            "interior" => "hopless: fatal: free of a pointer that is not the start of a block",
+            "never-allocated" => "hopless: fatal: free of a block that was never allocated",
+            _ => "hopless: fatal: double free",
+        };
+        assert!(err.contains(expected), "{case}: {err}");
+        if !matches!(case, "interior" | "never-allocated") {
+            let victim = err
+                .lines()
+                .find_map(|l| l.strip_prefix("victim "))
+                .expect("victim line")
+                .to_string();
+            assert!(err.contains(&format!("pointer: {victim}")), "{case}: {err}");
+        }
     }
 }
