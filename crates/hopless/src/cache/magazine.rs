@@ -390,6 +390,24 @@ impl ThreadCache {
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
 
+    /// How many of the newest `k` blocks (what [`ThreadCache::take_newest`] would take now) may have been
+    /// put there by a refill: the rest, in the slots from `refilled` up, were put there by a push since
+    /// the magazine was last filled (a fill sets `count` to `refilled`, and a slot above `count` is only
+    /// ever written by a push at `count`). In the default mode every push writes a slot key.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::open`].
+    pub unsafe fn maybe_refilled_of_newest(tc: *mut ThreadCache, class: usize, k: usize) -> usize {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let n = (Self::count_of(m).load(Ordering::Relaxed) as usize).min(MAG_MAX);
+        let k = k.min(n);
+        // SAFETY: as above.
+        let refilled = unsafe { (*m).refilled } as usize;
+        refilled.saturating_sub(n - k).min(k)
+    }
+
     /// Takes the newest `k` blocks (the top of the magazine) into `out` (which holds at least `k`);
     /// returns how many it took. The blocks that stay do not move, so every keyed block's key still
     /// names its slot, and nothing is read or written in block memory. (The newest blocks are also the

@@ -180,3 +180,58 @@ fn unwritten_blocks_freed_anywhere_are_not_double_frees() {
         }
     }
 }
+
+/// A full magazine's flush marks the blocks pushed since its last refill without reading them first,
+/// and leaves a refilled block nobody took unwritten (its page need not become resident): which is
+/// which comes from the magazine's `refilled` boundary, pops not lowering it.
+#[test]
+fn a_flush_marks_pushed_blocks_and_leaves_untouched_refilled_ones() {
+    use crate::cache::free_key::key_word;
+    use crate::cache::{read_key, KeySays};
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let class = class_for(512, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    // SAFETY: `tc` is this test's cache; every block is freed once.
+    unsafe {
+        // The first allocation refills half the magazine and takes its top block.
+        let first = heap.alloc(tc, 512, 8, false);
+        let m = ThreadCache::mag(tc, class);
+        let refilled = (*m).refilled as usize;
+        assert_eq!((*m).count as usize, refilled - 1);
+        // Nothing pushed since the refill: whatever a flush would take may be refilled.
+        assert_eq!(ThreadCache::maybe_refilled_of_newest(tc, class, 10), 10);
+        // A refilled block nobody takes in this test: the bottom slot's (read by taking all the blocks
+        // and putting them back as a refill would).
+        let untouched = {
+            let n = ThreadCache::count(tc, class);
+            let mut all = vec![core::ptr::null_mut(); n];
+            ThreadCache::take_newest(tc, class, n, &mut all);
+            ThreadCache::fill(tc, class, &all);
+            all[0]
+        };
+        let before = key_word(untouched);
+        // Blocks from the slabs directly (not through this magazine), freed through it: pushes above the
+        // refilled slots until it is full, then a flush of its newer half.
+        let mut extra = vec![core::ptr::null_mut(); cap - refilled + 2 + cap / 2];
+        assert_eq!(heap.refill(class, &mut extra), extra.len());
+        let pushes = cap - (*m).count as usize;
+        for &p in &extra[..pushes] {
+            heap.free_checked(tc, class, p);
+        }
+        assert_eq!((*m).count as usize, cap);
+        assert_eq!(ThreadCache::maybe_refilled_of_newest(tc, class, cap / 2), 0, "the top half was pushed");
+        // The next free flushes the newer half: the last cap/2 pushed blocks.
+        heap.free_checked(tc, class, extra[pushes]);
+        for &p in &extra[pushes - cap / 2..pushes] {
+            assert_eq!(read_key(p), KeySays::Slab, "a flushed block carries its slab mark");
+        }
+        assert!(matches!(read_key(extra[pushes]), KeySays::Slot { .. }));
+        assert_eq!(key_word(untouched), before, "a refilled block nobody took is not written");
+        for &p in &extra[pushes + 1..] {
+            heap.free_checked(tc, class, p);
+        }
+        heap.free_checked(tc, class, first);
+        heap.retire_thread_cache(tc);
+    }
+}

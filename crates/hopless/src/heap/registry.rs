@@ -109,7 +109,7 @@ impl<P: PageSource> Heap<P> {
                 let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
-                        self.flush_from_magazine(class, blocks);
+                        self.flush_from_magazine(class, blocks, blocks.len());
                     }
                 }
             }
