@@ -314,38 +314,41 @@ impl ClassHeap {
                     break;
                 }
                 let index = size_class::exact_block_index(offset as u64, inv, shift);
-                if index >= carved {
-                    let e = if index >= capacity {
-                        FreeError::NotBlockStart
-                    } else {
-                        FreeError::NeverAllocated
-                    };
-                    report_bad_free(e, q, class, slab);
-                }
-                let (word, bit) = ((index / 64) as u32, 1u64 << (index % 64));
+                let index = match Slab::handed_out(index, capacity, carved) {
+                    Ok(index) => index,
+                    Err(e) => report_bad_free(e, q, class, slab),
+                };
+                let (word, bit) = (index / 64, 1u64 << (index % 64));
                 if word == run.word {
                     if run.bits & bit != 0 {
                         report_bad_free(FreeError::DoubleFree, q, class, slab);
                     }
                     run.bits |= bit;
                 } else {
-                    if let Some(o) = out.get_mut(n) {
-                        o.write(run);
-                        n += 1;
-                    }
+                    n += Self::emit(out, n, run);
                     run = Returning { slab, word, bits: bit };
                 }
                 i += 1;
             }
-            if let Some(o) = out.get_mut(n) {
-                o.write(run);
-                n += 1;
-            }
+            n += Self::emit(out, n, run);
         }
         // SAFETY: the first `n` entries of `out` (n <= MAG_MAX: at most one run per block, and `blocks`
         // is cut to MAG_MAX by every caller; `get_mut` stops at it anyway) were written just above, and
         // `MaybeUninit<Returning>` has `Returning`'s layout.
         unsafe { core::slice::from_raw_parts(out.as_ptr().cast::<Returning>(), n) }
+    }
+
+    /// Writes `run` at `out[n]`; returns how many it wrote (0 only past the end, which a caller's
+    /// chunk of at most [`MAG_MAX`] blocks never reaches: a run holds at least one block).
+    #[inline(always)]
+    fn emit(out: &mut [MaybeUninit<Returning>; MAG_MAX], n: usize, run: Returning) -> usize {
+        match out.get_mut(n) {
+            Some(o) => {
+                o.write(run);
+                1
+            }
+            None => 0,
+        }
     }
 
     /// The locked half of a flush: marks each checked run of blocks free in its slab and moves slabs

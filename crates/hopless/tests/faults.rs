@@ -27,6 +27,14 @@ fn run_child(test: &str, fault: &str) -> String {
     stderr
 }
 
+/// The address the child printed as `victim 0x...` before its fault.
+fn victim(err: &str) -> String {
+    err.lines()
+        .find_map(|l| l.strip_prefix("victim "))
+        .expect("victim line")
+        .to_string()
+}
+
 fn armed(fault: &str) -> bool {
     std::env::var("HOPLESS_FAULT").as_deref() == Ok(fault)
 }
@@ -67,11 +75,7 @@ fn double_free_is_reported_with_pointer_class_and_slab() {
         "double_free_is_reported_with_pointer_class_and_slab",
         "double-free",
     );
-    let victim = err
-        .lines()
-        .find_map(|l| l.strip_prefix("victim "))
-        .expect("victim line")
-        .to_string();
+    let victim = victim(&err);
     assert!(err.contains("hopless: fatal: double free"), "{err}");
     assert!(err.contains(&format!("pointer: {victim}")), "{err}");
     let class = hopless::experiment::size_class::class_for(200, 8).unwrap();
@@ -191,11 +195,7 @@ fn flush_time_double_frees_are_reported_with_the_block() {
         };
         assert!(err.contains(expected), "{case}: {err}");
         if !matches!(case, "interior" | "never-allocated") {
-            let victim = err
-                .lines()
-                .find_map(|l| l.strip_prefix("victim "))
-                .expect("victim line")
-                .to_string();
+            let victim = victim(&err);
             assert!(err.contains(&format!("pointer: {victim}")), "{case}: {err}");
         }
     }

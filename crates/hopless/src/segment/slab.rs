@@ -265,12 +265,24 @@ impl Slab {
         unsafe {
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
             let index = size_class::exact_block_index(offset, (*slab).div_inv, u32::from((*slab).div_shift));
-            if index >= u64::from((*slab).capacity) {
-                return Err(FreeError::NotBlockStart);
-            }
-            if index >= u64::from((*slab).carved.load(Ordering::Relaxed)) {
-                return Err(FreeError::NeverAllocated);
-            }
+            Slab::handed_out(
+                index,
+                u64::from((*slab).capacity),
+                u64::from((*slab).carved.load(Ordering::Relaxed)),
+            )
+        }
+    }
+
+    /// Block `index` (from `size_class::exact_block_index`) of a slab of `capacity` blocks carved up to
+    /// `carved`, if it is a block start handed out at least once; else what it is. The test of
+    /// [`Slab::handed_out_index`], for callers that read the slab's fields once for many blocks.
+    #[inline(always)]
+    pub fn handed_out(index: u64, capacity: u64, carved: u64) -> Result<u32, FreeError> {
+        if index >= capacity {
+            Err(FreeError::NotBlockStart)
+        } else if index >= carved {
+            Err(FreeError::NeverAllocated)
+        } else {
             Ok(index as u32)
         }
     }
@@ -309,6 +321,7 @@ impl Slab {
                 (*s).hint = w;
             }
             (*s).free += bits.count_ones();
+            // Not under Miri: the same tests check it natively, and Miri runs them ten times over.
             debug_assert!(cfg!(miri) || Slab::check(s));
             Ok(())
         }
@@ -336,32 +349,8 @@ impl Slab {
     /// The caller holds the lock of `class`; `slab` is a slab header of a live small or medium segment.
     #[inline]
     pub unsafe fn put_index(slab: *mut Slab, class: usize, index: u32) -> Result<(), FreeError> {
-        // SAFETY: the caller holds the class lock; field-wise access as in `take`.
-        unsafe {
-            let s = slab;
-            if (*s).magic != SLAB_MAGIC
-                || (*s).class as usize != class
-                || index >= (*s).carved.load(Ordering::Relaxed)
-            {
-                return Err(FreeError::DoubleFree);
-            }
-            let (w, bit) = (index as usize / 64, 1u64 << (index % 64));
-            let Some(word) = (*s).bitmap.get(w) else {
-                return Err(FreeError::NotBlockStart);
-            };
-            let old = word.load(Ordering::Relaxed);
-            if old & bit != 0 {
-                return Err(FreeError::DoubleFree);
-            }
-            word.store(old | bit, Ordering::Relaxed);
-            if (w as u32) < (*s).hint {
-                (*s).hint = w as u32;
-            }
-            (*s).free += 1;
-            // Not under Miri: the same tests check it natively, and Miri runs them ten times over.
-            debug_assert!(cfg!(miri) || Slab::check(s));
-            Ok(())
-        }
+        // SAFETY: forwarded; one bit, never zero.
+        unsafe { Slab::put_bits(slab, class, index / 64, 1u64 << (index % 64)) }.map_err(|(e, _)| e)
     }
 
     /// Checks, without the class lock, that `p` is a block of an in-use slab that was handed out at
