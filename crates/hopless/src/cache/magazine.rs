@@ -181,6 +181,17 @@ impl ThreadCache {
         Self::count_of(unsafe { Self::mag(tc, class) }).load(Ordering::Relaxed) as usize
     }
 
+    /// The block in slot `i` of the magazine of `class` (for tests).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::mag`]; `i < MAG_MAX`.
+    #[cfg(test)]
+    pub unsafe fn slot(tc: *mut ThreadCache, class: usize, i: usize) -> *mut u8 {
+        // SAFETY: per the caller.
+        Self::slot_of(unsafe { Self::mag(tc, class) }, i).load(Ordering::Relaxed)
+    }
+
     /// Sets the capacity of `class` if the thread has not used it yet.
     ///
     /// # Safety
@@ -477,6 +488,45 @@ impl ThreadCache {
             return false; // not among the blocks the last refill put here
         }
         (0..end.min(MAG_MAX)).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+    }
+
+    /// Writes its slot key, as a push would have, into every block a refill left in the magazine of
+    /// `class` that carries a mark (one freed before), and empties the refilled range: from here on
+    /// every block in the magazine that carries anything carries its key (a fresh block, never written,
+    /// is left so: its page stays untouched, and no mark of it can send a free to the refilled slots).
+    /// The double-free check of a marked block then needs no look through the refilled slots
+    /// ([`ThreadCache::holds_refilled`] answers at once), and a free of one of these blocks from
+    /// another thread finds its key and the slot that holds it.
+    ///
+    /// For a program that frees blocks without writing their first word, each free of a refilled block
+    /// otherwise looked through up to half a magazine; this writes the blocks still there once per
+    /// refill instead (the slow path's writes, never the allocation's).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache, `class < NUM_CLASSES`, and pushes write keys (the
+    /// default mode): slots at and above `refilled` hold blocks keyed for their slot.
+    pub unsafe fn key_refilled(tc: *mut ThreadCache, class: usize) {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let n = Self::count_of(m).load(Ordering::Relaxed);
+        // SAFETY: as above; only this thread writes the magazine.
+        let (end, tag) = unsafe { ((*m).refilled.min(n) as usize, (*m).tag) };
+        for i in 0..end.min(MAG_MAX) {
+            let p = Self::slot_of(m, i).load(Ordering::Relaxed);
+            // SAFETY: `slots[..count]` are free blocks of this magazine (the invariant on `Magazine`),
+            // at least 8 bytes and aligned to 8; their first words are the allocator's.
+            unsafe {
+                if read_key(p) != KeySays::Nothing {
+                    write_key(p, slot_key(p, tag, i));
+                }
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            (*m).refilled = 0;
+            (*m).refill_filter = [0; 2];
+        }
     }
 
     /// Whether the magazine of `class` holds `p`. Any thread may ask (the double-free check).

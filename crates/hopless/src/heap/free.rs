@@ -205,6 +205,13 @@ impl<P: PageSource> Heap<P> {
         if free {
             report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
         }
+        if !tc.is_null() && matches!(says, KeySays::Slab | KeySays::Transfer) && !crate::mode::checked_on() {
+            // A refilled block freed with its mark unwritten: the program does not write the blocks it
+            // frees, so the next ones from this refill would each look through its slots. Key them
+            // once instead.
+            // SAFETY: `tc` is the calling thread's; the default mode's pushes write keys.
+            unsafe { ThreadCache::key_refilled(tc, class) };
+        }
         if tc.is_null() {
             // SAFETY: per the caller; checked above.
             return unsafe { self.flush_marked(class, &[p]) };

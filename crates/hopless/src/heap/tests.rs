@@ -347,3 +347,56 @@ fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
         assert_eq!(heap.transfer_counts(class).0, heap.transfer_counts(class).1);
     }
 }
+
+/// A program that frees its blocks without writing their first word (the Rust view of `hopless bench
+/// alloc`, a `Vec::with_capacity` dropped unused): the first free of a refilled block, its slab mark
+/// still there, keys the blocks that refill left in the magazine. The next frees then take no look
+/// through the refilled slots, and a double free of one of those blocks is still seen: its key names
+/// the slot that holds it, for the owner's check and for another thread's alike.
+#[test]
+fn a_free_of_an_unwritten_refilled_block_keys_the_rest_of_its_refill() {
+    use crate::cache::{read_key, KeySays};
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let class = class_for(64, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    // SAFETY: this test's cache; every block is freed once and never written.
+    unsafe {
+        // Freed unwritten, three magazines' worth: full magazines flush, marking blocks in their slab.
+        let blocks: Vec<*mut u8> = (0..3 * cap).map(|_| heap.take_block(tc, class)).collect();
+        for &p in &blocks {
+            heap.free_checked(tc, class, p);
+        }
+        // Hand out what the magazine holds; the next take refills with marked blocks.
+        let mut out = Vec::new();
+        while ThreadCache::count(tc, class) > 0 {
+            out.push(heap.take_block(tc, class));
+        }
+        let q = heap.take_block(tc, class);
+        assert_eq!(read_key(q), KeySays::Slab, "refilled from the slab, its mark unwritten");
+        let left = ThreadCache::count(tc, class);
+        assert!(left > 1);
+        let r = ThreadCache::slot(tc, class, 0);
+        assert_eq!(read_key(r), KeySays::Slab);
+        assert!(ThreadCache::holds_refilled(tc, class, r), "the look through the refilled slots finds it");
+
+        heap.free_checked(tc, class, q);
+        let id = (*tc).id as usize;
+        assert_eq!(read_key(r), KeySays::Slot { id, slot: 0 }, "keyed for the slot that holds it");
+        assert!(ThreadCache::holds_at(tc, class, 0, r), "where a double free from any thread looks");
+        assert!(!ThreadCache::holds_refilled(tc, class, r), "no refilled range left to look through");
+        for i in 1..left {
+            let s = ThreadCache::slot(tc, class, i);
+            assert_eq!(read_key(s), KeySays::Slot { id, slot: i });
+        }
+        // Handed out and freed again unwritten: each finds its own key (or another slot's, which does
+        // not hold it) and is taken back without a report.
+        let again: Vec<*mut u8> = (0..left).map(|_| heap.take_block(tc, class)).collect();
+        for &p in again.iter().chain(&out) {
+            heap.free_checked(tc, class, p);
+        }
+        heap.retire_thread_cache(tc);
+    }
+    heap.trim();
+    assert_eq!(heap.stats().classes[class].outstanding_blocks, 0);
+}
