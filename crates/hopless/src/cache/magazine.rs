@@ -16,6 +16,10 @@ use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 #[cfg(feature = "stats")]
 use crate::stats::ThreadCounters;
 
+/// Looks through the refilled slots after which the rest of a refill is keyed (see
+/// [`ThreadCache::after_refilled_look`]).
+pub const KEY_AFTER_LOOKS: u32 = 2;
+
 /// Free blocks of one class owned by one thread. One or more cache lines of its own.
 ///
 /// Invariant: `count <= cap <= MAG_MAX`; `slots[..count]` are distinct free blocks of this class, each
@@ -37,6 +41,10 @@ pub struct Magazine {
     /// slab mark rather than a key; the double-free check looks through them (pops do not lower it, so
     /// the range may also hold blocks pushed since: looking at them too is only slower, never wrong).
     pub refilled: u32,
+    /// Frees since the last refill whose double-free check looked through the refilled slots (a marked
+    /// block whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
+    /// ([`ThreadCache::after_refilled_look`]). In the padding after `refilled`: the slots do not move.
+    pub looks: u32,
     /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
     /// block whose bit is clear was not among them, so the double-free check of a marked block skips
     /// the look through the refilled slots. Rebuilt by every refill (which finds the magazine empty).
@@ -55,6 +63,7 @@ impl Magazine {
             cap,
             tag: 0,
             refilled: 0,
+            looks: 0,
             refill_filter: [0; 2],
             slots: [core::ptr::null_mut(); MAG_MAX],
         }
@@ -397,6 +406,7 @@ impl ThreadCache {
         unsafe {
             (*m).refilled = n as u32;
             (*m).refill_filter = filter;
+            (*m).looks = 0;
         }
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
@@ -488,6 +498,35 @@ impl ThreadCache {
             return false; // not among the blocks the last refill put here
         }
         (0..end.min(MAG_MAX)).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+    }
+
+    /// A free of a marked block (one flushed to its slab, then handed out again with its first word
+    /// unwritten) was checked, and was not a double free. When its check looked through the refilled
+    /// slots (its filter bit was set), this counts the look, and at the [`KEY_AFTER_LOOKS`]th since the
+    /// refill keys the rest of it ([`ThreadCache::key_refilled`]): a program that frees its blocks
+    /// unwritten would otherwise pay that look at every free, and one that does so now and then pays
+    /// one look, not the keying's read and write of every block still in the magazine.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::key_refilled`].
+    pub unsafe fn after_refilled_look(tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let n = Self::count_of(m).load(Ordering::Relaxed);
+        // SAFETY: as above; only this thread writes the magazine.
+        unsafe {
+            let b = refill_bit(p);
+            let looked = (*m).refilled.min(n) > 0
+                && (*m).refill_filter.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0);
+            if !looked {
+                return;
+            }
+            (*m).looks += 1;
+            if (*m).looks >= KEY_AFTER_LOOKS {
+                Self::key_refilled(tc, class);
+            }
+        }
     }
 
     /// Writes its slot key, as a push would have, into every block a refill left in the magazine of

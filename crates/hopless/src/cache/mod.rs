@@ -17,6 +17,8 @@ pub use free_key::{
     free_salt, read_key, seed_free_key, slab_mark, transfer_mark, write_key, KeySays,
 };
 pub use magazine::{class_at_mag_offset, mag_offset, Magazine, Push, ThreadCache, MALLOC_MAG_OFFSET};
+#[cfg(test)]
+pub use magazine::KEY_AFTER_LOOKS;
 pub use registry::{CACHE_TABLE, NEXT_CACHE_ID};
 pub(crate) use registry::{Caches, CACHE_BYTES, MAX_PARKED, MAX_WARM, ORPHAN_PROBES};
 

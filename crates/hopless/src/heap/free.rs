@@ -206,11 +206,10 @@ impl<P: PageSource> Heap<P> {
             report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
         }
         if !tc.is_null() && matches!(says, KeySays::Slab | KeySays::Transfer) && !crate::mode::checked_on() {
-            // A refilled block freed with its mark unwritten: the program does not write the blocks it
-            // frees, so the next ones from this refill would each look through its slots. Key them
-            // once instead.
+            // A block freed with its mark unwritten: if the program frees its blocks so, the next ones
+            // from this refill would each look through its slots; at the second look they are keyed.
             // SAFETY: `tc` is the calling thread's; the default mode's pushes write keys.
-            unsafe { ThreadCache::key_refilled(tc, class) };
+            unsafe { ThreadCache::after_refilled_look(tc, class, p) };
         }
         if tc.is_null() {
             // SAFETY: per the caller; checked above.

@@ -349,13 +349,14 @@ fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
 }
 
 /// A program that frees its blocks without writing their first word (the Rust view of `hopless bench
-/// alloc`, a `Vec::with_capacity` dropped unused): the first free of a refilled block, its slab mark
-/// still there, keys the blocks that refill left in the magazine. The next frees then take no look
-/// through the refilled slots, and a double free of one of those blocks is still seen: its key names
-/// the slot that holds it, for the owner's check and for another thread's alike.
+/// alloc`, a `Vec::with_capacity` dropped unused): each free of a refilled block, its slab mark still
+/// there, looks through the refilled slots; at the second look the blocks that refill left in the
+/// magazine are keyed. The next frees then take no look, and a double free of one of those blocks is
+/// still seen: its key names the slot that holds it, for the owner's check and another thread's alike.
 #[test]
-fn a_free_of_an_unwritten_refilled_block_keys_the_rest_of_its_refill() {
-    use crate::cache::{read_key, KeySays};
+fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_look() {
+    use crate::cache::{read_key, KeySays, KEY_AFTER_LOOKS};
+    assert_eq!(KEY_AFTER_LOOKS, 2);
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);
     let class = class_for(64, 8).unwrap();
@@ -372,15 +373,19 @@ fn a_free_of_an_unwritten_refilled_block_keys_the_rest_of_its_refill() {
         while ThreadCache::count(tc, class) > 0 {
             out.push(heap.take_block(tc, class));
         }
-        let q = heap.take_block(tc, class);
-        assert_eq!(read_key(q), KeySays::Slab, "refilled from the slab, its mark unwritten");
+        let (q1, q2) = (heap.take_block(tc, class), heap.take_block(tc, class));
+        assert_eq!(read_key(q1), KeySays::Slab, "refilled from the slab, its mark unwritten");
+        assert_eq!(read_key(q2), KeySays::Slab);
         let left = ThreadCache::count(tc, class);
         assert!(left > 1);
         let r = ThreadCache::slot(tc, class, 0);
         assert_eq!(read_key(r), KeySays::Slab);
         assert!(ThreadCache::holds_refilled(tc, class, r), "the look through the refilled slots finds it");
 
-        heap.free_checked(tc, class, q);
+        heap.free_checked(tc, class, q1);
+        assert_eq!(read_key(r), KeySays::Slab, "one look: nothing keyed yet");
+        assert!(ThreadCache::holds_refilled(tc, class, r));
+        heap.free_checked(tc, class, q2);
         let id = (*tc).id as usize;
         assert_eq!(read_key(r), KeySays::Slot { id, slot: 0 }, "keyed for the slot that holds it");
         assert!(ThreadCache::holds_at(tc, class, 0, r), "where a double free from any thread looks");
@@ -391,7 +396,7 @@ fn a_free_of_an_unwritten_refilled_block_keys_the_rest_of_its_refill() {
         }
         // Handed out and freed again unwritten: each finds its own key (or another slot's, which does
         // not hold it) and is taken back without a report.
-        let again: Vec<*mut u8> = (0..left).map(|_| heap.take_block(tc, class)).collect();
+        let again: Vec<*mut u8> = (0..left + 2).map(|_| heap.take_block(tc, class)).collect();
         for &p in again.iter().chain(&out) {
             heap.free_checked(tc, class, p);
         }
