@@ -4,7 +4,8 @@
 //! per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
 //! 55..64) and the magazine slot (bits 48..55). Flushing a block back to its slab replaces its key with a
 //! mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
-//! frees a block is the one that writes it.
+//! frees a block is the one that writes it (and, for a program that frees blocks unwritten, the free
+//! path keys the marked blocks of its own magazine's last refill: `ThreadCache::key_refilled`).
 //!
 //! A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
 //! that slot, or (a mark) the slab's bitmap says it is free, or it was refilled into this thread's
@@ -26,7 +27,8 @@
 //!
 //! One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
 //! block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
-//! handed it out. Seeing it at the free would need the refill to write every block it moves (a cache-line
+//! handed it out (unless that thread keyed its refill, `ThreadCache::key_refilled`: then the key names
+//! the slot). Seeing it at the free would need the refill to write every block it moves (a cache-line
 //! transfer per block between a producer and a consumer thread) or a search of every thread's magazines.
 
 use core::sync::atomic::{AtomicUsize, Ordering};

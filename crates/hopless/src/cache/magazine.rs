@@ -40,6 +40,8 @@ pub struct Magazine {
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
     /// slab mark rather than a key; the double-free check looks through them (pops do not lower it, so
     /// the range may also hold blocks pushed since: looking at them too is only slower, never wrong).
+    /// Every slot at or above it that holds anything but a fresh block holds its slot's key. Zero
+    /// after [`ThreadCache::key_refilled`] gave the refill's marked blocks their keys.
     pub refilled: u32,
     /// Frees since the last refill whose double-free check looked through the refilled slots (a marked
     /// block whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
@@ -47,7 +49,8 @@ pub struct Magazine {
     pub looks: u32,
     /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
     /// block whose bit is clear was not among them, so the double-free check of a marked block skips
-    /// the look through the refilled slots. Rebuilt by every refill (which finds the magazine empty).
+    /// the look through the refilled slots. Rebuilt by every refill (which finds the magazine empty),
+    /// cleared with `refilled` by [`ThreadCache::key_refilled`].
     pub refill_filter: [u64; 2],
     pub slots: [*mut u8; MAG_MAX],
 }
@@ -414,7 +417,8 @@ impl ThreadCache {
     /// How many of the newest `k` blocks (what [`ThreadCache::take_newest`] would take now) may have been
     /// put there by a refill: the rest, in the slots from `refilled` up, were put there by a push since
     /// the magazine was last filled (a fill sets `count` to `refilled`, and a slot above `count` is only
-    /// ever written by a push at `count`). In the default mode every push writes a slot key.
+    /// ever written by a push at `count`), or were keyed by [`ThreadCache::key_refilled`], which sets
+    /// `refilled` to 0. In the default mode every push writes a slot key.
     ///
     /// # Safety
     ///
@@ -530,9 +534,15 @@ impl ThreadCache {
     }
 
     /// Writes its slot key, as a push would have, into every block a refill left in the magazine of
-    /// `class` that carries a mark (one freed before), and empties the refilled range: from here on
-    /// every block in the magazine that carries anything carries its key (a fresh block, never written,
-    /// is left so: its page stays untouched, and no mark of it can send a free to the refilled slots).
+    /// `class` that carries a mark (a slab or transfer mark: one freed before), and empties the
+    /// refilled range: from here on every block in the magazine that carries a mark carries its key
+    /// instead. A fresh block, never written, is left so (the keying does not touch its page, and no
+    /// mark of it can send a free to the refilled slots). A word that reads as a key is left too: it
+    /// is this slot's own (pushed since the refill), or another cache's, which only a double free from
+    /// another thread can have put there, into a block that may be handed out by now; writing over it
+    /// could clobber that program's first word. Caches without an id are not keyed: their keys send a
+    /// free that finds another slot's key to the search of every magazine, slower than the look this
+    /// saves.
     /// The double-free check of a marked block then needs no look through the refilled slots
     /// ([`ThreadCache::holds_refilled`] answers at once), and a free of one of these blocks from
     /// another thread finds its key and the slot that holds it.
@@ -547,6 +557,10 @@ impl ThreadCache {
     /// default mode): slots at and above `refilled` hold blocks keyed for their slot.
     pub unsafe fn key_refilled(tc: *mut ThreadCache, class: usize) {
         // SAFETY: per the caller.
+        if unsafe { (*tc).id } == 0 {
+            return;
+        }
+        // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let n = Self::count_of(m).load(Ordering::Relaxed);
         // SAFETY: as above; only this thread writes the magazine.
@@ -556,7 +570,7 @@ impl ThreadCache {
             // SAFETY: `slots[..count]` are free blocks of this magazine (the invariant on `Magazine`),
             // at least 8 bytes and aligned to 8; their first words are the allocator's.
             unsafe {
-                if read_key(p) != KeySays::Nothing {
+                if matches!(read_key(p), KeySays::Slab | KeySays::Transfer) {
                     write_key(p, slot_key(p, tag, i));
                 }
             }

@@ -183,7 +183,8 @@ impl<P: PageSource> Heap<P> {
             KeySays::Nothing => false,
             // Flushed to its slab since its last free: free there, or refilled into this thread's
             // magazine and not handed out yet. (Refilled into another thread's magazine and still
-            // there: left to that block's next flush; see `thread_cache`.)
+            // there: left to that block's next flush, unless that thread keyed its refill; see
+            // `cache::free_key`.)
             // SAFETY: as above; `tc` is the calling thread's.
             KeySays::Slab => unsafe {
                 self.free_in_slab(p) || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))

@@ -373,8 +373,12 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         while ThreadCache::count(tc, class) > 0 {
             out.push(heap.take_block(tc, class));
         }
+        // Handed out first and kept: its slot stays above the count (q1 and q2 go back below it), so
+        // the keying, which stops at the count, must leave it alone.
+        let kept = heap.take_block(tc, class);
+        assert_eq!(read_key(kept), KeySays::Slab, "refilled from the slab, its mark unwritten");
         let (q1, q2) = (heap.take_block(tc, class), heap.take_block(tc, class));
-        assert_eq!(read_key(q1), KeySays::Slab, "refilled from the slab, its mark unwritten");
+        assert_eq!(read_key(q1), KeySays::Slab);
         assert_eq!(read_key(q2), KeySays::Slab);
         let left = ThreadCache::count(tc, class);
         assert!(left > 1);
@@ -390,6 +394,7 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         assert_eq!(read_key(r), KeySays::Slot { id, slot: 0 }, "keyed for the slot that holds it");
         assert!(ThreadCache::holds_at(tc, class, 0, r), "where a double free from any thread looks");
         assert!(!ThreadCache::holds_refilled(tc, class, r), "no refilled range left to look through");
+        assert_eq!(read_key(kept), KeySays::Slab, "a block handed out is not the magazine's to write");
         for i in 1..left {
             let s = ThreadCache::slot(tc, class, i);
             assert_eq!(read_key(s), KeySays::Slot { id, slot: i });
@@ -397,7 +402,7 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         // Handed out and freed again unwritten: each finds its own key (or another slot's, which does
         // not hold it) and is taken back without a report.
         let again: Vec<*mut u8> = (0..left + 2).map(|_| heap.take_block(tc, class)).collect();
-        for &p in again.iter().chain(&out) {
+        for &p in again.iter().chain(&out).chain([&kept]) {
             heap.free_checked(tc, class, p);
         }
         heap.retire_thread_cache(tc);
