@@ -52,19 +52,37 @@ pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
             if matches!(guard.0.try_wait(), Ok(Some(_))) {
                 break; // it exited: the port was taken
             }
-            if std::net::TcpStream::connect(addr).is_ok() {
-                let info = Raw::connect(addr).cmd(&[b"INFO", b"server"]).read();
-                let ours = format!("process_id:{}\r\n", guard.0.id());
-                if matches!(&info, Frame::Bulk(b) if String::from_utf8_lossy(b).contains(&ours)) {
+            let ours = format!("process_id:{}\r\n", guard.0.id());
+            match info_server(addr) {
+                // Refused, reset or closed: nobody listening yet, or a server going away (ours
+                // failing to bind, or another test's): look again.
+                None => {}
+                Some(Frame::Bulk(b)) if String::from_utf8_lossy(&b).contains(&ours) => {
                     return Some((guard, addr));
                 }
-                break; // another server holds the port
+                Some(_) => break, // another server holds the port
             }
             std::thread::sleep(Duration::from_millis(25));
         }
         let _ = guard.0.kill();
     }
     panic!("redis-server did not start on a port of its own in 10 tries");
+}
+
+/// `INFO server` from whatever listens at `addr`; None when nothing does, or the connection is reset or
+/// closed before the reply (a redis-server that lost the port to another and is exiting: the CI run of
+/// 2026-12-02 failed on such a reset when this panicked).
+fn info_server(addr: SocketAddr) -> Option<Frame> {
+    use std::io::Write;
+    let sock = std::net::TcpStream::connect(addr).ok()?;
+    sock.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let mut raw = Raw {
+        sock,
+        buf: Vec::new(),
+        ended: None,
+    };
+    raw.sock.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    raw.try_read()
 }
 
 /// A free port below the kernel's ephemeral range (32768 and up by default), for a redis-server: a port
