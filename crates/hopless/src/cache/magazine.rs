@@ -17,7 +17,7 @@ use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 use crate::stats::ThreadCounters;
 
 /// Looks through the refilled slots after which the rest of a refill is keyed (see
-/// [`ThreadCache::after_refilled_look`]).
+/// [`ThreadCache::check_refilled`]).
 pub const KEY_AFTER_LOOKS: u32 = 2;
 
 /// Free blocks of one class owned by one thread. One or more cache lines of its own.
@@ -45,7 +45,7 @@ pub struct Magazine {
     pub refilled: u32,
     /// Frees since the last refill whose double-free check looked through the refilled slots (a marked
     /// block whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
-    /// ([`ThreadCache::after_refilled_look`]). In the padding after `refilled`: the slots do not move.
+    /// ([`ThreadCache::check_refilled`]). In the padding after `refilled`: the slots do not move.
     pub looks: u32,
     /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
     /// block whose bit is clear was not among them, so the double-free check of a marked block skips
@@ -486,7 +486,7 @@ impl ThreadCache {
     }
 
     /// Whether `p` is among the blocks a refill put in this thread's magazine of `class` that may still be
-    /// there.
+    /// there (a query: nothing is counted; the double-free check uses [`ThreadCache::check_refilled`]).
     ///
     /// # Safety
     ///
@@ -494,43 +494,65 @@ impl ThreadCache {
     pub unsafe fn holds_refilled(tc: *mut ThreadCache, class: usize, p: *mut u8) -> bool {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
-        let n = Self::count_of(m).load(Ordering::Relaxed);
         // SAFETY: as above.
-        let (end, filter) = unsafe { ((*m).refilled.min(n) as usize, (*m).refill_filter) };
-        let b = refill_bit(p);
-        if filter.get(b / 64).is_none_or(|w| w & (1 << (b % 64)) == 0) {
-            return false; // not among the blocks the last refill put here
-        }
-        (0..end.min(MAG_MAX)).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+        Self::refilled_slots_hold(m, unsafe { Self::refilled_to_look(m, p) }, p)
     }
 
-    /// A free of a marked block (one flushed to its slab, then handed out again with its first word
-    /// unwritten) was checked, and was not a double free. When its check looked through the refilled
-    /// slots (its filter bit was set), this counts the look, and at the [`KEY_AFTER_LOOKS`]th since the
-    /// refill keys the rest of it ([`ThreadCache::key_refilled`]): a program that frees its blocks
-    /// unwritten would otherwise pay that look at every free, and one that does so now and then pays
-    /// one look, not the keying's read and write of every block still in the magazine.
+    /// The double-free check's look for a marked block `p` (one flushed to its slab since its last
+    /// free) among the blocks the last refill put in this thread's magazine of `class`: whether it is
+    /// there. A look that went through the refilled slots (`p`'s filter bit was set) and found nothing
+    /// is counted, and the [`KEY_AFTER_LOOKS`]th since the refill keys the rest of the refill
+    /// ([`ThreadCache::key_refilled`]): a program that frees its blocks unwritten would otherwise pay
+    /// that look at every free, and one that does so now and then pays one look, not the keying's read
+    /// and write of every block still in the magazine. (The empty cache, a checked mode's, holds
+    /// nothing, so it never looks.)
     ///
     /// # Safety
     ///
-    /// As for [`ThreadCache::key_refilled`].
-    pub unsafe fn after_refilled_look(tc: *mut ThreadCache, class: usize, p: *mut u8) {
+    /// As for [`ThreadCache::holds_refilled`], and `tc`'s pushes write keys (the default mode; hardened
+    /// mode's cache pushes without them, and its frees never reach this check) or `tc` is the empty
+    /// cache.
+    pub unsafe fn check_refilled(tc: *mut ThreadCache, class: usize, p: *mut u8) -> bool {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
-        let n = Self::count_of(m).load(Ordering::Relaxed);
+        // SAFETY: as above.
+        let end = unsafe { Self::refilled_to_look(m, p) };
+        if end == 0 {
+            return false;
+        }
+        if Self::refilled_slots_hold(m, end, p) {
+            return true;
+        }
         // SAFETY: as above; only this thread writes the magazine.
         unsafe {
-            let b = refill_bit(p);
-            let looked = (*m).refilled.min(n) > 0
-                && (*m).refill_filter.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0);
-            if !looked {
-                return;
-            }
             (*m).looks += 1;
             if (*m).looks >= KEY_AFTER_LOOKS {
                 Self::key_refilled(tc, class);
             }
         }
+        false
+    }
+
+    /// How many slots the look for a marked `p` goes through: those below `refilled` and `count`, or
+    /// none when `p`'s bit in the refill filter is clear (the last refill did not put it here).
+    ///
+    /// # Safety
+    ///
+    /// `m` is a magazine of the calling thread's live cache.
+    unsafe fn refilled_to_look(m: *mut Magazine, p: *mut u8) -> usize {
+        let n = Self::count_of(m).load(Ordering::Relaxed);
+        // SAFETY: per the caller.
+        let (end, filter) = unsafe { ((*m).refilled.min(n) as usize, (*m).refill_filter) };
+        let b = refill_bit(p);
+        if filter.get(b / 64).is_none_or(|w| w & (1 << (b % 64)) == 0) {
+            return 0;
+        }
+        end.min(MAG_MAX)
+    }
+
+    /// Whether one of the first `end` slots of `m` holds `p`.
+    fn refilled_slots_hold(m: *mut Magazine, end: usize, p: *mut u8) -> bool {
+        (0..end).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
     }
 
     /// Writes its slot key, as a push would have, into every block a refill left in the magazine of
@@ -555,7 +577,7 @@ impl ThreadCache {
     ///
     /// `tc` is the calling thread's live cache, `class < NUM_CLASSES`, and pushes write keys (the
     /// default mode): slots at and above `refilled` hold blocks keyed for their slot.
-    pub unsafe fn key_refilled(tc: *mut ThreadCache, class: usize) {
+    unsafe fn key_refilled(tc: *mut ThreadCache, class: usize) {
         // SAFETY: per the caller.
         if unsafe { (*tc).id } == 0 {
             return;

@@ -185,9 +185,10 @@ impl<P: PageSource> Heap<P> {
             // magazine and not handed out yet. (Refilled into another thread's magazine and still
             // there: left to that block's next flush, unless that thread keyed its refill; see
             // `cache::free_key`.)
-            // SAFETY: as above; `tc` is the calling thread's.
+            // SAFETY: as above; `tc` is the calling thread's, in the default mode (the only one whose
+            // frees come here) or the empty cache.
             KeySays::Slab => unsafe {
-                self.free_in_slab(p) || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))
+                self.free_in_slab(p) || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
             },
             // Put into a transfer slot: still there, or moved on to its slab or to this thread's
             // refill (to another thread's: the same gap as above).
@@ -195,7 +196,7 @@ impl<P: PageSource> Heap<P> {
             KeySays::Transfer => unsafe {
                 self.transfer.get(class).is_some_and(|t| t.holds(p))
                     || self.free_in_slab(p)
-                    || (!tc.is_null() && ThreadCache::holds_refilled(tc, class, p))
+                    || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
             },
             KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
                 // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.
@@ -205,12 +206,6 @@ impl<P: PageSource> Heap<P> {
         };
         if free {
             report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
-        }
-        if !tc.is_null() && matches!(says, KeySays::Slab | KeySays::Transfer) && !crate::mode::checked_on() {
-            // A block freed with its mark unwritten: if the program frees its blocks so, the next ones
-            // from this refill would each look through its slots; at the second look they are keyed.
-            // SAFETY: `tc` is the calling thread's; the default mode's pushes write keys.
-            unsafe { ThreadCache::after_refilled_look(tc, class, p) };
         }
         if tc.is_null() {
             // SAFETY: per the caller; checked above.
