@@ -535,6 +535,8 @@ impl SlabPool {
             unsafe { source.release(base, SEGMENT_SIZE, SEGMENT_SIZE) };
             return ptr::null_mut();
         }
+        // SAFETY: the whole reservation just made.
+        unsafe { source.advise_huge(base, SEGMENT_SIZE) };
         let shift = self.slab_shift();
         let first_slot = HEADER_AREA.div_ceil(1 << shift);
         let slots = SEGMENT_SIZE >> shift;
@@ -641,14 +643,17 @@ impl SlabPool {
     /// hardened mode, where the slot's last 8 bytes are the guard word of the next slot's first block.
     pub unsafe fn purge<P: PageSource>(&self, source: &P, s: *mut Slab, keep_last_page: bool) {
         // SAFETY: a slab in state Purging is on no list and belongs to nobody: only this thread touches it
-        // and its memory.
+        // and its memory. Its segment is one whole reservation of `SEGMENT_SIZE` bytes that `get` made
+        // from `source` (segments are never released while their pool lives), and the slot lies in it.
         unsafe {
             let keep = if keep_last_page {
                 crate::platform::PAGE_SIZE
             } else {
                 0
             };
-            source.decommit((*s).start, self.slot_size() - keep);
+            let len = self.slot_size() - keep;
+            source.leave_huge(segment_of((*s).start).cast(), SEGMENT_SIZE, (*s).start, len);
+            source.decommit((*s).start, len);
             (*s).state = SlabState::Pooled;
         }
         let mut g = self.inner.lock();

@@ -85,6 +85,9 @@ impl Hopless {
     /// Nothing to do: the system allocator gives memory back on its own terms.
     pub fn trim() {}
 
+    /// The system allocator chooses its own pages: nothing to do.
+    pub fn set_huge_pages(_on: bool) {}
+
     /// A snapshot of the counters: all zero here.
     pub fn stats() -> Stats {
         Stats::default()
@@ -200,6 +203,7 @@ mod tests {
         // SAFETY: the batch just allocated with `layout`.
         unsafe { Hopless.free_batch(layout, &blocks) };
         Hopless::trim();
+        Hopless::set_huge_pages(true);
         Hopless::flush_thread_cache();
         Hopless::print_config();
         Hopless::print_stats();

@@ -6,6 +6,7 @@
 //! or inside a test without touching the OS.
 
 use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// The heap's unit of layout: the smallest page any kernel it runs on has (4 KiB). Its own structures
 /// (thread caches, header areas, large blocks' offsets) are laid out in these. Where the kernel's own
@@ -21,7 +22,7 @@ pub fn os_page_size() -> usize {
     if cfg!(any(target_arch = "x86_64", miri)) {
         return PAGE_SIZE;
     }
-    use core::sync::atomic::{AtomicUsize, Ordering};
+    use core::sync::atomic::AtomicUsize;
     // 0 until first read. Any thread may store it: every one stores the same value, so relaxed is
     // enough.
     static OS_PAGE: AtomicUsize = AtomicUsize::new(0);
@@ -96,6 +97,26 @@ pub unsafe trait PageSource: Sync {
     unsafe fn resize(&self, _ptr: *mut u8, _old_size: usize, _new_size: usize, _align: usize) -> *mut u8 {
         ptr::null_mut()
     }
+
+    /// Asks for transparent huge pages over a whole reservation of `size` bytes at `base`, when they are
+    /// on ([`set_huge_pages`]); the default does nothing. Only segments and large-block arenas and
+    /// mappings ask: their blocks are spread over many pages, and one TLB entry per huge page then covers
+    /// what 512 of the kernel's small pages would.
+    ///
+    /// # Safety
+    ///
+    /// `base` and `size` are those of one live reservation of this source.
+    unsafe fn advise_huge(&self, _base: *mut u8, _size: usize) {}
+
+    /// Called before `ptr..ptr + len` (inside the reservation `base`, `size`) is decommitted: the huge
+    /// pages the range touches go back to small pages for good, so that the kernel's background collapse
+    /// (`khugepaged`, which fills a huge page around as little as one resident small page) cannot make
+    /// the decommitted memory resident again. The default does nothing.
+    ///
+    /// # Safety
+    ///
+    /// `base` and `size` are those of one live reservation of this source, and the range lies inside it.
+    unsafe fn leave_huge(&self, _base: *mut u8, _size: usize, _ptr: *mut u8, _len: usize) {}
 
     /// Whether the thread with this kernel id still exists (caches of dead threads are reclaimed). The
     /// default says yes: nothing is reclaimed.
@@ -193,6 +214,36 @@ fn map_aligned(size: usize, align: usize, offset: usize) -> *mut u8 {
     }
 }
 
+/// Whether reservations ask for transparent huge pages (`HOPLESS_HUGE_PAGES=1`, or
+/// `Hopless::set_huge_pages`): off by default.
+static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
+/// Set once huge pages were ever on, never cleared: reservations advised then keep leaving huge pages
+/// where they decommit, after the option is turned off.
+static HUGE_PAGES_USED: AtomicBool = AtomicBool::new(false);
+
+/// Turns transparent huge pages on or off for the reservations made from now on (see
+/// [`PageSource::advise_huge`]). Off by default: a huge page is backed whole once any byte of it is
+/// touched, so a heap that uses part of a segment keeps up to 2 MiB more resident; programs with large
+/// heaps and random access (a cache of millions of keys) gain from the TLB reach.
+pub fn set_huge_pages(on: bool) {
+    if on {
+        HUGE_PAGES_USED.store(true, Ordering::Relaxed);
+    }
+    HUGE_PAGES.store(on, Ordering::Relaxed);
+}
+
+/// Whether reservations ask for transparent huge pages.
+pub fn huge_pages() -> bool {
+    HUGE_PAGES.load(Ordering::Relaxed)
+}
+
+/// The size of the kernel's transparent huge page: what one page-table page of the kernel's pages maps
+/// (2 MiB with 4 KiB pages, 32 MiB with 16 KiB, 512 MiB with 64 KiB).
+pub fn huge_page_size() -> usize {
+    let page = os_page_size();
+    page * (page / core::mem::size_of::<u64>())
+}
+
 /// Pages straight from the kernel: anonymous private mappings.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OsPages;
@@ -278,6 +329,31 @@ unsafe impl PageSource for OsPages {
             } else {
                 ptr::write_bytes(ptr, 0, size);
             }
+        }
+    }
+
+    unsafe fn advise_huge(&self, base: *mut u8, size: usize) {
+        if huge_pages() && size >= huge_page_size() {
+            // SAFETY: per the caller, one whole reservation of ours; the advice changes how the kernel
+            // backs it, not its contents. A kernel without huge pages refuses it, which changes nothing.
+            unsafe { libc::madvise(base.cast(), size, libc::MADV_HUGEPAGE) };
+        }
+    }
+
+    unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {
+        let huge = huge_page_size();
+        if !HUGE_PAGES_USED.load(Ordering::Relaxed) || size < huge {
+            return;
+        }
+        // From the start of the huge page holding `ptr` (not before the reservation) to the range's end:
+        // no huge page the range touches stays eligible. The one holding the end is cut by the advice's
+        // own boundary, which the kernel's collapse never crosses.
+        let from = (ptr.addr() & !(huge - 1)).max(base.addr());
+        let end = (ptr.addr() + len).min(base.addr() + size);
+        if from < end {
+            // SAFETY: `from..end` lies inside the caller's reservation (both ends clamped to it); the
+            // advice leaves its contents alone.
+            unsafe { libc::madvise(base.add(from - base.addr()).cast(), end - from, libc::MADV_NOHUGEPAGE) };
         }
     }
 

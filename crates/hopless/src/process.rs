@@ -68,6 +68,9 @@ fn process_init_slow() {
     if crate::platform::env_flag(c"HOPLESS_TRANSFER") {
         HEAP.set_transfer(true);
     }
+    if crate::platform::env_flag(c"HOPLESS_HUGE_PAGES") {
+        crate::platform::set_huge_pages(true);
+    }
     if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
         KEY.store(key, Ordering::Relaxed);
         KEY_OK.store(true, Ordering::Release);

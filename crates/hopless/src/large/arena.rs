@@ -94,6 +94,8 @@ pub fn create<P: PageSource>(source: &P) -> *mut Arena {
         unsafe { source.release(base, ARENA_SIZE, ARENA_SIZE) };
         return ptr::null_mut();
     }
+    // SAFETY: the whole reservation just made.
+    unsafe { source.advise_huge(base, ARENA_SIZE) };
     a
 }
 

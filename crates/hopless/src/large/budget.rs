@@ -191,8 +191,13 @@ impl Purge {
             return;
         }
         for r in self.runs.iter().take(self.n) {
-            // SAFETY: per the caller, nobody else may use the run's slices until they are given back.
-            unsafe { source.decommit(arena::span_at(r.arena, r.start).cast(), r.len * SLICE) };
+            // SAFETY: per the caller, nobody else may use the run's slices until they are given back;
+            // the arena is one whole reservation of `ARENA_SIZE` bytes from `source` (`arena::create`).
+            unsafe {
+                let (span, len) = (arena::span_at(r.arena, r.start).cast::<u8>(), r.len * SLICE);
+                source.leave_huge(r.arena.cast(), arena::ARENA_SIZE, span, len);
+                source.decommit(span, len);
+            }
         }
         let mut unused = [ptr::null_mut::<Arena>(); PURGE_RUNS];
         {

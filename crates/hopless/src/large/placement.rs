@@ -86,6 +86,8 @@ impl LargeCache {
                 unsafe { source.release(base, need, SEGMENT_SIZE) };
                 return ptr::null_mut();
             }
+            // SAFETY: the whole reservation just made.
+            unsafe { source.advise_huge(base, need) };
         }
         let usable = len - off - guard;
         let seg = base.cast::<SegmentHeader>();
