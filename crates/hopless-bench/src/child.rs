@@ -59,6 +59,12 @@ impl Child {
         self
     }
 
+    /// One more environment variable for the child.
+    pub fn env(mut self, key: &str, value: &str) -> Child {
+        self.cmd.env(key, value);
+        self
+    }
+
     /// `LD_PRELOAD=lib`, or with `None` no preload at all (an inherited `LD_PRELOAD` removed).
     pub fn preload(mut self, lib: Option<&Path>) -> Child {
         match lib {

@@ -10,6 +10,7 @@
 
 mod eviction;
 mod hash_seed;
+mod huge_pages;
 mod purge;
 mod report;
 mod workload;
@@ -41,6 +42,8 @@ pub struct Options {
     pub no_eviction: bool,
     /// The store's hash seed (default: fixed, [`DEFAULT_HASH_SEED`]).
     pub hash_seed: HashSeed,
+    /// Each allocator with its own transparent-huge-page option on (`kv::huge_pages`).
+    pub huge_pages: bool,
 }
 
 impl Options {
@@ -88,7 +91,7 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
         for k in 0..TARGETS.len() {
             let i = (k + pass) % TARGETS.len();
             bar.set_message(TARGETS[i].spec());
-            samples[i].push(run_child(&exe, TARGETS[i], &p)?);
+            samples[i].push(run_child(&exe, TARGETS[i], &p, o.huge_pages)?);
             bar.inc(1);
         }
     }
@@ -100,6 +103,7 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
             workload: "kv",
             target,
             hash_seed: p.hash_seed,
+            huge_pages: o.huge_pages,
             run: median(rs),
             runs: rs.clone(),
         })
@@ -107,11 +111,17 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
     println!(
         "hopless bench kv: {} threads, {} keys, Zipf s=0.99, 60% SET / 40% GET, values 32..=512 B, {} measured ops, \
          hash seed {}; median [min–max] of {runs} runs per configuration (one fresh process per run, \
-         configurations alternating), {:.0} s\n",
+         configurations alternating){}, {:.0} s\n",
         p.threads,
         p.keys,
         p.ops,
         HashSeed(p.hash_seed),
+        if o.huge_pages {
+            "; transparent huge pages on, each allocator's own option (glibc.malloc.hugetlb=1, \
+             jemalloc thp:always, MIMALLOC_ALLOW_LARGE_OS_PAGES=1, HOPLESS_HUGE_PAGES=1)"
+        } else {
+            ""
+        },
         t0.elapsed().as_secs_f64()
     );
     print!("{}", kv_table(&results));
@@ -135,10 +145,14 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
 }
 
 /// Runs one configuration in a fresh child process and reads back its result.
-fn run_child(exe: &Path, t: Target, p: &Params) -> Result<RunResult, String> {
-    Child::new(exe, "kv", &t.spec())
+/// With `huge_pages`, its allocator's own huge-page option is on in the child.
+fn run_child(exe: &Path, t: Target, p: &Params, huge_pages: bool) -> Result<RunResult, String> {
+    let mut c = Child::new(exe, "kv", &t.spec())
         .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
         .args(["--ops", &p.ops.to_string()])
-        .args(["--hash-seed", &HashSeed(p.hash_seed).to_string()])
-        .run()
+        .args(["--hash-seed", &HashSeed(p.hash_seed).to_string()]);
+    if let Some((key, value)) = huge_pages.then(|| huge_pages::option(t.allocator)).flatten() {
+        c = c.env(key, value);
+    }
+    c.run()
 }

@@ -104,6 +104,10 @@ pub struct KvArgs {
     /// The store's hash seed: a number (decimal or 0x hex) or "random" (a new one per store).
     #[arg(long, default_value_t)]
     hash_seed: kv::HashSeed,
+    /// Each allocator with its own transparent-huge-page option on (glibc.malloc.hugetlb=1, jemalloc
+    /// thp:always, MIMALLOC_ALLOW_LARGE_OS_PAGES=1, HOPLESS_HUGE_PAGES=1)
+    #[arg(long)]
+    huge_pages: bool,
     /// Internal: run one configuration in this process and print its result as JSON.
     #[arg(long, hide = true)]
     pub child: Option<String>,
@@ -118,6 +122,7 @@ impl From<KvArgs> for kv::Options {
             ops: a.ops,
             no_eviction: a.no_eviction,
             hash_seed: a.hash_seed,
+            huge_pages: a.huge_pages,
         }
     }
 }

@@ -19,6 +19,8 @@ pub struct KvResult {
     pub target: Target,
     /// The store's hash seed (`null`: random per store).
     pub hash_seed: Option<u64>,
+    /// Whether the allocator ran with its own transparent-huge-page option on (`--huge-pages`).
+    pub huge_pages: bool,
     /// Each figure's median over `runs`.
     #[serde(flatten)]
     pub run: RunResult,
@@ -172,6 +174,7 @@ mod tests {
     fn json_row_keeps_its_flat_shape_and_every_run() {
         let r = KvResult {
             workload: "kv",
+            huge_pages: false,
             target: TARGETS[0],
             hash_seed: Some(DEFAULT_HASH_SEED),
             run: one(1.0),
@@ -190,6 +193,7 @@ mod tests {
     fn range_spans_the_runs() {
         let r = KvResult {
             workload: "kv",
+            huge_pages: false,
             target: TARGETS[0],
             hash_seed: None,
             run: one(2.0),
@@ -218,6 +222,7 @@ mod tests {
     fn table_gives_ratios_to_glibc_and_mimalloc() {
         let row = |i: usize, x: f64| KvResult {
             workload: "kv",
+            huge_pages: false,
             target: TARGETS[i],
             hash_seed: None,
             run: one(x),
