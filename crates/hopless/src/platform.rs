@@ -6,7 +6,7 @@
 //! or inside a test without touching the OS.
 
 use core::ptr;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// The heap's unit of layout: the smallest page any kernel it runs on has (4 KiB). Its own structures
 /// (thread caches, header areas, large blocks' offsets) are laid out in these. Where the kernel's own
@@ -109,7 +109,7 @@ pub unsafe trait PageSource: Sync {
     unsafe fn advise_huge(&self, _base: *mut u8, _size: usize) {}
 
     /// Called before `ptr..ptr + len` (inside the reservation `base`, `size`) is decommitted: the huge
-    /// pages the range touches go back to small pages for good, so that the kernel's background collapse
+    /// pages the range touches (whole) go back to small pages for good, so that the kernel's background collapse
     /// (`khugepaged`, which fills a huge page around as little as one resident small page) cannot make
     /// the decommitted memory resident again. The default does nothing.
     ///
@@ -214,12 +214,13 @@ fn map_aligned(size: usize, align: usize, offset: usize) -> *mut u8 {
     }
 }
 
-/// Whether reservations ask for transparent huge pages (`HOPLESS_HUGE_PAGES=1`, or
-/// `Hopless::set_huge_pages`): off by default.
-static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
-/// Set once huge pages were ever on, never cleared: reservations advised then keep leaving huge pages
-/// where they decommit, after the option is turned off.
-static HUGE_PAGES_USED: AtomicBool = AtomicBool::new(false);
+/// Transparent huge pages: [`HUGE_ON`] while reservations ask for them (`HOPLESS_HUGE_PAGES=1`, or
+/// `Hopless::set_huge_pages`; off by default), [`HUGE_USED`] once they ever did, never cleared:
+/// reservations advised then keep leaving huge pages where they decommit after the option is turned
+/// off. One atomic, so a thread that saw the first bit sees the second.
+static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
+const HUGE_ON: u8 = 1;
+const HUGE_USED: u8 = 2;
 
 /// Turns transparent huge pages on or off for the reservations made from now on (see
 /// [`PageSource::advise_huge`]). Off by default: a huge page is backed whole once any byte of it is
@@ -227,14 +228,15 @@ static HUGE_PAGES_USED: AtomicBool = AtomicBool::new(false);
 /// heaps and random access (a cache of millions of keys) gain from the TLB reach.
 pub fn set_huge_pages(on: bool) {
     if on {
-        HUGE_PAGES_USED.store(true, Ordering::Relaxed);
+        HUGE_PAGES.fetch_or(HUGE_ON | HUGE_USED, Ordering::Relaxed);
+    } else {
+        HUGE_PAGES.fetch_and(!HUGE_ON, Ordering::Relaxed);
     }
-    HUGE_PAGES.store(on, Ordering::Relaxed);
 }
 
 /// Whether reservations ask for transparent huge pages.
 pub fn huge_pages() -> bool {
-    HUGE_PAGES.load(Ordering::Relaxed)
+    HUGE_PAGES.load(Ordering::Relaxed) & HUGE_ON != 0
 }
 
 /// The size of the kernel's transparent huge page: what one page-table page of the kernel's pages maps
@@ -335,25 +337,32 @@ unsafe impl PageSource for OsPages {
     unsafe fn advise_huge(&self, base: *mut u8, size: usize) {
         if huge_pages() && size >= huge_page_size() {
             // SAFETY: per the caller, one whole reservation of ours; the advice changes how the kernel
-            // backs it, not its contents. A kernel without huge pages refuses it, which changes nothing.
-            unsafe { libc::madvise(base.cast(), size, libc::MADV_HUGEPAGE) };
+            // backs it, not its contents. A kernel without huge pages refuses it (EINVAL), which changes
+            // nothing, and `errno` is put back: a `malloc` that succeeds leaves it alone.
+            keeping_errno(|| unsafe { libc::madvise(base.cast(), size, libc::MADV_HUGEPAGE) });
         }
     }
 
     unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {
         let huge = huge_page_size();
-        if !HUGE_PAGES_USED.load(Ordering::Relaxed) || size < huge {
+        if HUGE_PAGES.load(Ordering::Relaxed) & HUGE_USED == 0 || size < huge {
             return;
         }
-        // From the start of the huge page holding `ptr` (not before the reservation) to the range's end:
-        // no huge page the range touches stays eligible. The one holding the end is cut by the advice's
-        // own boundary, which the kernel's collapse never crosses.
+        // Every huge page the range touches, whole (clamped to the reservation): the advice then ends on
+        // huge-page boundaries, so neighbouring regions left the same way merge into one mapping in the
+        // kernel's list rather than splitting it at every purge.
         let from = (ptr.addr() & !(huge - 1)).max(base.addr());
-        let end = (ptr.addr() + len).min(base.addr() + size);
+        let end = (ptr.addr() + len)
+            .next_multiple_of(huge)
+            .min(base.addr() + size);
         if from < end {
             // SAFETY: `from..end` lies inside the caller's reservation (both ends clamped to it); the
-            // advice leaves its contents alone.
-            unsafe { libc::madvise(base.add(from - base.addr()).cast(), end - from, libc::MADV_NOHUGEPAGE) };
+            // advice leaves its contents alone. It can fail (EINVAL without huge pages, ENOMEM when the
+            // split would pass `vm.max_map_count`), and then only the collapse guard is lost; `free`
+            // must not change `errno` (POSIX 2024), so it is put back.
+            keeping_errno(|| unsafe {
+                libc::madvise(base.add(from - base.addr()).cast(), end - from, libc::MADV_NOHUGEPAGE)
+            });
         }
     }
 

@@ -73,9 +73,14 @@ fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
         return;
     }
 
-    // Off (the default): 12 MiB of 1 KiB blocks takes new segments, and a 3 MiB block an arena.
+    // Off (the default, whatever the environment says): 12 MiB of 1 KiB blocks takes new segments, and
+    // a 3 MiB block goes to an arena, beside a 300 KiB one that stays (so the arena is not unmapped at
+    // the trim below, only the 3 MiB span decommitted).
+    Hopless::set_huge_pages(false);
     let before = fill(1024, 12 << 10);
+    let keep = fill(300 << 10, 1);
     let big_before = fill(3 << 20, 1);
+    let big_span = big_before[0].0;
     for p in [before[before.len() - 1].0, big_before[0].0] {
         let f = vm_flags(p);
         assert!(
@@ -95,17 +100,22 @@ fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
         );
     }
     // Everything back, then trimmed: the slabs in the middle of the second batch are purged, and the
-    // huge pages around them are left for small ones (a collapse would make them resident again).
+    // huge pages around them, whole, are left for small ones (a collapse would make them resident
+    // again); so is the arena span the 3 MiB block had.
     let middle = after[after.len() / 2].0;
+    let middle_huge_page = middle.map_addr(|a| a & !(huge - 1));
     free_all(after);
     free_all(before);
     free_all(big_before);
     free_all(big_after);
     Hopless::trim();
-    let f = vm_flags(middle);
-    assert!(
-        f.iter().any(|x| x == "nh"),
-        "purged memory still eligible for huge pages: {f:?}"
-    );
+    for p in [middle, middle_huge_page, big_span] {
+        let f = vm_flags(p);
+        assert!(
+            f.iter().any(|x| x == "nh"),
+            "purged memory still eligible for huge pages at {p:p}: {f:?}"
+        );
+    }
+    free_all(keep);
     Hopless::set_huge_pages(false);
 }
