@@ -65,6 +65,12 @@ impl Child {
         self
     }
 
+    /// One environment variable removed for the child.
+    pub fn env_remove(mut self, key: &str) -> Child {
+        self.cmd.env_remove(key);
+        self
+    }
+
     /// `LD_PRELOAD=lib`, or with `None` no preload at all (an inherited `LD_PRELOAD` removed).
     pub fn preload(mut self, lib: Option<&Path>) -> Child {
         match lib {

@@ -118,7 +118,7 @@ pub fn run(o: &Options) -> Result<Vec<KvResult>, String> {
         HashSeed(p.hash_seed),
         if o.huge_pages {
             "; transparent huge pages on, each allocator's own option (glibc.malloc.hugetlb=1, \
-             jemalloc thp:always, MIMALLOC_ALLOW_LARGE_OS_PAGES=1, HOPLESS_HUGE_PAGES=1)"
+             jemalloc thp:always, MIMALLOC_ALLOW_THP=1 (mimalloc 3's default), HOPLESS_HUGE_PAGES=1)"
         } else {
             ""
         },
@@ -151,8 +151,12 @@ fn run_child(exe: &Path, t: Target, p: &Params, huge_pages: bool) -> Result<RunR
         .args(["--threads", &p.threads.to_string(), "--keys", &p.keys.to_string()])
         .args(["--ops", &p.ops.to_string()])
         .args(["--hash-seed", &HashSeed(p.hash_seed).to_string()]);
-    if let Some((key, value)) = huge_pages.then(|| huge_pages::option(t.allocator)).flatten() {
-        c = c.env(key, value);
+    if let Some((key, value)) = huge_pages::option(t.allocator) {
+        c = if huge_pages {
+            c.env(key, value)
+        } else {
+            c.env_remove(key)
+        };
     }
     c.run()
 }

@@ -105,7 +105,7 @@ pub struct KvArgs {
     #[arg(long, default_value_t)]
     hash_seed: kv::HashSeed,
     /// Each allocator with its own transparent-huge-page option on (glibc.malloc.hugetlb=1, jemalloc
-    /// thp:always, MIMALLOC_ALLOW_LARGE_OS_PAGES=1, HOPLESS_HUGE_PAGES=1)
+    /// thp:always, MIMALLOC_ALLOW_THP=1 (mimalloc 3's default anyway), HOPLESS_HUGE_PAGES=1)
     #[arg(long)]
     huge_pages: bool,
     /// Internal: run one configuration in this process and print its result as JSON.
