@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             format!(
-                r#"{{"workload":"kv","store":"hopless-kv","allocator":"system","hash_seed":24301,"ops_per_sec":1.0,{fig},"runs":[{{"ops_per_sec":1.0,{fig}}}]}}"#
+                r#"{{"workload":"kv","store":"hopless-kv","allocator":"system","hash_seed":24301,"huge_pages":false,"ops_per_sec":1.0,{fig},"runs":[{{"ops_per_sec":1.0,{fig}}}]}}"#
             )
         );
     }
