@@ -66,6 +66,9 @@ fn select(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 fn quit(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
+    // Leaves every channel and pattern before the reply, as Redis: a client that reads QUIT's +OK and
+    // asks another connection (INFO, PUBSUB NUMSUB) sees it gone.
+    c.conn.pubsub = None;
     c.out.ok();
     c.action = Action::Close;
     Ok(())
