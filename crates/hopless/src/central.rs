@@ -28,12 +28,13 @@ use core::mem::MaybeUninit;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
+use crate::cache::hint_owner;
 use crate::lock::SpinLock;
 use crate::platform::{now_ms, PageSource};
 use crate::report::report_bad_free;
 use crate::segment::{
-    segment_of, slab_of, FreeError, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
-    HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED,
+    segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
+    HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_MAGIC, SLAB_POOLED,
     SMALL_SLAB_SHIFT,
 };
 use crate::size_class::{self, is_medium, MAG_MAX};
@@ -173,7 +174,7 @@ impl ClassHeap {
             }
         }
         g.counters.refills += 1;
-        g.counters.outstanding += got as u64;
+        g.counters.outstanding = g.counters.outstanding.wrapping_add(got as i64);
         g.counters.peak_outstanding = g.counters.peak_outstanding.max(g.counters.outstanding);
         drop(g);
         if visited_pool {
@@ -219,6 +220,34 @@ impl ClassHeap {
         }
     }
 
+    /// The locked half of a flush for runs another path checked ([`ClassHeap::check_returns`]) and
+    /// sorted: blocks of class slabs, blocks of slabs whose owner may have changed since, and fold
+    /// requests ([`Returning::fold`]). Purges what the pool hands back once the lock is dropped.
+    ///
+    /// # Safety
+    ///
+    /// `runs` came from `check_returns` for this class (or are fold requests for slabs of it), and no
+    /// caller uses their blocks again.
+    pub(crate) unsafe fn flush_runs<P: PageSource>(
+        &self,
+        class: usize,
+        pool: &SlabPool,
+        source: &P,
+        checks: Checks,
+        runs: &[Returning],
+    ) {
+        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
+        let nv = {
+            let mut g = self.inner.lock();
+            // SAFETY: forwarded; the guard is this class's.
+            unsafe { Self::flush_checked(&mut g, class, pool, runs, &mut victims) }
+        };
+        for &v in victims.iter().take(nv) {
+            // SAFETY: `put` handed these back to purge, and we hold no lock.
+            unsafe { pool.purge(source, v, checks.keep_last_page) };
+        }
+    }
+
     /// [`ClassHeap::flush`]'s work under the class lock the caller holds (`g`), checks included: the
     /// slabs that `pool` hands back to purge go into `victims`; returns how many. The caller purges
     /// them once the lock is dropped.
@@ -249,7 +278,7 @@ impl ClassHeap {
     /// reported (the process stops). Returns the blocks gathered by slab and bitmap word, in `out` (not
     /// zeroed first: a flush is on the path of every magazine that overflows). A block named twice
     /// within one word's run is a double free, reported here; the locked half catches the rest.
-    fn check_returns<'a>(
+    pub(crate) fn check_returns<'a>(
         class: usize,
         blocks: &[*mut u8],
         out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
@@ -370,38 +399,208 @@ impl ClassHeap {
         let mut returned = 0u64;
         for r in runs {
             let s = r.slab;
-            // SAFETY: we hold the class lock and `s` is the blocks' slab header (checked).
-            if let Err((e, index)) = unsafe { Slab::put_bits(s, class, r.word, r.bits) } {
-                // SAFETY: as above; the address is only reported.
-                report_bad_free(e, unsafe { Slab::block_at(s, index) }, class, s);
-            }
-            returned += u64::from(r.bits.count_ones());
-            // SAFETY: `s` belongs to this class (`put_bits` saw it), whose lock we hold.
-            unsafe {
-                if (*s).state == SlabState::Full {
-                    (*s).state = SlabState::Partial;
-                    g.partial.push_front(s);
+            // SAFETY: the class lock, held, is what a slab needs to leave the class (and to be adopted
+            // or handed over), so the magic, class and owner a slab of the class shows stay as read.
+            let (still_ours, owner) = unsafe {
+                (
+                    (*s).magic == SLAB_MAGIC && (*s).class as usize == class,
+                    (*s).owner.load(Ordering::SeqCst),
+                )
+            };
+            if !still_ours {
+                if r.bits == 0 {
+                    // A stale fold request: the slab left the class, which it could only do once
+                    // every block of it was folded in (by the hand-over that the request raced).
+                    continue;
                 }
-                if (*s).free == (*s).capacity {
-                    if g.empty < keep {
-                        g.empty += 1;
-                    } else {
-                        g.partial.remove(s);
-                        g.slabs -= 1;
-                        let v = pool.put(s);
-                        if !v.is_null() {
-                            if let Some(slot) = victims.get_mut(nv) {
-                                *slot = v;
-                                nv += 1;
-                            }
+                // Its blocks were checked as out, which keeps a slab in its class: one of them was
+                // freed already (as `put_bits` would report).
+                let index = r.word * 64 + r.bits.trailing_zeros();
+                // SAFETY: the address is only reported.
+                report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s);
+            }
+            if owner != 0 {
+                // A thread's slab: a remote free (or, for a fold request, a hint to its owner).
+                if r.bits != 0 {
+                    // SAFETY: `s` is the blocks' slab header (checked); `remote` is atomics.
+                    match unsafe { (*s).remote.free_bits(&(*s).owner, r.word, r.bits) } {
+                        // SAFETY: as above; the address is only reported.
+                        Err(index) => report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s),
+                        Ok(RemoteFree::Recorded {
+                            notify_owner: Some(t),
+                            ..
+                        }) => hint_owner(t, class),
+                        Ok(_) => {}
+                    }
+                } else {
+                    hint_owner(owner, class);
+                }
+                continue;
+            }
+            if r.bits == 0 {
+                // A fold request (`Returning::fold`): the blocks are in the slab's remote bits.
+                // SAFETY: the class's slab, whose writer we are (class lock, no owner).
+                match unsafe { Slab::fold_remote(s) } {
+                    Ok(0) => continue,
+                    Ok(moved) => returned += u64::from(moved),
+                    // SAFETY: as above; the address is only reported.
+                    Err(index) => report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s),
+                }
+            } else {
+                // SAFETY: we hold the class lock and `s` is the blocks' slab header (checked).
+                if let Err((e, index)) = unsafe { Slab::put_bits(s, class, r.word, r.bits) } {
+                    // SAFETY: as above; the address is only reported.
+                    report_bad_free(e, unsafe { Slab::block_at(s, index) }, class, s);
+                }
+                returned += u64::from(r.bits.count_ones());
+            }
+            // SAFETY: `s` belongs to this class (`put_bits` saw it), whose lock we hold.
+            unsafe { nv += Self::file_returned(g, keep, pool, s, victims.get_mut(nv..).unwrap_or_default()) };
+        }
+        g.counters.flushes += 1;
+        g.counters.outstanding = g.counters.outstanding.wrapping_sub(returned as i64);
+        nv
+    }
+
+    /// Files a slab of the class that blocks just came back to: onto the partial list if it was full,
+    /// and back to `pool` if it is all free beyond the `keep` empty slabs the class holds (the slab the
+    /// pool hands back to purge goes into `victims[0]`; returns 1 then, else 0).
+    ///
+    /// # Safety
+    ///
+    /// `g` guards this class; `s` is a class slab of it (no owner), in state `Partial` or `Full`.
+    unsafe fn file_returned(
+        g: &mut ClassInner,
+        keep: u32,
+        pool: &SlabPool,
+        s: *mut Slab,
+        victims: &mut [*mut Slab],
+    ) -> usize {
+        // SAFETY: per the caller.
+        unsafe {
+            if (*s).state == SlabState::Full {
+                if (*s).free == 0 {
+                    return 0;
+                }
+                (*s).state = SlabState::Partial;
+                g.partial.push_front(s);
+            }
+            if (*s).free == (*s).capacity {
+                if g.empty < keep {
+                    g.empty += 1;
+                } else {
+                    g.partial.remove(s);
+                    g.slabs -= 1;
+                    let v = pool.put(s);
+                    if !v.is_null() {
+                        if let Some(slot) = victims.get_mut(0) {
+                            *slot = v;
+                            return 1;
                         }
                     }
                 }
             }
+            0
         }
-        g.counters.flushes += 1;
-        g.counters.outstanding -= returned;
-        nv
+    }
+
+    /// A slab for a thread cache to own, with `token` as its owner: the class's partial slab with the
+    /// most recent frees (its remote frees folded first), else a fresh one from `pool`. Null when the
+    /// page source has no memory. Default mode only (no checks: an owned slab is carved in order).
+    pub(crate) fn adopt<P: PageSource>(&self, class: usize, pool: &SlabPool, source: &P, token: u32) -> *mut Slab {
+        let mut visited_pool = false;
+        let s = {
+            let mut g = self.inner.lock();
+            let mut s = g.partial.head;
+            if s.is_null() {
+                s = pool.get(source);
+                visited_pool = true;
+                if s.is_null() {
+                    return s;
+                }
+                // SAFETY: a slab fresh from the pool is ours; we hold the class lock it will belong to.
+                unsafe { Slab::init(s, class, (*s).start, pool.slot_size()) };
+                g.slabs += 1;
+            } else {
+                // SAFETY: class lock held; `s` is on the class's partial list, so the class's (no
+                // owner): we are its writer.
+                unsafe {
+                    g.partial.remove(s);
+                    match Slab::fold_remote(s) {
+                        Ok(moved) => {
+                            g.counters.outstanding = g.counters.outstanding.wrapping_sub(i64::from(moved));
+                        }
+                        Err(index) => report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s),
+                    }
+                    if (*s).free == (*s).capacity {
+                        g.empty -= 1;
+                    }
+                }
+            }
+            // SAFETY: off every list, under the class lock: ours to give. From the store on, frees
+            // from other threads go to its remote bits; the owner's list links it through `prev` and
+            // `next`.
+            unsafe {
+                (*s).state = SlabState::Owned;
+                (*s).prev = ptr::null_mut();
+                (*s).next = ptr::null_mut();
+                (*s).was_owned = 1;
+                (*s).owner.store(token, Ordering::SeqCst);
+            }
+            s
+        };
+        if visited_pool {
+            pool.purge_expired(source, false, PURGES_PER_CHECK, pool.max_dirty());
+        }
+        s
+    }
+
+    /// Takes back a slab a thread cache owned (its thread exits, or the slab fell free): no owner from
+    /// now on, the remote frees that still saw one folded, then filed as the class's (onto `pool` if it
+    /// is free beyond what the class keeps; that slab is purged here, after the lock). `outstanding`:
+    /// the cache's count of blocks out of its slabs, which the class's takes over.
+    ///
+    /// # Safety
+    ///
+    /// `s` is a slab of this class owned by a cache the calling thread holds (or took from a thread
+    /// that is gone), on no list any more.
+    pub(crate) unsafe fn hand_over<P: PageSource>(&self, class: usize, pool: &SlabPool, source: &P, s: *mut Slab) {
+        let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
+        let mut victim = [ptr::null_mut(); 1];
+        let nv = {
+            let mut g = self.inner.lock();
+            // SAFETY: per the caller, ours until the store in `hand_over`; after it, the class lock
+            // (held) makes us its writer.
+            unsafe {
+                match (*s).remote.hand_over(&(*s).owner, &(*s).bitmap) {
+                    Ok(moved) => {
+                        if moved != 0 {
+                            (*s).free += moved;
+                            (*s).hint = 0;
+                            g.counters.outstanding = g.counters.outstanding.wrapping_sub(i64::from(moved));
+                        }
+                    }
+                    Err(index) => report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s),
+                }
+                (*s).prev = ptr::null_mut();
+                (*s).next = ptr::null_mut();
+                // As a full slab that blocks just came back to, if any are free.
+                (*s).state = SlabState::Full;
+                Self::file_returned(&mut g, keep, pool, s, &mut victim)
+            }
+        };
+        if nv != 0 {
+            // SAFETY: `put` handed it back to purge, and we hold no lock.
+            unsafe { pool.purge(source, victim[0], false) };
+        }
+    }
+
+    /// Adds what a thread cache counted of this class's blocks without the lock (its thread exits).
+    pub(crate) fn take_counts(&self, refills: u64, flushes: u64, outstanding: i64) {
+        let mut g = self.inner.lock();
+        g.counters.refills += refills;
+        g.counters.flushes += flushes;
+        g.counters.outstanding = g.counters.outstanding.wrapping_add(outstanding);
     }
 }
 

@@ -52,15 +52,15 @@
 //! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
 //! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
 //! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork |
-//! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, the thread-cache registry, the debug and hardened paths, fork locking and stats |
+//! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, thread-owned slabs, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
 //! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
 //! | `address` | what an address is to hopless (a segment, a large block, or foreign), from the address alone |
 //! | `large` | blocks above 256 KiB: arena spans up to 16 MiB, bigger ones a mapping each with a cache of recent ones; the retention budget |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |
-//! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`), slab lists; the address map segments and arenas share |
-//! | `cache` | the thread cache: magazines, the free key, the registry's state and the table of caches by id |
+//! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`), remote frees into owned slabs, slab lists; the address map segments and arenas share |
+//! | `cache` | the thread cache: magazines, the free key, what it keeps of the slabs it owns, the registry's state and the table of caches by id |
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the class lock (a futex mutex), with the fork holder's pass |

@@ -71,6 +71,9 @@ fn process_init_slow() {
     if crate::platform::env_flag(c"HOPLESS_HUGE_PAGES") {
         crate::platform::set_huge_pages(true);
     }
+    if crate::platform::env_flag(c"HOPLESS_OWNED_SLABS") {
+        HEAP.set_owned_slabs(true);
+    }
     if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
         KEY.store(key, Ordering::Relaxed);
         KEY_OK.store(true, Ordering::Release);
@@ -240,6 +243,8 @@ extern "C" fn fork_parent() {
 extern "C" fn fork_child() {
     crate::lock::clear_fork_holder();
     let tid = crate::platform::current_tid();
+    // The other threads' caches are now of an earlier process (`Heap::new_thread_cache`).
+    crate::cache::FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the child's only thread and its own caches; the registry lock is held (by it).
     for_each_cache_of_thread(|tc| unsafe { HEAP.adopt_after_fork(tc, tid) });
     // SAFETY: the child's only thread, a copy of the forking one, holds every lock.

@@ -44,8 +44,8 @@ pub struct CentralCounters {
     pub refills: u64,
     pub flushes: u64,
     /// Blocks outside their slabs (in use or in a magazine), and the most there ever were.
-    pub outstanding: u64,
-    pub peak_outstanding: u64,
+    pub outstanding: i64,
+    pub peak_outstanding: i64,
 }
 
 /// One class in a [`Stats`] snapshot.

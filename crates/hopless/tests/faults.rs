@@ -13,9 +13,15 @@ static GLOBAL: Hopless = Hopless;
 
 /// Runs `test` of this binary in a child with the fault armed; returns its stderr.
 fn run_child(test: &str, fault: &str) -> String {
+    run_child_with(test, fault, &[])
+}
+
+/// [`run_child`] with more environment variables (the allocator's options).
+fn run_child_with(test: &str, fault: &str, env: &[(&str, &str)]) -> String {
     let out = common::this_test_binary()
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env("HOPLESS_FAULT", fault)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -197,6 +203,87 @@ fn flush_time_double_frees_are_reported_with_the_block() {
         if !matches!(case, "interior" | "never-allocated") {
             let victim = victim(&err);
             assert!(err.contains(&format!("pointer: {victim}")), "{case}: {err}");
+        }
+    }
+}
+
+/// A block freed twice across threads, with thread-owned slabs (`HOPLESS_OWNED_SLABS=1`) and without:
+/// its second free must be reported as a double free of that block, whether the first went to the
+/// slab's remote bits (freed by another thread) or into its bitmap (freed by the owner), and even when
+/// the program scribbled over the free key in between (then the owner's next fold finds the block free
+/// twice, before it is handed out again; without owned slabs, the class's bitmap does).
+#[test]
+fn cross_thread_double_frees_are_reported_with_the_block() {
+    let layout = Layout::from_size_align(96, 8).unwrap();
+    let cases = [
+        "remote-twice",
+        "remote-then-owner",
+        "owner-then-remote",
+        "remote-then-owner-scribbled",
+    ];
+    for case in cases {
+        if !armed(case) {
+            continue;
+        }
+        // SAFETY: blocks of the global heap, one freed twice on purpose: the fault under test.
+        unsafe {
+            let p = GLOBAL.alloc(layout) as usize;
+            eprintln!("victim {p:#x}");
+            let free_elsewhere = |flush: bool| {
+                std::thread::spawn(move || {
+                    GLOBAL.dealloc(p as *mut u8, layout);
+                    if flush {
+                        Hopless::flush_thread_cache();
+                    }
+                })
+                .join()
+                .unwrap();
+            };
+            match case {
+                "remote-twice" => {
+                    free_elsewhere(true);
+                    free_elsewhere(true);
+                }
+                "remote-then-owner" => {
+                    free_elsewhere(true);
+                    GLOBAL.dealloc(p as *mut u8, layout);
+                }
+                "owner-then-remote" => {
+                    GLOBAL.dealloc(p as *mut u8, layout);
+                    Hopless::flush_thread_cache();
+                    free_elsewhere(true);
+                }
+                _ => {
+                    free_elsewhere(true);
+                    // A write after free over the key: the owner's own free cannot tell.
+                    (p as *mut usize).write(0);
+                    GLOBAL.dealloc(p as *mut u8, layout);
+                    Hopless::flush_thread_cache();
+                }
+            }
+            force_flush(layout);
+        }
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    for owned in ["1", "0"] {
+        for case in cases {
+            let err = run_child_with(
+                "cross_thread_double_frees_are_reported_with_the_block",
+                case,
+                &[("HOPLESS_OWNED_SLABS", owned)],
+            );
+            assert!(
+                err.contains("hopless: fatal: double free"),
+                "owned {owned}, {case}: {err}"
+            );
+            let victim = victim(&err);
+            assert!(
+                err.contains(&format!("pointer: {victim}")),
+                "owned {owned}, {case}: {err}"
+            );
         }
     }
 }

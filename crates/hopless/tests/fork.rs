@@ -71,3 +71,92 @@ fn fork_from_a_threaded_process_leaves_the_child_able_to_allocate() {
         w.join().unwrap();
     }
 }
+
+/// Threads that carve their own slabs and free each other's blocks (every free of a block another
+/// thread allocated is a remote free) while the process forks. In the child those threads' slabs may
+/// be half-changed: the child frees blocks of them, allocates past its cache, and starts threads that
+/// take over the dead threads' caches. Nothing may hang, crash or report.
+#[test]
+fn fork_while_threads_own_slabs_leaves_the_child_able_to_free_their_blocks() {
+    use std::sync::atomic::AtomicUsize;
+    const SLOTS: usize = 512;
+    type Block = [u8; 96];
+    static STOP: AtomicBool = AtomicBool::new(false);
+    static SHARED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+    let workers: Vec<_> = (0..2)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let mut i = k;
+                while !STOP.load(Ordering::Relaxed) {
+                    i = (i * 7 + 13) % SLOTS;
+                    let b = Box::into_raw(Box::new([i as u8; 96])) as usize;
+                    let old = SHARED[i].swap(b, Ordering::AcqRel);
+                    if old != 0 {
+                        // SAFETY: every slot holds 0 or a `Box<Block>` given up by `into_raw`.
+                        drop(unsafe { Box::from_raw(old as *mut Block) });
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    for round in 0..30 {
+        // SAFETY: the child only allocates, frees, starts threads and leaves with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let mut ok = true;
+            for slot in &SHARED {
+                let b = slot.swap(0, Ordering::AcqRel);
+                if b != 0 {
+                    // SAFETY: as above; the child's only thread owns what it took out.
+                    let b = unsafe { Box::from_raw(b as *mut Block) };
+                    ok &= b.iter().all(|&x| x == b[0]);
+                }
+            }
+            let v: Vec<Box<Block>> = (0..20_000).map(|i| Box::new([i as u8; 96])).collect();
+            ok &= v.iter().enumerate().all(|(i, b)| b[95] == i as u8);
+            let threads: Vec<_> = (0..4)
+                .map(|t| {
+                    std::thread::spawn(move || {
+                        let v: Vec<Box<Block>> = (0..5_000).map(|_| Box::new([t as u8; 96])).collect();
+                        v.iter().all(|b| b[0] == t as u8)
+                    })
+                })
+                .collect();
+            for t in threads {
+                ok &= t.join().unwrap_or(false);
+            }
+            drop(v);
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut status = 0;
+        loop {
+            // SAFETY: polls our own child.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if Instant::now() > deadline {
+                // SAFETY: our own child, stuck.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                STOP.store(true, Ordering::Relaxed);
+                panic!("fork {round}: the child hung");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "fork {round}: child status {status}"
+        );
+    }
+    STOP.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+}

@@ -12,6 +12,7 @@
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
 use super::free_key::*;
+use super::owned::{OwnedSlabs, FORK_GENERATION, TOKEN_ID_BITS};
 use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 #[cfg(feature = "stats")]
 use crate::stats::ThreadCounters;
@@ -87,9 +88,21 @@ pub struct ThreadCache {
     pub warm: u32,
     /// A thread uses this cache (false while parked).
     pub live: AtomicBool,
+    /// The token its slabs carry as their owner (`cache::owned`); 0: it owns none.
+    pub token: u32,
+    /// `owned::FORK_GENERATION` when its holder took it: older, its holder was a thread of a parent
+    /// process, and its owned slabs are left alone (`Heap::new_thread_cache`).
+    pub generation: u32,
     #[cfg(feature = "stats")]
     pub counters: [ThreadCounters; NUM_CLASSES],
     pub mags: [Magazine; NUM_CLASSES],
+    /// Per class: set by a thread that freed a block into one of this cache's owned slabs (the first
+    /// since its last fold); the owner folds its slabs of the class at its next refill. After the
+    /// magazines, so that they start where they did before owned slabs.
+    pub remote_hint: [AtomicU32; NUM_CLASSES],
+    /// Per class, the slabs this cache owns (`cache::owned`). Empty whenever the cache is parked (its
+    /// thread's exit handed them to their classes), so the pages this lies in may be given back.
+    pub owned: [OwnedSlabs; NUM_CLASSES],
 }
 
 /// Where the magazine of `class` is in a [`ThreadCache`], in bytes. The C fast paths go from a block's slab
@@ -138,10 +151,13 @@ impl ThreadCache {
     #[allow(clippy::declare_interior_mutable_const)]
     pub const EMPTY: ThreadCache = {
         // SAFETY: `zeroed` is sound for a type whose every field accepts the all-zero bit pattern:
-        // 1. the integers (`count`, `cap`, `tag`, `refilled`, `id`, ...) and their arrays: zero is a value;
-        // 2. the raw pointers (`slots`, `next_all`, `next_parked`): null is a value (never dereferenced
-        //    while null: the lists end at null, and slots below `count == 0` are never read);
-        // 3. the atomics (`owner_tid`, `live`, the counters) have the layout of their integers;
+        // 1. the integers (`count`, `cap`, `tag`, `refilled`, `id`, `token`, `generation`, the owned
+        //    lists' `len`, ...) and their arrays: zero is a value (token 0: it owns no slab);
+        // 2. the raw pointers (`slots`, `next_all`, `next_parked`, the owned lists' heads): null is a
+        //    value (never dereferenced while null: the lists end at null, and slots below `count == 0`
+        //    are never read);
+        // 3. the atomics (`owner_tid`, `live`, the counters, the remote-free hints) have the layout of
+        //    their integers;
         // 4. there are no references, `NonNull`s, enums or `bool`s outside atomics.
         // The constant is copied into statics and fresh caches, so no interior mutability is shared.
         unsafe { core::mem::zeroed() }
@@ -614,6 +630,57 @@ impl ThreadCache {
         let m = unsafe { Self::mag(tc, class) };
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
         (0..n).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+    }
+}
+
+impl ThreadCache {
+    /// Whether a remote free into one of this cache's slabs of `class` was hinted since the last call
+    /// (and clears the hint).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live cache of the calling thread.
+    #[inline]
+    pub unsafe fn take_hint(tc: *mut ThreadCache, class: usize) -> bool {
+        // SAFETY: per the caller; the hint is an atomic.
+        unsafe {
+            (*tc)
+                .remote_hint
+                .get(class)
+                .is_some_and(|h| h.load(Ordering::Relaxed) != 0 && h.swap(0, Ordering::Acquire) != 0)
+        }
+    }
+
+    /// Whether the cache was taken before the process last forked: its holder was a thread of a parent
+    /// process, which may have been changing its owned slabs when the process forked.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a cache the calling thread is taking.
+    pub unsafe fn held_before_fork(tc: *mut ThreadCache) -> bool {
+        // SAFETY: per the caller.
+        unsafe { (*tc).generation != FORK_GENERATION.load(Ordering::Relaxed) }
+    }
+
+    /// Gives the cache a token for its next holder: the next incarnation of its id (never 0: ids start
+    /// at 1), or 0 for a cache without an id (it owns no slabs). Records the fork generation it is taken
+    /// in.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a cache the calling thread is taking (no other thread uses it), with no owned slab left.
+    pub unsafe fn renew_token(tc: *mut ThreadCache) {
+        // SAFETY: per the caller.
+        unsafe {
+            let id = (*tc).id;
+            (*tc).token = if id == 0 {
+                0
+            } else {
+                let incarnation = ((*tc).token >> TOKEN_ID_BITS).wrapping_add(1);
+                (incarnation << TOKEN_ID_BITS) | id
+            };
+            (*tc).generation = FORK_GENERATION.load(Ordering::Relaxed);
+        }
     }
 }
 

@@ -6,10 +6,12 @@
 //! |---|---|
 //! | `magazine.rs` | [`Magazine`], [`ThreadCache`]: pop, push, refill and flush of one class's magazine |
 //! | `free_key.rs` | the free key: where a freed block went, written into its first word, read back at the next free |
-//! | `registry.rs` | [`Caches`] (the registry lock's data) and [`CACHE_TABLE`] |
+//! | `owned.rs` | what a cache keeps of the slabs it owns: the lists, their counters, the tokens that name a cache |
+//! | `registry.rs` | [`Caches`] (the registry lock's data), [`CACHE_TABLE`], and the hint to a slab's owner by token |
 
 mod free_key;
 mod magazine;
+mod owned;
 mod registry;
 
 pub(crate) use free_key::opaque;
@@ -19,7 +21,8 @@ pub use free_key::{
 pub use magazine::{class_at_mag_offset, mag_offset, Magazine, Push, ThreadCache, MALLOC_MAG_OFFSET};
 #[cfg(test)]
 pub use magazine::KEY_AFTER_LOOKS;
-pub use registry::{CACHE_TABLE, NEXT_CACHE_ID};
+pub use owned::{OwnedSlabs, FORK_GENERATION};
+pub use registry::{hint_owner, CACHE_TABLE, NEXT_CACHE_ID};
 pub(crate) use registry::{Caches, CACHE_BYTES, MAX_PARKED, MAX_WARM, ORPHAN_PROBES};
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! [`Caches`]; what it does with them (set-up, parking, retirement) is `heap::registry`'s.
 
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicUsize};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::free_key::MAX_CACHE_ID;
 use super::magazine::ThreadCache;
+use super::owned::token_id;
 use crate::platform::PAGE_SIZE;
 
 /// Every thread cache with an id, by id (never unmapped once here).
@@ -60,5 +61,23 @@ impl Caches {
             cursor: ptr::null_mut(),
             made: 0,
         }
+    }
+}
+
+/// Tells the cache a token names that a block of one of its slabs of `class` was freed remotely (the
+/// first such free since its last fold). A stale token (the cache taken by another thread since) only
+/// costs that thread a look at its own slabs.
+pub fn hint_owner(token: u32, class: usize) {
+    let Some(slot) = CACHE_TABLE.get(token_id(token)) else {
+        return;
+    };
+    let tc = slot.load(Ordering::Acquire);
+    if tc.is_null() {
+        return;
+    }
+    // SAFETY: caches with an id are never unmapped (`heap::registry`), and the hints are atomics any
+    // thread may write.
+    if let Some(h) = unsafe { (*tc).remote_hint.get(class) } {
+        h.store(1, Ordering::Release);
     }
 }

@@ -44,7 +44,13 @@ impl<P: PageSource> Heap<P> {
     ///
     /// As for [`Heap::flush`]; the blocks come from a magazine, the first `maybe_refilled` of them
     /// (at most) possibly from a refill.
-    pub(crate) unsafe fn flush_from_magazine(&self, class: usize, blocks: &[*mut u8], maybe_refilled: usize) {
+    pub(crate) unsafe fn flush_from_magazine(
+        &self,
+        tc: *mut ThreadCache,
+        class: usize,
+        blocks: &[*mut u8],
+        maybe_refilled: usize,
+    ) {
         let read_first = if crate::mode::checked_on() {
             blocks.len()
         } else {
@@ -59,7 +65,7 @@ impl<P: PageSource> Heap<P> {
             }
         }
         // SAFETY: forwarded.
-        unsafe { self.flush(class, blocks) };
+        unsafe { self.flush_from(tc, class, blocks) };
     }
 
     /// A full magazine's newer half: into an empty transfer slot of its class when there is one (the
@@ -70,10 +76,16 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// As for [`Heap::flush_from_magazine`].
-    pub(crate) unsafe fn flush_half(&self, class: usize, blocks: &[*mut u8], maybe_refilled: usize) {
+    pub(crate) unsafe fn flush_half(
+        &self,
+        tc: *mut ThreadCache,
+        class: usize,
+        blocks: &[*mut u8],
+        maybe_refilled: usize,
+    ) {
         let Some(t) = self.transfer_of(class) else {
             // SAFETY: forwarded.
-            return unsafe { self.flush_from_magazine(class, blocks, maybe_refilled) };
+            return unsafe { self.flush_from_magazine(tc, class, blocks, maybe_refilled) };
         };
         for &p in blocks {
             // SAFETY: per the caller, free blocks of this heap: their first words are ours.
@@ -85,7 +97,7 @@ impl<P: PageSource> Heap<P> {
         }
         if !t.put(blocks, crate::transfer::slots_for(class, blocks.len())) {
             // SAFETY: forwarded; a transfer mark in a slab sends the double-free check to the bitmap.
-            unsafe { self.flush(class, blocks) };
+            unsafe { self.flush_from(tc, class, blocks) };
         }
     }
 

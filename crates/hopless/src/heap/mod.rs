@@ -9,6 +9,7 @@
 //! | `registry.rs` | the thread-cache registry: set-up, parking, orphans, retirement |
 //! | `debug.rs` | debug mode's checked paths (no thread caches, the class lock, the op ring) |
 //! | `hardened.rs` | hardened mode's checked paths (thread caches kept; guard words, redzones, poison) |
+//! | `owned.rs` | thread-owned slabs: refills and flushes without the class lock, remote frees, hand-over |
 //! | `fork.rs` | every lock taken and given back around `fork` |
 //! | `stats.rs` | the counters' snapshot |
 //!
@@ -35,8 +36,11 @@ mod debug;
 mod fork;
 mod free;
 mod hardened;
+mod owned;
 mod registry;
 mod stats;
+#[cfg(test)]
+mod owned_tests;
 #[cfg(test)]
 mod tests;
 
@@ -70,6 +74,10 @@ pub struct Heap<P: PageSource> {
     pub(crate) transfer_used: AtomicBool,
     /// Small classes' lock-free slots for half-magazines moving between threads (`transfer`).
     pub(crate) transfer: [Transfer; size_class::NUM_SMALL],
+    /// Whether thread caches own slabs (`owned.rs`; off by default, `HOPLESS_OWNED_SLABS=1` turns it
+    /// on). Set before the first allocation only: a cache that owns slabs and stopped refilling from
+    /// them would leave the blocks freed into them remotely there until its thread exits.
+    owned_on: AtomicBool,
     source: P,
 }
 
@@ -87,6 +95,7 @@ impl<P: PageSource> Heap<P> {
             transfer: [const { Transfer::new() }; size_class::NUM_SMALL],
             transfer_on: AtomicBool::new(false),
             transfer_used: AtomicBool::new(false),
+            owned_on: AtomicBool::new(false),
             small: SlabPool::new(SegmentKind::Small),
             medium: SlabPool::new(SegmentKind::Medium),
             large: LargeCache::new(),
@@ -125,6 +134,16 @@ impl<P: PageSource> Heap<P> {
             self.transfer_used.store(true, Ordering::SeqCst);
         }
         self.transfer_on.store(on, Ordering::Relaxed);
+    }
+
+    /// Turns thread-owned slabs on or off (before the first allocation; see `owned_on`).
+    pub(crate) fn set_owned_slabs(&self, on: bool) {
+        self.owned_on.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether thread-owned slabs are on.
+    pub(crate) fn owned_slabs_enabled(&self) -> bool {
+        self.owned_on.load(Ordering::Relaxed)
     }
 
     /// Whether the transfer slots are on.
@@ -172,11 +191,33 @@ impl<P: PageSource> Heap<P> {
         let n = self
             .class(class)
             .refill(class, self.pool(class), &self.source, self.checks(), out);
-        // Outside the class lock: the cache may unmap.
+        self.note_segments();
+        n
+    }
+
+    /// Tells the large-mapping cache how many segments the slabs hold (it gives pages back as they
+    /// grow). Outside every lock: the cache may unmap.
+    fn note_segments(&self) {
         let segments =
             self.small.reserved.load(Ordering::Relaxed) + self.medium.reserved.load(Ordering::Relaxed);
         self.large.slab_segments(&self.source, segments);
-        n
+    }
+
+    /// [`Heap::flush`] for blocks out of `tc`'s magazine: into the slabs it owns without the class
+    /// lock when it owns slabs (`owned.rs`), else as `flush`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::flush`]; `tc` is null or a live cache of the calling thread.
+    pub(crate) unsafe fn flush_from(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
+        // SAFETY: forwarded.
+        unsafe {
+            if self.owns_slabs(tc, class) {
+                self.flush_owned(tc, class, blocks);
+            } else {
+                self.flush(class, blocks);
+            }
+        }
     }
 
     /// Returns blocks of `class` to their slabs. A block that is not an in-use block of this class is
@@ -216,6 +257,7 @@ impl<P: PageSource> Heap<P> {
             let mut n = self.transfer_of(class).map_or(0, |t| t.take(&mut buf));
             if n == 0 {
                 n = match buf.get_mut(..want) {
+                    Some(out) if self.owns_slabs(tc, class) => self.refill_owned(tc, class, out),
                     Some(out) => self.refill(class, out),
                     None => 0,
                 };
@@ -249,7 +291,7 @@ impl<P: PageSource> Heap<P> {
             let maybe_refilled = ThreadCache::maybe_refilled_of_newest(tc, class, half);
             let n = ThreadCache::take_newest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush_half(class, blocks, maybe_refilled);
+                self.flush_half(tc, class, blocks, maybe_refilled);
             }
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);

@@ -33,6 +33,8 @@ impl<P: PageSource> Heap<P> {
                     (*tc).warm = 0;
                     (*tc).owner_tid.store(tid, Ordering::Relaxed);
                     (*tc).live.store(true, Ordering::Relaxed);
+                    // Parked: its slabs went to their classes when its thread exited.
+                    ThreadCache::renew_token(tc);
                 }
                 return tc;
             }
@@ -40,8 +42,20 @@ impl<P: PageSource> Heap<P> {
         };
         if !orphan.is_null() {
             // SAFETY: its thread is gone and the registry handed it to us alone: its blocks are free
-            // blocks nobody else can reach.
-            unsafe { self.flush_all(orphan) };
+            // blocks nobody else can reach, and its owned slabs are consistent, unless its thread was
+            // one of a parent process's (a `fork` child), which may have been changing them: those
+            // are forgotten first, and the flush frees into them remotely.
+            unsafe {
+                if ThreadCache::held_before_fork(orphan) {
+                    self.forget_owned(orphan);
+                    ThreadCache::renew_token(orphan);
+                    self.flush_all(orphan);
+                } else {
+                    self.flush_all(orphan);
+                    self.hand_over_owned(orphan);
+                    ThreadCache::renew_token(orphan);
+                }
+            }
             return orphan;
         }
         let tc = self.source.reserve(CACHE_BYTES, PAGE_SIZE).cast::<ThreadCache>();
@@ -64,7 +78,10 @@ impl<P: PageSource> Heap<P> {
         let id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
         if let Some(slot) = CACHE_TABLE.get(id) {
             // SAFETY: not yet shared.
-            unsafe { (*tc).id = id as u32 };
+            unsafe {
+                (*tc).id = id as u32;
+                ThreadCache::renew_token(tc);
+            }
             slot.store(tc, Ordering::Release);
         }
         tc
@@ -109,7 +126,7 @@ impl<P: PageSource> Heap<P> {
                 let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
-                        self.flush_from_magazine(class, blocks, blocks.len());
+                        self.flush_from_magazine(tc, class, blocks, blocks.len());
                     }
                 }
             }
@@ -123,8 +140,11 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `tc` came from [`Heap::new_thread_cache`] and nothing uses it after this call.
     pub(crate) unsafe fn retire_thread_cache(&self, tc: *mut ThreadCache) {
-        // SAFETY: per the caller.
-        unsafe { self.flush_all(tc) };
+        // SAFETY: per the caller; the flush returned the blocks of its own slabs first.
+        unsafe {
+            self.flush_all(tc);
+            self.hand_over_owned(tc);
+        }
         // Thread exit gives memory back: the flush may have emptied the slabs this thread alone carved,
         // and past a small cap those go to the OS now instead of after the purge delay (a program that
         // ends 2000 threads must not keep their slabs resident; one that ends a thread now and then pays
@@ -265,8 +285,12 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `tc` is the calling thread's live cache.
     pub(crate) unsafe fn adopt_after_fork(&self, tc: *mut ThreadCache, tid: i32) {
-        // SAFETY: per the caller.
-        unsafe { (*tc).owner_tid.store(tid, Ordering::Relaxed) };
+        // SAFETY: per the caller; the child's fork handler bumped the generation first, and this
+        // thread's owned slabs are consistent (it was the one forking, not changing them).
+        unsafe {
+            (*tc).owner_tid.store(tid, Ordering::Relaxed);
+            (*tc).generation = crate::cache::FORK_GENERATION.load(Ordering::Relaxed);
+        }
     }
 
     /// Whether any thread's magazine of `class` holds `p` (a key from a cache without an id).

@@ -2,23 +2,52 @@
 
 use super::Heap;
 use crate::platform::PageSource;
-use crate::size_class::class_size;
+use crate::size_class::{class_size, NUM_CLASSES};
+use core::sync::atomic::Ordering;
 
 impl<P: PageSource> Heap<P> {
     /// A snapshot of every counter. Thread counters are read without stopping their threads.
     pub fn stats(&self) -> crate::stats::Stats {
         let mut st = crate::stats::Stats::default();
+        let mut outstanding = [0i64; NUM_CLASSES];
+        let mut peak = [0i64; NUM_CLASSES];
         for (class, c) in st.classes.iter_mut().enumerate() {
             let g = self.class(class).inner.lock();
             c.refills = g.counters.refills;
             c.flushes = g.counters.flushes;
             c.slabs = g.slabs as u64;
-            c.outstanding_blocks = g.counters.outstanding;
-            c.peak_bytes = g.counters.peak_outstanding * class_size(class) as u64;
+            if let (Some(o), Some(p)) = (outstanding.get_mut(class), peak.get_mut(class)) {
+                *o = g.counters.outstanding;
+                *p = g.counters.peak_outstanding;
+            }
         }
         {
             let g = self.caches.lock();
             st.thread_caches = g.made;
+            // What threads moved through the slabs they own (no class lock): added to the class's.
+            let mut tc = g.all;
+            while !tc.is_null() {
+                // SAFETY: caches on the `all` list stay mapped while the registry lock is held; the
+                // owned counters are atomics.
+                unsafe {
+                    for (class, c) in st.classes.iter_mut().enumerate() {
+                        let (Some(k), Some(o)) = ((*tc).owned.get(class), outstanding.get_mut(class)) else {
+                            continue;
+                        };
+                        c.refills += k.refills.load(Ordering::Relaxed);
+                        c.flushes += k.flushes.load(Ordering::Relaxed);
+                        *o = o.wrapping_add(k.outstanding.load(Ordering::Relaxed));
+                    }
+                    tc = (*tc).next_all;
+                }
+            }
+            // Blocks out of their slabs now; the class's own peak (at its refills) is a floor for the
+            // peak, which owned refills do not track.
+            for (class, c) in st.classes.iter_mut().enumerate() {
+                let (o, p) = (outstanding.get(class).copied().unwrap_or(0), peak.get(class).copied().unwrap_or(0));
+                c.outstanding_blocks = o.max(0) as u64;
+                c.peak_bytes = p.max(o).max(0) as u64 * class_size(class) as u64;
+            }
             #[cfg(feature = "stats")]
             {
                 let mut tc = g.all;

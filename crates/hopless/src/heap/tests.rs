@@ -230,9 +230,18 @@ fn batches_move_many_blocks_per_call() {
     }
 }
 
+/// With thread-owned slabs and without: with them, the consumer's frees are remote frees the
+/// producer folds, and its exit (while the consumer still frees) hands its slabs over.
 #[test]
 fn threads_free_each_others_blocks() {
+    for owned in [false, true] {
+        threads_free_each_others_blocks_with(owned);
+    }
+}
+
+fn threads_free_each_others_blocks_with(owned: bool) {
     let heap = Heap::new(SystemPages);
+    heap.set_owned_slabs(owned);
     let n = scaled(20_000, 200);
     /// A block on its way to the other thread (a pointer, not an integer: Miri runs with strict provenance).
     struct Sent(*mut u8);

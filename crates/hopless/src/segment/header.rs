@@ -19,6 +19,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::map::{map_bits, SlotMap};
+use super::remote::RemoteFrees;
 
 pub const SEGMENT_SHIFT: usize = 22;
 /// Size and alignment of a segment.
@@ -80,19 +81,31 @@ pub enum SlabState {
     Full = 2,
     /// Taken off the pool's dirty list to be purged; on no list.
     Purging = 3,
+    /// Belongs to a class and is owned by a thread cache (`owner`): on that cache's list of owned
+    /// slabs (linked through `prev` and `next`), not on the class's.
+    Owned = 4,
 }
 
 /// A slab header. Lives in the segment's header area, never in block memory.
 ///
-/// Invariants while the slab belongs to a class (`magic == SLAB_MAGIC`), all under that class's lock
-/// (checked by [`Slab::check`] after every `take` and `put` in debug builds):
+/// Who writes it: while `owner == 0` the slab is its class's, and the class's lock covers every
+/// mutable field below. While `owner` is a thread cache's token (state `Owned`), only the thread
+/// holding that cache writes `bitmap`, `free`, `hint`, `carved`, `state` and the links, without a lock;
+/// any other thread writes only `remote` (atomic read-modify-writes: a remote free). `owner` changes
+/// from 0 to a token and back only under the class lock (`ClassHeap::adopt`, `ClassHeap::hand_over`),
+/// so a class lock holder reads it stably.
+///
+/// Invariants while the slab belongs to a class (`magic == SLAB_MAGIC`), under its writer (checked by
+/// [`Slab::check`] after every `take` and `put` in debug builds):
 /// - `free == (set bits of bitmap below carved) + (capacity - carved)`: every block is either free here or
-///   out (handed out, or in a magazine). `ClassHeap::refill`/`flush` and the `empty` count rely on it.
+///   out (handed out, in a magazine, or freed remotely and not folded yet). `ClassHeap::refill`/`flush`
+///   and the `empty` count rely on it.
+/// - a block is free in at most one of `bitmap` and `remote`; `Slab::is_free` reads both.
 /// - `carved <= capacity <= MAX_BLOCKS`; no bit at or above `carved` is set. `check_free` relies on it to
 ///   refuse never-handed-out blocks.
 /// - no bitmap word below `hint` has a set bit (`take` starts its search there).
 /// - `state` is `Partial` exactly when the slab is on its class's partial list (`free > 0` then), `Full`
-///   when `free == 0` and it is on no list.
+///   when `free == 0` and it is on no list, `Owned` when it is on one of its owner's lists.
 ///
 /// While the slab belongs to no class (`magic != SLAB_MAGIC`: pooled, purging, or a slot that was never
 /// a slab), `carved == 0`: `SlabPool::put` clears it, and fresh headers are zeroed. The C free path's
@@ -102,7 +115,7 @@ pub enum SlabState {
 /// class (`init`), while no block of it is out: that is why the lock-free readers (`check_free`,
 /// `handed_out_in`, `is_free`) may read them. `div_shift`, `div_inv` and `mag_offset` are functions of
 /// the class, copied here so that the free path reads one header and no class table.
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Slab {
     /// `SLAB_MAGIC` while the slab belongs to a class, `SLAB_POOLED` while in a pool.
     pub magic: u32,
@@ -123,33 +136,53 @@ pub struct Slab {
     /// While the slab belongs to a class: no bitmap word below `hint` has a set bit. While it is on its
     /// pool's dirty list: when it went there, the low 32 bits of `platform::now_ms` (the pool purges it
     /// once it has stayed unused for the purge delay; see `central`), read and written under the pool
-    /// lock. One field for both keeps the header at 192 bytes, three cache lines from a 64-byte boundary.
+    /// lock. One field for both keeps the slab's own part at 192 bytes, three cache lines.
     pub hint: u32,
     /// The class's `CLASS_DIV_INV`: `size_class::exact_block_index` of an offset is the index of the
     /// block starting there, or a number far above any block count when none does.
     pub div_inv: u64,
     pub start: *mut u8,
-    pub prev: *mut Slab,
+    /// The token of the thread cache that owns the slab, or 0 while it is its class's (see above). In
+    /// the first line, which a flush's check has just read: the flush goes by it for every run.
+    pub owner: AtomicU32,
+    /// Whether the slab had an owner since it joined its class: only then can `remote` hold anything,
+    /// so `init` clears it only then (with owned slabs off, its lines are never touched).
+    pub was_owned: u32,
     pub next: *mut Slab,
     /// Bit `i` set: block `i` is free (for `i < carved`).
     /// Written only under the class lock; read without it by the double-free check of a block marked as
     /// being in its slab (atomics, relaxed: plain moves on x86-64).
     pub bitmap: [AtomicU64; BITMAP_WORDS],
+    /// The list link back (`next` is in the first line, which the lists' walks read anyway).
+    pub prev: *mut Slab,
+    /// The blocks other threads freed into an owned slab, not folded into `bitmap` yet
+    /// (`segment::remote`). Past the first three lines: only a slab with remote frees touches them.
+    pub remote: RemoteFrees<BITMAP_WORDS>,
 }
 
-// Three cache lines: with the headers starting 64 bytes into the segment, each starts on a line, so the
-// free path's fields (the first 48 bytes) are one line.
+// Six cache lines (three for the slab, three for its remote frees): with the headers starting 64 bytes
+// into the segment, each starts on a line, so the free path's fields (the first 48 bytes) are one line.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(core::mem::size_of::<Slab>() == 192);
+const _: () = assert!(core::mem::size_of::<Slab>() == 384);
 
 /// Blocks on their way back to one slab, each checked without the class lock
 /// ([`Slab::check_return`]): the slab header, a word of its bitmap, and the bits of the blocks in that
 /// word (never zero). A flush's locked part then costs a few instructions per word, not per block.
+///
+/// `bits == 0` is a fold request ([`Returning::fold`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Returning {
     pub slab: *mut Slab,
     pub word: u32,
     pub bits: u64,
+}
+
+impl Returning {
+    /// A request to fold `slab`'s remote frees under its class's lock: a remote free found the slab
+    /// handed to its class meanwhile (`RemoteFree::Recorded { fold_now: true }`).
+    pub const fn fold(slab: *mut Slab) -> Self {
+        Returning { slab, word: 0, bits: 0 }
+    }
 }
 
 /// Size of the header area (segment header and every slab header), rounded to a page.

@@ -20,23 +20,19 @@
 //! | `header.rs` | the layout constants, [`SegmentHeader`], [`Slab`], [`SEGMENT_MAP`]; pointer → segment and slab |
 //! | `slab.rs` | a slab's bitmap: take, return, the free checks, [`FreeError`] |
 //! | `list.rs` | [`SlabList`] |
-//! | `remote.rs` | [`RemoteFrees`]: frees from threads that do not own the slab (thread-owned slabs, step 1: not used by the heap yet) |
+//! | `remote.rs` | [`RemoteFrees`]: frees from threads that do not own the slab (thread-owned slabs, `heap/owned.rs`) |
 //! | `map.rs` | [`SlotMap`], the address map segments and arenas share |
 
 mod header;
 mod list;
 mod map;
-// Step 1 of thread-owned slabs (docs/central-heap.md): the protocol and its tests; the heap uses it from
-// step 2.
-#[allow(dead_code)]
 mod remote;
 mod slab;
 
 pub use header::*;
 pub use list::SlabList;
 pub use map::{map_bits, SlotMap};
-#[allow(unused_imports)]
-pub use remote::{RemoteFree, RemoteFrees};
+pub use remote::RemoteFree;
 pub use slab::FreeError;
 
 #[cfg(test)]

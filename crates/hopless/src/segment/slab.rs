@@ -77,6 +77,13 @@ impl Slab {
         for w in &s.bitmap {
             w.store(0, Ordering::Relaxed);
         }
+        // The class's, with no remote free: only a double free of a block of the slab's last life can
+        // have left a bit, and only if it had an owner then.
+        s.owner.store(0, Ordering::Relaxed);
+        if s.was_owned != 0 {
+            s.remote.clear();
+            s.was_owned = 0;
+        }
     }
 
     /// Takes up to `out.len()` free blocks, lowest freed first, then fresh ones from the uncarved tail
@@ -430,9 +437,11 @@ impl Slab {
         }
     }
 
-    /// Whether block `p` of this slab is free in its bitmap. Without the class lock the answer is a
-    /// moment's: a block this thread holds (in use, or the subject of a free) cannot change state, so for
-    /// the double-free check it is exact.
+    /// Whether block `p` of this slab is free: in its bitmap, or freed remotely and not folded yet.
+    /// Without the slab's writer the answer is a moment's: a block this thread holds (in use, or the
+    /// subject of a free) cannot change state, so for the double-free check it is exact. The remote
+    /// bits are read first: a fold sets a block's bit in the bitmap before it clears the remote one
+    /// (`RemoteFrees::fold`), so a block freed remotely is never missed between the two.
     ///
     /// # Safety
     ///
@@ -443,10 +452,38 @@ impl Slab {
             let offset = p.addr().wrapping_sub((*slab).start.addr()) as u64;
             let i =
                 size_class::exact_block_index(offset, (*slab).div_inv, u32::from((*slab).div_shift)) as usize;
+            if i >= MAX_BLOCKS {
+                return false;
+            }
+            if (*slab).remote.is_free(i as u32) {
+                return true;
+            }
             match (*slab).bitmap.get(i / 64) {
                 Some(w) => w.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0,
                 None => false,
             }
+        }
+    }
+
+    /// Moves the blocks other threads freed into this slab into its bitmap (the owner's fold, or the
+    /// class lock holder's for a slab of its class). Returns how many moved; `Err(index)`: block `index`
+    /// was free in both (a double free).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the slab's writer (see [`Slab`]): its owner, or the holder of its class's lock
+    /// while it has none.
+    pub unsafe fn fold_remote(slab: *mut Slab) -> Result<u32, u32> {
+        // SAFETY: per the caller, nobody else writes `bitmap`, `free` or `hint` meanwhile; `remote`
+        // is atomics.
+        unsafe {
+            let moved = (*slab).remote.fold(&(*slab).bitmap)?;
+            if moved != 0 {
+                (*slab).free += moved;
+                // A folded block may sit below the search hint.
+                (*slab).hint = 0;
+            }
+            Ok(moved)
         }
     }
 
