@@ -422,7 +422,15 @@ impl ClassHeap {
             if owner != 0 {
                 // A thread's slab: a remote free (or, for a fold request, a hint to its owner).
                 if r.bits != 0 {
-                    // SAFETY: `s` is the blocks' slab header (checked); `remote` is atomics.
+                    // Free in the owner's bitmap: a double free (as in `Heap::flush_owned`).
+                    // SAFETY: `s` is the blocks' slab header (checked); the bitmap is atomics.
+                    let twice = unsafe { (*s).bitmap.get(r.word as usize) }.map_or(0, |w| w.load(Ordering::Relaxed)) & r.bits;
+                    if twice != 0 {
+                        let index = r.word * 64 + twice.trailing_zeros();
+                        // SAFETY: the address is only reported.
+                        report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s);
+                    }
+                    // SAFETY: as above; `remote` is atomics.
                     match unsafe { (*s).remote.free_bits(&(*s).owner, r.word, r.bits) } {
                         // SAFETY: as above; the address is only reported.
                         Err(index) => report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s),
@@ -526,14 +534,16 @@ impl ClassHeap {
                 // owner): we are its writer.
                 unsafe {
                     g.partial.remove(s);
+                    // Counted as empty by what it was on the list, before the fold: a remote free
+                    // whose fold request has not reached the lock yet may make it empty here.
+                    if (*s).free == (*s).capacity {
+                        g.empty -= 1;
+                    }
                     match Slab::fold_remote(s) {
                         Ok(moved) => {
                             g.counters.outstanding = g.counters.outstanding.wrapping_sub(i64::from(moved));
                         }
                         Err(index) => report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s),
-                    }
-                    if (*s).free == (*s).capacity {
-                        g.empty -= 1;
                     }
                 }
             }

@@ -208,10 +208,10 @@ fn flush_time_double_frees_are_reported_with_the_block() {
 }
 
 /// A block freed twice across threads, with thread-owned slabs (`HOPLESS_OWNED_SLABS=1`) and without:
-/// its second free must be reported as a double free of that block, whether the first went to the
-/// slab's remote bits (freed by another thread) or into its bitmap (freed by the owner), and even when
-/// the program scribbled over the free key in between (then the owner's next fold finds the block free
-/// twice, before it is handed out again; without owned slabs, the class's bitmap does).
+/// the second free must be reported as a double free of that block before any block is handed out
+/// again, whether the first went to the slab's remote bits (freed by another thread) or into its bitmap
+/// (freed by the owner), and also when the program wrote over the free key in between (then the
+/// second flush finds the block free in the other bitmap).
 #[test]
 fn cross_thread_double_frees_are_reported_with_the_block() {
     let layout = Layout::from_size_align(96, 8).unwrap();
@@ -220,6 +220,7 @@ fn cross_thread_double_frees_are_reported_with_the_block() {
         "remote-then-owner",
         "owner-then-remote",
         "remote-then-owner-scribbled",
+        "owner-then-remote-scribbled",
     ];
     for case in cases {
         if !armed(case) {
@@ -229,37 +230,55 @@ fn cross_thread_double_frees_are_reported_with_the_block() {
         unsafe {
             let p = GLOBAL.alloc(layout) as usize;
             eprintln!("victim {p:#x}");
-            let free_elsewhere = |flush: bool| {
+            let free_elsewhere = |scribble: bool| {
                 std::thread::spawn(move || {
-                    GLOBAL.dealloc(p as *mut u8, layout);
-                    if flush {
-                        Hopless::flush_thread_cache();
+                    if scribble {
+                        // A write after free over the key: this free cannot tell.
+                        (p as *mut usize).write(0);
                     }
+                    GLOBAL.dealloc(p as *mut u8, layout);
+                    Hopless::flush_thread_cache();
                 })
                 .join()
                 .unwrap();
             };
+            let free_here = |scribble: bool| {
+                if scribble {
+                    (p as *mut usize).write(0);
+                }
+                GLOBAL.dealloc(p as *mut u8, layout);
+                Hopless::flush_thread_cache();
+            };
             match case {
                 "remote-twice" => {
-                    free_elsewhere(true);
-                    free_elsewhere(true);
+                    free_elsewhere(false);
+                    free_elsewhere(false);
                 }
                 "remote-then-owner" => {
-                    free_elsewhere(true);
-                    GLOBAL.dealloc(p as *mut u8, layout);
+                    free_elsewhere(false);
+                    free_here(false);
                 }
                 "owner-then-remote" => {
-                    GLOBAL.dealloc(p as *mut u8, layout);
-                    Hopless::flush_thread_cache();
-                    free_elsewhere(true);
+                    free_here(false);
+                    free_elsewhere(false);
+                }
+                "remote-then-owner-scribbled" => {
+                    free_elsewhere(false);
+                    free_here(true);
                 }
                 _ => {
+                    free_here(false);
                     free_elsewhere(true);
-                    // A write after free over the key: the owner's own free cannot tell.
-                    (p as *mut usize).write(0);
-                    GLOBAL.dealloc(p as *mut u8, layout);
-                    Hopless::flush_thread_cache();
                 }
+            }
+            // Past this point the block could be handed out twice.
+            eprintln!("not caught before reuse");
+            let again: Vec<usize> = (0..200).map(|_| GLOBAL.alloc(layout) as usize).collect();
+            for &q in &again {
+                (q as *mut usize).write(q);
+            }
+            for q in again {
+                GLOBAL.dealloc(q as *mut u8, layout);
             }
             force_flush(layout);
         }
@@ -277,6 +296,10 @@ fn cross_thread_double_frees_are_reported_with_the_block() {
             );
             assert!(
                 err.contains("hopless: fatal: double free"),
+                "owned {owned}, {case}: {err}"
+            );
+            assert!(
+                !err.contains("not caught before reuse"),
                 "owned {owned}, {case}: {err}"
             );
             let victim = victim(&err);

@@ -230,6 +230,13 @@ impl<P: PageSource> Heap<P> {
                     let owner = (*s).owner.load(Ordering::Relaxed);
                     if owner == token {
                         let was_full = (*s).free == 0;
+                        // Freed by another thread too and not folded yet: a double free (the fold
+                        // would find it, but a take from the bitmap may come first).
+                        let twice = (*s).remote.word(r.word) & r.bits;
+                        if twice != 0 {
+                            let index = r.word * 64 + twice.trailing_zeros();
+                            report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s);
+                        }
                         if let Err((e, index)) = Slab::put_bits(s, class, r.word, r.bits) {
                             report_bad_free(e, Slab::block_at(s, index), class, s);
                         }
@@ -246,6 +253,14 @@ impl<P: PageSource> Heap<P> {
                         continue;
                     }
                     let to_lock = if owner != 0 {
+                        // Free in the owner's bitmap: a double free (a block this thread frees is out,
+                        // so its bit there is clear; the owner may take it meanwhile, which makes
+                        // this look miss, never err).
+                        let twice = (*s).bitmap.get(r.word as usize).map_or(0, |w| w.load(Ordering::Relaxed)) & r.bits;
+                        if twice != 0 {
+                            let index = r.word * 64 + twice.trailing_zeros();
+                            report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s);
+                        }
                         match (*s).remote.free_bits(&(*s).owner, r.word, r.bits) {
                             Err(index) => {
                                 report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s)

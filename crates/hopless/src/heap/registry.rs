@@ -290,6 +290,11 @@ impl<P: PageSource> Heap<P> {
         unsafe {
             (*tc).owner_tid.store(tid, Ordering::Relaxed);
             (*tc).generation = crate::cache::FORK_GENERATION.load(Ordering::Relaxed);
+            // A thread of the parent may have raised a slab's pending flag and not hinted yet when
+            // the process forked: the child's next refill of each class looks at every owned slab.
+            for h in &(*tc).remote_hint {
+                h.store(1, Ordering::Relaxed);
+            }
         }
     }
 

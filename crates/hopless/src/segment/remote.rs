@@ -117,6 +117,12 @@ impl<const WORDS: usize> RemoteFrees<WORDS> {
             .is_some_and(|w| w.load(Ordering::SeqCst) & (1u64 << (index % 64)) != 0)
     }
 
+    /// The remote bits of word `w` (0 beyond the bitmap): the owner's flush checks its runs against
+    /// them, so a block freed by another thread and then again by the owner is reported at once.
+    pub fn word(&self, w: u32) -> u64 {
+        self.bits.get(w as usize).map_or(0, |b| b.load(Ordering::SeqCst))
+    }
+
     /// Moves every remote free into `bitmap` (the slab's; the caller is the only writer of it: the
     /// owner, or the class lock holder). Returns how many blocks moved, or the index of a block whose
     /// bit was set in both (a double free; the rest of that word is left unmoved).
