@@ -207,6 +207,87 @@ fn flush_time_double_frees_are_reported_with_the_block() {
     }
 }
 
+/// The end of a double-free child: what follows a double free that was not reported. The marker line
+/// says the block could now be handed out twice; the allocations, writes and flush make that happen.
+fn hand_out_again(layout: Layout) {
+    eprintln!("not caught before reuse");
+    let again: Vec<usize> = (0..300)
+        .map(|_| {
+            // SAFETY: non-zero size.
+            unsafe { GLOBAL.alloc(layout) as usize }
+        })
+        .collect();
+    for &q in &again {
+        // SAFETY: a block of at least 8 bytes just allocated.
+        unsafe { (q as *mut usize).write(q) };
+    }
+    for q in again {
+        // SAFETY: allocated above with `layout`.
+        unsafe { GLOBAL.dealloc(q as *mut u8, layout) };
+    }
+    force_flush(layout);
+}
+
+/// Runs each case of `test` in a child, with thread-owned slabs on and off: each must report a double
+/// free of its victim before the child's [`hand_out_again`].
+fn assert_caught_before_reuse(test: &str, cases: &[&str]) {
+    for owned in ["1", "0"] {
+        for &case in cases {
+            let err = run_child_with(test, case, &[("HOPLESS_OWNED_SLABS", owned)]);
+            assert!(
+                err.contains("hopless: fatal: double free"),
+                "owned {owned}, {case}: {err}"
+            );
+            assert!(
+                !err.contains("not caught before reuse"),
+                "owned {owned}, {case}: {err}"
+            );
+            let victim = victim(&err);
+            assert!(
+                err.contains(&format!("pointer: {victim}")),
+                "owned {owned}, {case}: {err}"
+            );
+        }
+    }
+}
+
+/// A block freed twice by one thread with a flush in between: the flush writes nothing into the block,
+/// so the second free finds the key of the first, naming a slot that no longer holds the block. It
+/// must be reported before any block is handed out again, whether the block waits in its slab
+/// (`flushed`) or a refill has put it back in the thread's magazine (`refilled`: the lowest of the
+/// blocks freed, which the refill puts at the bottom of the magazine, last to be handed out).
+#[test]
+fn double_frees_after_a_flush_are_reported_before_reuse() {
+    let layout = Layout::from_size_align(48, 8).unwrap();
+    let cases = ["flushed", "refilled"];
+    for case in cases {
+        if !armed(case) {
+            continue;
+        }
+        // SAFETY: blocks of the global heap, one freed twice on purpose: the fault under test.
+        unsafe {
+            let blocks: Vec<usize> = (0..100).map(|_| GLOBAL.alloc(layout) as usize).collect();
+            let p = *blocks.iter().min().unwrap();
+            eprintln!("victim {p:#x}");
+            for &q in &blocks {
+                GLOBAL.dealloc(q as *mut u8, layout);
+            }
+            Hopless::flush_thread_cache();
+            if case == "refilled" {
+                let q = GLOBAL.alloc(layout) as usize;
+                assert_ne!(q, p, "the victim must stay in the magazine");
+            }
+            GLOBAL.dealloc(p as *mut u8, layout);
+            hand_out_again(layout);
+        }
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    assert_caught_before_reuse("double_frees_after_a_flush_are_reported_before_reuse", &cases);
+}
+
 /// A block freed twice across threads, with thread-owned slabs (`HOPLESS_OWNED_SLABS=1`) and without:
 /// the second free must be reported as a double free of that block before any block is handed out
 /// again, whether the first went to the slab's remote bits (freed by another thread) or into its bitmap
@@ -271,42 +352,12 @@ fn cross_thread_double_frees_are_reported_with_the_block() {
                     free_elsewhere(true);
                 }
             }
-            // Past this point the block could be handed out twice.
-            eprintln!("not caught before reuse");
-            let again: Vec<usize> = (0..200).map(|_| GLOBAL.alloc(layout) as usize).collect();
-            for &q in &again {
-                (q as *mut usize).write(q);
-            }
-            for q in again {
-                GLOBAL.dealloc(q as *mut u8, layout);
-            }
-            force_flush(layout);
+            hand_out_again(layout);
         }
         unreachable!("the double free was not caught");
     }
     if std::env::var_os("HOPLESS_FAULT").is_some() {
         return;
     }
-    for owned in ["1", "0"] {
-        for case in cases {
-            let err = run_child_with(
-                "cross_thread_double_frees_are_reported_with_the_block",
-                case,
-                &[("HOPLESS_OWNED_SLABS", owned)],
-            );
-            assert!(
-                err.contains("hopless: fatal: double free"),
-                "owned {owned}, {case}: {err}"
-            );
-            assert!(
-                !err.contains("not caught before reuse"),
-                "owned {owned}, {case}: {err}"
-            );
-            let victim = victim(&err);
-            assert!(
-                err.contains(&format!("pointer: {victim}")),
-                "owned {owned}, {case}: {err}"
-            );
-        }
-    }
+    assert_caught_before_reuse("cross_thread_double_frees_are_reported_with_the_block", &cases);
 }

@@ -1,42 +1,58 @@
 //! The free key: double frees caught at the free, with the allocation path off the block.
 //!
 //! A free writes a key into the first word of the block it takes back: the block's address, mixed with a
-//! per-process secret, with *where the block went* in the top 16 bits: the id of the thread cache (bits
-//! 55..64) and the magazine slot (bits 48..55). Flushing a block back to its slab replaces its key with a
-//! mark (cache id `MARK_ID`). The allocation path, refills included, never reads or writes the word: the thread that
-//! frees a block is the one that writes it (and, for a program that frees blocks unwritten, the free
-//! path keys the marked blocks of its own magazine's last refill: `ThreadCache::key_refilled`).
+//! per-process secret, with *where the block went* in the top 16 bits (the id of the thread cache in
+//! bits 55..64, the magazine slot in bits 48..55) and the magazine's flush epoch in bits 32..48. Nothing
+//! else writes the word in the default mode: not the allocation path, refills included, and not a flush
+//! back to the slab, which leaves the key as it is and starts the magazine's next epoch. (Writing a mark
+//! into each flushed block, as hopless did until 2026-12-03, cost a store to a line the cache had mostly
+//! lost by then.) The exceptions write a mark (cache id `MARK_ID`, or `TRANSFER_ID`): a block freed
+//! without a thread cache, through the batch API, or into a transfer slot. And for a program that frees
+//! blocks unwritten, the free path keys its magazine's last refill (`ThreadCache::key_refilled`).
 //!
-//! A free that finds a key (the low 48 bits match) looks where it says: the magazine holds the block at
-//! that slot, or (a mark) the slab's bitmap says it is free, or it was refilled into this thread's
-//! magazine (a filter of the refill's blocks says whether to look): a double free, reported. Otherwise
-//! the block was handed out since and its first word never written: a correct free. The common unwritten
-//! case, a block popped from the top of this thread's magazine and freed again, finds exactly the key it
-//! would write (same slot) and costs nothing more. A keyed block's key always names its current slot:
-//! blocks never move between slots (a flush takes the top of the magazine, `take_newest`), so the look
-//! is one slot, not a search.
+//! A free that finds its own magazine's key for this very slot and epoch (a block popped from the top
+//! and freed again unwritten, the usual unwritten case) costs nothing more. This magazine's key for
+//! another slot in the same epoch takes one look: pushed there since the last flush, the block left the
+//! slot only by a pop unless it is still there, below the count (a double free). A key of an earlier
+//! epoch may be a block a flush took: still in the slot the key names, tagged by the flush, or gone to
+//! its slab, perhaps refilled since. One whose slot still holds it untagged at or above the count was
+//! popped from there; anything else goes to the slow path, which looks where the key says (that slot,
+//! read through atomics, also another thread's), then in the slab's bitmap (read lock-free), then among
+//! the blocks the last refill put in this thread's magazine (a filter says whether to look). Found: a
+//! double free, reported. Otherwise the block was handed out since and its first word never written: a
+//! correct free.
 //!
-//! In memory a key is stored as it is: the address part in the low 48 bits, where
-//! the block went in the high 16. A program's first write to a block is most often to its first bytes
-//! (a string's NUL, a flag byte), and that breaks the address part, so the free path tells "not a key"
-//! (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
+//! In memory a key is stored as it is: the address part in the low 32 bits, the epoch and where the
+//! block went in the high 32. A program's first write to a block is most often to its first bytes (a
+//! string's NUL, a flag byte, a 4- or 8-byte field), and that breaks the address part, so the free path
+//! tells "not a key" (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
 //! rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
 //! as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
 //! free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
 //! `key_word` and `write_key`.
 //!
-//! One case is left to the flush's bitmap check, which may come after the block was handed out twice: a
-//! block freed, flushed, refilled into *another* thread's magazine, and freed again before that thread
-//! handed it out (unless that thread keyed its refill, `ThreadCache::key_refilled`: then the key names
-//! the slot). Seeing it at the free would need the refill to write every block it moves (a cache-line
-//! transfer per block between a producer and a consumer thread) or a search of every thread's magazines.
+//! Two cases are left to the flush's bitmap check, which may come after the block was handed out twice:
+//! - a block freed, flushed, refilled into *another* thread's magazine, and freed again before that
+//!   thread handed it out (unless that thread keyed its refill, `ThreadCache::key_refilled`: then the key
+//!   names the slot). Seeing it at the free would need the refill to write every block it moves (a
+//!   cache-line transfer per block between a producer and a consumer thread) or a search of every
+//!   thread's magazines;
+//! - a block freed, flushed, and freed again unwritten by the same thread exactly 65 536 epochs (or a
+//!   multiple) later, when its magazine's epoch has wrapped round to the key's: the key then reads as
+//!   one written since the last flush, and the one look finds the slot holding something else. The
+//!   epoch has 16 bits; more would weaken the "not a key" test, which the address part's 32 bits make.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::size_class::MAG_MAX;
 
-/// Bits of a key that must match for it to be one (the address part).
-pub const KEY_LOW: usize = (1 << 48) - 1;
+/// Bits of a key that must match for it to be one (the address part: the low 32 bits of the block's
+/// address, mixed with the salt).
+pub const KEY_LOW: usize = (1 << EPOCH_SHIFT) - 1;
+/// Where a key keeps its magazine's flush epoch: bits 32..48 (see the module's docs).
+pub(crate) const EPOCH_SHIFT: u32 = 32;
+/// The epoch's bits in a key, before the shift.
+pub(crate) const EPOCH_MASK: usize = 0xffff;
 /// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
 pub const MAX_CACHE_ID: usize = 510;
 /// The cache id of a block's mark while it sits in its slab.
@@ -45,9 +61,9 @@ pub const MARK_ID: usize = 511;
 pub const TRANSFER_ID: usize = 510;
 pub(crate) const ID_SHIFT: u32 = 55;
 pub(crate) const SLOT_SHIFT: u32 = 48;
-/// The rotation that brings where a block went (the key's bits from [`SLOT_SHIFT`] up) to the low bits,
-/// and the mask of those bits then: the free path's one-compare test (see above).
-pub(crate) const WHERE_ROTATE: u32 = usize::BITS - SLOT_SHIFT;
+/// The rotation that brings where a block went and its epoch (the key's bits from [`EPOCH_SHIFT`] up)
+/// to the low bits, and the mask of those bits then: the free path's one-compare test (see above).
+pub(crate) const WHERE_ROTATE: u32 = usize::BITS - EPOCH_SHIFT;
 pub(crate) const WHERE_MASK: usize = (1 << WHERE_ROTATE) - 1;
 
 static FREE_SALT: AtomicUsize = AtomicUsize::new(0x5be2_d1c9_a36f_8e47);
@@ -90,10 +106,40 @@ pub fn transfer_mark(p: *mut u8) -> usize {
     p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (TRANSFER_ID << ID_SHIFT)
 }
 
-/// A magazine tag for cache `id` (the salt is fixed before the first cache is made).
+/// A magazine tag for cache `id`, at epoch 0 (the salt is fixed before the first cache is made).
 #[inline]
 pub fn tag_of(id: usize) -> u64 {
     (FREE_SALT.load(Ordering::Relaxed) ^ (id << ID_SHIFT)) as u64
+}
+
+/// A magazine tag for cache `id` at flush epoch `epoch` (its low 16 bits).
+#[inline]
+pub fn tag_at(id: usize, epoch: usize) -> u64 {
+    tag_of(id) ^ (((epoch & EPOCH_MASK) << EPOCH_SHIFT) as u64)
+}
+
+/// The flush epoch of a magazine's `tag`.
+#[inline]
+pub fn epoch_of(tag: u64) -> usize {
+    ((tag as usize ^ FREE_SALT.load(Ordering::Relaxed)) >> EPOCH_SHIFT) & EPOCH_MASK
+}
+
+/// The flush epoch in the key of `p` (meaningful when [`read_key`] finds a slot key).
+///
+/// # Safety
+///
+/// As for [`read_key`].
+#[inline]
+pub unsafe fn key_epoch(p: *mut u8) -> usize {
+    // SAFETY: per the caller.
+    ((unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed)) >> EPOCH_SHIFT) & EPOCH_MASK
+}
+
+/// `tag` at its magazine's next flush epoch (wrapping after 65 536).
+#[inline]
+pub fn next_epoch(tag: u64) -> u64 {
+    let e = epoch_of(tag);
+    tag ^ (((e ^ ((e + 1) & EPOCH_MASK)) << EPOCH_SHIFT) as u64)
 }
 
 /// What the first word of `p` says about where it is, if it is a key.

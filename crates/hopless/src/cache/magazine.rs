@@ -9,7 +9,7 @@
 //! or full the caller falls to the `#[cold]` slow path (`slow`, then `heap`), which refills half a magazine from the
 //! central heap or flushes the newer half back to it.
 
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::free_key::*;
 use super::owned::{OwnedSlabs, FORK_GENERATION, TOKEN_ID_BITS};
@@ -36,23 +36,29 @@ pub struct Magazine {
     pub count: u32,
     pub cap: u32,
     /// This magazine's part of the free key: the process's salt with its cache's id in bits 55..64 (set
-    /// with `cap`).
+    /// with `cap`) and its flush epoch in bits 32..48 (the next at each flush, `take_newest`).
     pub tag: u64,
-    /// Slots below this (and below `count`) may hold blocks a refill put there, which carry their
-    /// slab mark rather than a key; the double-free check looks through them (pops do not lower it, so
-    /// the range may also hold blocks pushed since: looking at them too is only slower, never wrong).
-    /// Every slot at or above it that holds anything but a fresh block holds its slot's key. Zero
-    /// after [`ThreadCache::key_refilled`] gave the refill's marked blocks their keys.
+    /// Slots below this (and below `count`) may hold blocks a refill put there, which carry what their
+    /// last free or flush left (a key for another slot or cache, a mark) rather than their slot's key;
+    /// the double-free check looks through them (pops do not lower it, so the range may also hold
+    /// blocks pushed since: looking at them too is only slower, never wrong). Every slot at or above it
+    /// that holds anything but a fresh block holds its slot's key. Zero after
+    /// [`ThreadCache::key_refilled`] gave the refill's blocks their keys.
     pub refilled: u32,
-    /// Frees since the last refill whose double-free check looked through the refilled slots (a marked
-    /// block whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
+    /// Frees since the last refill whose double-free check looked through the refilled slots (a block with
+    /// a key for elsewhere or a mark, whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
     /// ([`ThreadCache::check_refilled`]). In the padding after `refilled`: the slots do not move.
     pub looks: u32,
     /// A 128-bit filter of the blocks the last refill put here (bit `refill_bit(p)` set for each): a
-    /// block whose bit is clear was not among them, so the double-free check of a marked block skips
+    /// block whose bit is clear was not among them, so the double-free check of such a block skips
     /// the look through the refilled slots. Rebuilt by every refill (which finds the magazine empty),
     /// cleared with `refilled` by [`ThreadCache::key_refilled`].
     pub refill_filter: [u64; 2],
+    /// Where the last flush started: it took the slots from here up to the count it found.
+    pub flushed_from: u32,
+    /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
+    /// in its epoch bits), or 0 before the first flush.
+    pub epoch_step: u32,
     pub slots: [*mut u8; MAG_MAX],
 }
 
@@ -69,6 +75,8 @@ impl Magazine {
             refilled: 0,
             looks: 0,
             refill_filter: [0; 2],
+            flushed_from: 0,
+            epoch_step: 0,
             slots: [core::ptr::null_mut(); MAG_MAX],
         }
     }
@@ -145,6 +153,33 @@ pub enum Push {
     Suspect,
 }
 
+/// What [`ThreadCache::own_key_says`] makes of a key.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum OwnKey {
+    /// Popped from the slot the key names and handed out since: a correct free.
+    Popped,
+    /// From before a flush that may have taken the block: look in its slab and this magazine's refill.
+    Stale,
+    /// Look where the key says.
+    Look,
+}
+
+/// What a flush leaves in a slot it took `p` from: `p` with its low bit set (blocks are aligned to at
+/// least 8, so no block is ever that). The owner's check of an unwritten free then tells a block popped
+/// from the slot (`p` still there) from one flushed from it ([`ThreadCache::take_newest`]).
+#[inline(always)]
+fn flushed(p: *mut u8) -> *mut u8 {
+    p.map_addr(|a| a | 1)
+}
+
+/// Whether a slot value read below a count read just before is `p`: the block itself, or the block
+/// tagged by a flush that took it after that count was read (a slot below the count is written only
+/// after the count drops below it, and rewritten before the count rises above it again).
+#[inline]
+fn is_or_flushed(v: *mut u8, p: *mut u8) -> bool {
+    v == p || v == flushed(p)
+}
+
 impl ThreadCache {
     /// The cache of a thread that has not allocated yet: every capacity zero. (Used to initialise
     /// statics and fresh caches; its counters are never shared through the constant.)
@@ -198,6 +233,20 @@ impl ThreadCache {
         unsafe { AtomicPtr::from_ptr((&raw mut (*m).slots).cast::<*mut u8>().add(i)) }
     }
 
+    /// `tag`, `epoch_step` and `flushed_from`, which another thread's double-free check reads
+    /// ([`ThreadCache::may_have_flushed`]): the owner writes them atomically (and reads them plainly).
+    #[inline(always)]
+    fn flush_state_of(m: *mut Magazine) -> (&'static AtomicU64, &'static AtomicU32, &'static AtomicU32) {
+        // SAFETY: as for `count_of`.
+        unsafe {
+            (
+                AtomicU64::from_ptr(&raw mut (*m).tag),
+                AtomicU32::from_ptr(&raw mut (*m).epoch_step),
+                AtomicU32::from_ptr(&raw mut (*m).flushed_from),
+            )
+        }
+    }
+
     /// Blocks in the magazine of `class`.
     ///
     /// # Safety
@@ -232,7 +281,11 @@ impl ThreadCache {
             let m = Self::mag(tc, class);
             if (*m).cap == 0 {
                 (*m).cap = MAG_CAPACITY.get(class).copied().unwrap_or(2);
-                (*m).tag = tag_of((*tc).id as usize);
+                // A cache taken again starts its epochs elsewhere than its last holder's, whose keys
+                // may still be in blocks (a parked cache's magazine pages were given back, zeroing
+                // the tag): each incarnation of the id at its own start, far from the last one's.
+                let start = ((*tc).token >> TOKEN_ID_BITS).wrapping_mul(0x9e37) as usize;
+                Self::flush_state_of(m).0.store(tag_at((*tc).id as usize, start), Ordering::Relaxed);
             }
         }
     }
@@ -348,7 +401,7 @@ impl ThreadCache {
                 // A key: the program did not write the block since it was handed out.
                 unwritten();
                 let d = x.rotate_right(WHERE_ROTATE);
-                if d != 0 && !Self::taken_from_another_slot(tc, m, n, p, d) {
+                if d != 0 && !Self::popped_this_epoch(tc, m, n, p, d) {
                     return Push::Suspect;
                 }
             }
@@ -359,30 +412,72 @@ impl ThreadCache {
         Push::Done
     }
 
-    /// The first word of `p` is a key (`d`: its difference from the key slot `n` would get). When it is
-    /// this cache's key for another slot, and that slot does not hold `p`, the block was taken from
-    /// there since (keyed blocks stay at their key's slot): a correct free, decided with one look
-    /// ([`ThreadCache::holds_at`], as the slow path would). Any other key (another cache's, a slab mark,
-    /// a cache without an id) is for the slow path.
+    /// The first word of `p` is a key, other than the one slot `n` would get (`d`: the difference).
+    /// When it is this cache's key of this epoch for another slot, and that slot does not hold `p`
+    /// below the count, the block was popped from there since (pushed there since the last flush, it
+    /// left the slot only by a pop): a correct free, decided with one look ([`ThreadCache::holds_at`],
+    /// as the slow path would). Anything else is for the slow path ([`ThreadCache::own_key_says`],
+    /// then the look where the key says).
     ///
     /// # Safety
     ///
     /// `tc` is the calling thread's live cache, `m` one of its magazines, holding `n` blocks.
     #[inline]
-    unsafe fn taken_from_another_slot(
-        tc: *mut ThreadCache,
-        m: *mut Magazine,
-        n: u32,
-        p: *mut u8,
-        d: usize,
-    ) -> bool {
+    unsafe fn popped_this_epoch(tc: *mut ThreadCache, m: *mut Magazine, n: u32, p: *mut u8, d: usize) -> bool {
         // SAFETY: per the caller.
-        if d >> ID_SHIFT != 0 || unsafe { (*tc).id } == 0 {
+        // Another cache's key, or another epoch's (the id and epoch bits differ: all but the slot's).
+        if (d >> EPOCH_SHIFT) & !((MAG_MAX - 1) << (SLOT_SHIFT - EPOCH_SHIFT)) != 0 || unsafe { (*tc).id } == 0 {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
         // SAFETY: `m` is a magazine of the calling thread's live cache.
         !unsafe { Self::mag_holds_at(m, slot, p) }
+    }
+
+    /// What the slow path makes of a block whose first word is a key other than the one the next push
+    /// into the magazine of `class` would write (a free [`Push::Suspect`] sent here), when it is this
+    /// cache's:
+    /// - [`OwnKey::Popped`]: of this epoch, or of the one before for a slot below where the last flush
+    ///   started (pushed there since the last flush that could have taken it), and the slot does not
+    ///   hold it below the count; or of an earlier epoch with the slot, at or above the count, holding
+    ///   it untagged (no flush took it from there: [`ThreadCache::take_newest`] tags the slots it
+    ///   takes). Popped from that slot since, and handed out: a correct free.
+    /// - [`OwnKey::Stale`]: of an earlier epoch, the slot holding something else: a flush may have
+    ///   taken it, so it may be free in its slab or refilled into this magazine (the caller looks).
+    /// - [`OwnKey::Look`]: anything else (the slot holds it below the count, another cache's key, a
+    ///   mark, a cache without an id): the caller looks where the key says.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache (or the empty one), `class < NUM_CLASSES`, and `p` a
+    /// block of `class` whose first word the caller may read.
+    pub unsafe fn own_key_says(tc: *mut ThreadCache, class: usize, p: *mut u8) -> OwnKey {
+        // SAFETY: per the caller.
+        if unsafe { (*tc).id } == 0 {
+            return OwnKey::Look;
+        }
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        // At most the capacity (a full magazine's free comes here too): slots count modulo `MAG_MAX`.
+        let n = Self::count_of(m).load(Ordering::Relaxed) as usize;
+        // SAFETY: per the caller; the owner reads its own magazine's tag plainly.
+        let d = unsafe { key_word(p) ^ slot_key(p, (*m).tag, n & (MAG_MAX - 1)) };
+        if d & KEY_LOW != 0 || d >> ID_SHIFT != 0 {
+            return OwnKey::Look;
+        }
+        let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ (n & (MAG_MAX - 1));
+        let holds = Self::slot_of(m, slot).load(Ordering::Relaxed) == p;
+        if slot < n && holds {
+            return OwnKey::Look;
+        }
+        let step = (d >> EPOCH_SHIFT) & EPOCH_MASK;
+        // SAFETY: as above.
+        let (last_step, flushed_from) = unsafe { ((*m).epoch_step as usize, (*m).flushed_from as usize) };
+        if step == 0 || (step == last_step && slot < flushed_from) || holds {
+            OwnKey::Popped
+        } else {
+            OwnKey::Stale
+        }
     }
 
     /// Pushes a block whose double-free check is done, writing its key; false when full.
@@ -430,29 +525,10 @@ impl ThreadCache {
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
 
-    /// How many of the newest `k` blocks (what [`ThreadCache::take_newest`] would take now) may have been
-    /// put there by a refill: the rest, in the slots from `refilled` up, were put there by a push since
-    /// the magazine was last filled (a fill sets `count` to `refilled`, and a slot above `count` is only
-    /// ever written by a push at `count`), or were keyed by [`ThreadCache::key_refilled`], which sets
-    /// `refilled` to 0. In the default mode every push writes a slot key.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ThreadCache::open`].
-    pub unsafe fn maybe_refilled_of_newest(tc: *mut ThreadCache, class: usize, k: usize) -> usize {
-        // SAFETY: per the caller.
-        let m = unsafe { Self::mag(tc, class) };
-        let n = (Self::count_of(m).load(Ordering::Relaxed) as usize).min(MAG_MAX);
-        let k = k.min(n);
-        // SAFETY: as above.
-        let refilled = unsafe { (*m).refilled } as usize;
-        refilled.saturating_sub(n - k).min(k)
-    }
-
     /// Takes the newest `k` blocks (the top of the magazine) into `out` (which holds at least `k`);
-    /// returns how many it took. The blocks that stay do not move, so every keyed block's key still
-    /// names its slot, and nothing is read or written in block memory. (The newest blocks are also the
-    /// ones whose lines the flush that follows, writing their marks, most likely finds in cache.)
+    /// returns how many it took, leaves each tagged ([`flushed`]) in the slot it took it from, and
+    /// starts the magazine's next flush epoch (`cache::free_key`). The blocks that stay do not move, so
+    /// every keyed block's key still names its slot, and nothing is read or written in block memory.
     ///
     /// # Safety
     ///
@@ -469,11 +545,23 @@ impl ThreadCache {
             // a TLB shootdown on every core running the process), to be given back again at once.
             return 0;
         }
-        // The slots keep their blocks until later pushes overwrite them, so a reader (the double-free
-        // check) that saw the old count finds what it saw.
+        // The blocks taken keep their keys: the next epoch tells them from the blocks pushed after
+        // this. Each slot taken keeps its block, tagged (`flushed`), until a later push or refill
+        // writes it: a reader (the double-free check) that saw the old count still finds the block
+        // there, and the owner's check of an earlier epoch's key tells a block popped from a slot from
+        // one flushed from it (`popped_unwritten`).
         count.store((n - k) as u32, Ordering::Release);
+        let (tag, step, from) = Self::flush_state_of(m);
+        let old = tag.load(Ordering::Relaxed);
+        let next = next_epoch(old);
+        step.store((epoch_of(old) ^ epoch_of(next)) as u32, Ordering::Relaxed);
+        from.store((n - k) as u32, Ordering::Relaxed);
+        tag.store(next, Ordering::Relaxed);
         for (i, o) in out.iter_mut().take(k).enumerate() {
-            *o = Self::slot_of(m, n - k + i).load(Ordering::Relaxed);
+            let slot = Self::slot_of(m, n - k + i);
+            let p = slot.load(Ordering::Relaxed);
+            slot.store(flushed(p), Ordering::Relaxed);
+            *o = p;
         }
         k
     }
@@ -490,6 +578,24 @@ impl ThreadCache {
         unsafe { Self::mag_holds_at(Self::mag(tc, class), slot, p) }
     }
 
+    /// Whether a flush of the magazine of `class` may have taken a block its free put in slot `slot`
+    /// at flush epoch `epoch` (a slot key's): not when the key is of this epoch, nor of the one before
+    /// for a slot below where the last flush started. A key that is not may be in that slot still (a
+    /// look there says), or was popped from it and handed out: nowhere else, so the double-free check
+    /// need not look in the slab or a refill. Any thread may ask; read while the owner flushes, the
+    /// answer can be a flush late, as the look at the slot can.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::holds_at`].
+    pub unsafe fn may_have_flushed(tc: *mut ThreadCache, class: usize, slot: usize, epoch: usize) -> bool {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let (tag, step, from) = Self::flush_state_of(m);
+        let d = epoch ^ epoch_of(tag.load(Ordering::Relaxed));
+        !(d == 0 || (d == step.load(Ordering::Relaxed) as usize && slot < from.load(Ordering::Relaxed) as usize))
+    }
+
     /// [`ThreadCache::holds_at`] for the magazine `m`.
     ///
     /// # Safety
@@ -498,7 +604,7 @@ impl ThreadCache {
     #[inline]
     unsafe fn mag_holds_at(m: *mut Magazine, slot: usize, p: *mut u8) -> bool {
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
-        slot < n && Self::slot_of(m, slot).load(Ordering::Relaxed) == p
+        slot < n && is_or_flushed(Self::slot_of(m, slot).load(Ordering::Relaxed), p)
     }
 
     /// Whether `p` is among the blocks a refill put in this thread's magazine of `class` that may still be
@@ -514,8 +620,9 @@ impl ThreadCache {
         Self::refilled_slots_hold(m, unsafe { Self::refilled_to_look(m, p) }, p)
     }
 
-    /// The double-free check's look for a marked block `p` (one flushed to its slab since its last
-    /// free) among the blocks the last refill put in this thread's magazine of `class`: whether it is
+    /// The double-free check's look for a block `p` whose key says it is elsewhere, or that carries a
+    /// mark (flushed to its slab since its last free, perhaps refilled since), among the blocks the
+    /// last refill put in this thread's magazine of `class`: whether it is
     /// there. A look that went through the refilled slots (`p`'s filter bit was set) and found nothing
     /// is counted, and the [`KEY_AFTER_LOOKS`]th since the refill keys the rest of the refill
     /// ([`ThreadCache::key_refilled`]): a program that frees its blocks unwritten would otherwise pay
@@ -549,7 +656,7 @@ impl ThreadCache {
         false
     }
 
-    /// How many slots the look for a marked `p` goes through: those below `refilled` and `count`, or
+    /// How many slots the look for `p` goes through: those below `refilled` and `count`, or
     /// none when `p`'s bit in the refill filter is clear (the last refill did not put it here).
     ///
     /// # Safety
@@ -572,18 +679,18 @@ impl ThreadCache {
     }
 
     /// Writes its slot key, as a push would have, into every block a refill left in the magazine of
-    /// `class` that carries a mark (a slab or transfer mark: one freed before), and empties the
-    /// refilled range: from here on every block in the magazine that carries a mark carries its key
-    /// instead. A fresh block, never written, is left so (the keying does not touch its page, and no
-    /// mark of it can send a free to the refilled slots). A word that reads as a key is left too: it
-    /// is this slot's own (pushed since the refill), or another cache's, which only a double free from
-    /// another thread can have put there, into a block that may be handed out by now; writing over it
-    /// could clobber that program's first word. Caches without an id are not keyed: their keys send a
-    /// free that finds another slot's key to the search of every magazine, slower than the look this
-    /// saves.
-    /// The double-free check of a marked block then needs no look through the refilled slots
-    /// ([`ThreadCache::holds_refilled`] answers at once), and a free of one of these blocks from
-    /// another thread finds its key and the slot that holds it.
+    /// `class` that carries a mark (a slab or transfer mark) or a key other than its slot's (the key of
+    /// its last free, before a flush took it), and empties the refilled range: from here on every
+    /// such block in the magazine carries the key of the slot that holds it. A fresh block, never
+    /// written, is left so (the keying does not touch its page, and nothing in it can send a free to
+    /// the refilled slots). Another cache's key is most often its stale one; it can also be a double
+    /// free from another thread that its check missed, into this magazine's free block, which both
+    /// magazines will then hand out: writing over the first word that program may write by then
+    /// adds nothing to that. Caches without an id are not keyed: their keys send a free that finds
+    /// another slot's key to the search of every magazine, slower than the look this saves.
+    /// The double-free check of a keyed block then needs no look through the refilled slots (the key
+    /// names the slot that holds it), and a free of one of these blocks from another thread finds its
+    /// key and that slot.
     ///
     /// For a program that frees blocks without writing their first word, each free of a refilled block
     /// otherwise looked through up to half a magazine; this writes the blocks still there once per
@@ -602,13 +709,20 @@ impl ThreadCache {
         let m = unsafe { Self::mag(tc, class) };
         let n = Self::count_of(m).load(Ordering::Relaxed);
         // SAFETY: as above; only this thread writes the magazine.
-        let (end, tag) = unsafe { ((*m).refilled.min(n) as usize, (*m).tag) };
+        let (end, tag, own) = unsafe { ((*m).refilled.min(n) as usize, (*m).tag, (*tc).id as usize) };
         for i in 0..end.min(MAG_MAX) {
             let p = Self::slot_of(m, i).load(Ordering::Relaxed);
             // SAFETY: `slots[..count]` are free blocks of this magazine (the invariant on `Magazine`),
             // at least 8 bytes and aligned to 8; their first words are the allocator's.
             unsafe {
-                if matches!(read_key(p), KeySays::Slab | KeySays::Transfer) {
+                let stale = match read_key(p) {
+                    KeySays::Slab | KeySays::Transfer => true,
+                    // Any key but this slot's own: the key of the block's last free, before a flush
+                    // took it (a block keyed since sits in its key's slot).
+                    KeySays::Slot { id, slot } => id != own || slot != i,
+                    KeySays::Nothing => false,
+                };
+                if stale {
                     write_key(p, slot_key(p, tag, i));
                 }
             }
@@ -629,7 +743,7 @@ impl ThreadCache {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
-        (0..n).any(|i| Self::slot_of(m, i).load(Ordering::Relaxed) == p)
+        (0..n).any(|i| is_or_flushed(Self::slot_of(m, i).load(Ordering::Relaxed), p))
     }
 }
 
@@ -733,9 +847,10 @@ mod tests {
     }
 
     /// The free path's one-compare test: two keys of one block and magazine differ only in where the
-    /// block went, and rotated left by 16 their difference is exactly the slot difference.
+    /// block went and in the epoch, and rotated by `WHERE_ROTATE` their difference is the slot
+    /// difference and the epoch difference, in the low bits.
     #[test]
-    fn keys_of_one_block_differ_only_in_the_slot() {
+    fn keys_of_one_block_differ_only_in_the_slot_and_epoch() {
         let mut x = 0x9e37_79b9_7f4a_7c15usize;
         for round in 0..64 {
             x = x.rotate_left(23).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ round;
@@ -744,15 +859,23 @@ mod tests {
             for slot in 0..MAG_MAX {
                 assert_eq!(
                     (slot_key(p, tag, slot) ^ slot_key(p, tag, 0)).rotate_left(WHERE_ROTATE),
-                    slot
+                    slot << (SLOT_SHIFT - EPOCH_SHIFT)
                 );
             }
+            let mut later = tag;
+            for _ in 0..round + 1 {
+                later = next_epoch(later);
+            }
+            let d = (slot_key(p, later, 5) ^ slot_key(p, tag, 0)).rotate_left(WHERE_ROTATE);
+            assert!(d <= WHERE_MASK && d & EPOCH_MASK != 0, "round {round}: {d:#x}");
+            assert_eq!(d >> (SLOT_SHIFT - EPOCH_SHIFT), 5);
         }
     }
 
     /// Regression: with keys stored rotated (where the block went in the low 16 bits), a program's 1- or
     /// 2-byte write to a freed block's first bytes (a string's NUL) left a word that read as a key for
-    /// another slot, and every such free took the slow check (27 ns instead of 7 in a C loop).
+    /// another slot, and every such free took the slow check (27 ns instead of 7 in a C loop). A 4-byte
+    /// write breaks it too: the epoch sits above the address part's 32 bits.
     #[test]
     fn a_write_to_a_blocks_first_bytes_breaks_its_key() {
         let mut x = 0x2545_f491_4f6c_dd1dusize;
@@ -762,14 +885,14 @@ mod tests {
             let p: *mut u8 = (&mut word as *mut usize).cast();
             let tag = tag_of(round % MAX_CACHE_ID) ^ (x as u64 & 0xffff);
             let slot = round % MAG_MAX;
-            for (bytes, value) in [(1, 0u16), (1, 0x41), (2, 0x2e2e)] {
+            for (bytes, value) in [(1, 0u32), (1, 0x41), (2, 0x2e2e), (4, 0x0807_0605), (4, 0)] {
                 // SAFETY: `p` is this test's word.
                 unsafe {
                     write_key(p, slot_key(p, tag, slot));
-                    if bytes == 1 {
-                        p.write(value as u8);
-                    } else {
-                        p.cast::<u16>().write_unaligned(value);
+                    match bytes {
+                        1 => p.write(value as u8),
+                        2 => p.cast::<u16>().write_unaligned(value as u16),
+                        _ => p.cast::<u32>().write_unaligned(value),
                     }
                     let after = key_word(p);
                     if after != slot_key(p, tag, slot) {
@@ -805,14 +928,29 @@ mod tests {
             // Popped and freed again unwritten: its own slot's key, a correct free.
             assert_eq!(ThreadCache::pop(tcp, 2), b(3));
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Done);
-            // Popped (slots 3 and 2), then slot 2's block freed first into slot 2 ... and slot 3's
-            // block, unwritten, into slot 3: both correct.
+            // Popped (slots 3 and 2), then slot 3's block freed first, into slot 2, and slot 2's block
+            // into slot 3: keys of this epoch whose slots do not hold them below the count, both
+            // correct.
             assert_eq!(ThreadCache::pop(tcp, 2), b(3));
             assert_eq!(ThreadCache::pop(tcp, 2), b(2));
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Done);
             assert_eq!(read_key(b(3)), KeySays::Slot { id: 7, slot: 2 });
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Done);
             assert_eq!(read_key(b(2)), KeySays::Slot { id: 7, slot: 3 });
+            // Flushed from slot 3, its key unwritten: freed again, it is stale (an earlier epoch's
+            // key, and the flush left its slot holding it tagged): its slab is looked at.
+            let mut out = [core::ptr::null_mut(); 1];
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(out[0], b(2));
+            assert_eq!(read_key(b(2)), KeySays::Slot { id: 7, slot: 3 });
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Suspect);
+            assert_eq!(ThreadCache::own_key_says(tcp, 2, b(2)), OwnKey::Stale);
+            // Slot 2's block popped now: an earlier epoch's key (for the slow path), its slot holding
+            // it untagged at the count: popped, a correct free.
+            assert_eq!(ThreadCache::pop(tcp, 2), b(3));
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(3)), Push::Suspect);
+            assert_eq!(ThreadCache::own_key_says(tcp, 2, b(3)), OwnKey::Popped);
+            assert!(ThreadCache::push_checked(tcp, 2, b(3)));
             // Still in the magazine (slot 1): suspect, whatever slot the push would take.
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
         }

@@ -16,9 +16,9 @@ mod registry;
 
 pub(crate) use free_key::opaque;
 pub use free_key::{
-    free_salt, read_key, seed_free_key, slab_mark, transfer_mark, write_key, KeySays,
+    free_salt, key_epoch, read_key, seed_free_key, slab_mark, transfer_mark, write_key, KeySays,
 };
-pub use magazine::{class_at_mag_offset, mag_offset, Magazine, Push, ThreadCache, MALLOC_MAG_OFFSET};
+pub use magazine::{class_at_mag_offset, mag_offset, Magazine, OwnKey, Push, ThreadCache, MALLOC_MAG_OFFSET};
 #[cfg(test)]
 pub use magazine::KEY_AFTER_LOOKS;
 pub use owned::{OwnedSlabs, FORK_GENERATION};

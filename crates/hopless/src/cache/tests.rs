@@ -138,7 +138,7 @@ fn unwritten_blocks_freed_anywhere_are_not_double_frees() {
                 let p = heap.alloc(a, 48, 8, false);
                 heap.free_checked(a, class, p);
             }
-            // Many blocks: magazines overflow (flush, mark), then refill (slot keys) and hand out.
+            // Many blocks: magazines overflow (flush), then refill and hand out.
             let n = MAG_CAPACITY[class] as usize * scaled(3, 2) + scaled(0, 4);
             let blocks: Vec<_> = (0..n).map(|_| heap.alloc(a, 48, 8, false)).collect();
             for (i, &p) in blocks.iter().enumerate() {
@@ -181,35 +181,27 @@ fn unwritten_blocks_freed_anywhere_are_not_double_frees() {
     }
 }
 
-/// A full magazine's flush marks the blocks pushed since its last refill without reading them first,
-/// and leaves a refilled block nobody took unwritten (its page need not become resident): which is
-/// which comes from the magazine's `refilled` boundary, pops not lowering it.
+/// A full magazine's flush writes no block: each flushed block keeps its free's key, a refilled block
+/// nobody took stays unwritten (its page need not become resident), and the slots the flush took hold
+/// their blocks tagged. A free of a flushed block (a double free) is then sent to the slow path's
+/// look, while an unwritten block popped and freed again is taken back without a look at its slab.
 #[test]
-fn a_flush_marks_pushed_blocks_and_leaves_untouched_refilled_ones() {
+fn a_flush_writes_no_block_and_tags_the_slots_it_took() {
     use crate::cache::free_key::key_word;
-    use crate::cache::{read_key, KeySays};
+    use crate::cache::{read_key, KeySays, OwnKey, Push};
     let heap = Heap::new(SystemPages);
     let tc = heap.new_thread_cache(1);
     let class = class_for(512, 8).unwrap();
     let cap = MAG_CAPACITY[class] as usize;
-    // SAFETY: `tc` is this test's cache; every block is freed once.
+    // SAFETY: `tc` is this test's cache; every block is freed once (the pushes that return `Suspect`
+    // write nothing).
     unsafe {
         // The first allocation refills half the magazine and takes its top block.
         let first = heap.alloc(tc, 512, 8, false);
         let m = ThreadCache::mag(tc, class);
         let refilled = (*m).refilled as usize;
         assert_eq!((*m).count as usize, refilled - 1);
-        // Nothing pushed since the refill: whatever a flush would take may be refilled.
-        assert_eq!(ThreadCache::maybe_refilled_of_newest(tc, class, 10), 10);
-        // A refilled block nobody takes in this test: the bottom slot's (read by taking all the blocks
-        // and putting them back as a refill would).
-        let untouched = {
-            let n = ThreadCache::count(tc, class);
-            let mut all = vec![core::ptr::null_mut(); n];
-            ThreadCache::take_newest(tc, class, n, &mut all);
-            ThreadCache::fill(tc, class, &all);
-            all[0]
-        };
+        let untouched = ThreadCache::slot(tc, class, 0);
         let before = key_word(untouched);
         // Blocks from the slabs directly (not through this magazine), freed through it: pushes above the
         // refilled slots until it is full, then a flush of its newer half.
@@ -220,14 +212,33 @@ fn a_flush_marks_pushed_blocks_and_leaves_untouched_refilled_ones() {
             heap.free_checked(tc, class, p);
         }
         assert_eq!((*m).count as usize, cap);
-        assert_eq!(ThreadCache::maybe_refilled_of_newest(tc, class, cap / 2), 0, "the top half was pushed");
+        let id = (*tc).id as usize;
+        let flushed = &extra[pushes - cap / 2..pushes];
+        let keys: Vec<usize> = flushed.iter().map(|&p| key_word(p)).collect();
         // The next free flushes the newer half: the last cap/2 pushed blocks.
         heap.free_checked(tc, class, extra[pushes]);
-        for &p in &extra[pushes - cap / 2..pushes] {
-            assert_eq!(read_key(p), KeySays::Slab, "a flushed block carries its slab mark");
+        assert_eq!((*m).count as usize, cap / 2 + 1);
+        for (i, &p) in flushed.iter().enumerate() {
+            let slot = cap / 2 + i;
+            assert_eq!(key_word(p), keys[i], "a flushed block is not written");
+            assert_eq!(read_key(p), KeySays::Slot { id, slot });
+            if slot > cap / 2 {
+                assert_eq!(ThreadCache::slot(tc, class, slot).addr(), p.addr() | 1, "its slot holds it tagged");
+            }
+            assert_eq!(ThreadCache::push_keyed(tc, class, p), Push::Suspect, "freed again: the slow path looks");
+            assert_eq!(ThreadCache::own_key_says(tc, class, p), OwnKey::Stale, "in its slab, perhaps");
         }
-        assert!(matches!(read_key(extra[pushes]), KeySays::Slot { .. }));
         assert_eq!(key_word(untouched), before, "a refilled block nobody took is not written");
+        // Two pushed blocks popped and freed again unwritten, the older first: `a`, keyed in this
+        // epoch, pushed at once; `b`, keyed in the one before but below where the flush started, after
+        // the slow path's word on it.
+        let a = ThreadCache::pop(tc, class);
+        let b = ThreadCache::pop(tc, class);
+        assert_eq!(ThreadCache::push_keyed(tc, class, a), Push::Done);
+        assert_eq!(ThreadCache::push_keyed(tc, class, b), Push::Suspect);
+        assert_eq!(ThreadCache::own_key_says(tc, class, b), OwnKey::Popped);
+        heap.free_checked(tc, class, b);
+        assert_eq!((*m).count as usize, cap / 2 + 1);
         for &p in &extra[pushes + 1..] {
             heap.free_checked(tc, class, p);
         }

@@ -1,7 +1,8 @@
 //! Checked frees. [`Heap::free_ptr`] finds what the address is (`address::locate`, exact), checks it is a
 //! block start handed out before (`Slab::check_free`), and [`Heap::free_checked`] pushes it with its
 //! free key (see `cache::free_key`); a key already there sends it to [`Heap::free_suspect`], which looks
-//! where the key says. A flush back to the slab replaces keys with the slab mark. Everything that
+//! where the key says. A flush back to the slab leaves the keys as they are (see `cache::free_key`);
+//! frees that go to the slab without a magazine write the slab mark. Everything that
 //! reports goes through `report::report_bad_free`, which never allocates.
 
 use core::ptr;
@@ -9,7 +10,9 @@ use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::address::{locate, Located};
-use crate::cache::{read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE};
+use crate::cache::{
+    key_epoch, OwnKey, read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
+};
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::segment::{segment_of, slab_of, FreeError, SegmentHeader, Slab, SEGMENT_MAGIC};
@@ -30,37 +33,27 @@ impl<P: PageSource> Heap<P> {
         unsafe { self.flush(class, blocks) };
     }
 
-    /// [`Heap::flush_marked`] for blocks out of a magazine: only a block that holds a slot key needs the
-    /// mark. One a refill put there and nobody took carries its mark already, or nothing at all (a
-    /// fresh block, whose page a write would make resident for nothing; a read maps the zero page).
-    /// Only the first `maybe_refilled` blocks can be such (see
-    /// [`ThreadCache::maybe_refilled_of_newest`]); in the default mode the others hold slot keys and
-    /// are marked without reading the word first. A working set of 4 KiB blocks puts every block's
-    /// first word in one set of the L1 cache, so that read missed again for most blocks the free had
-    /// just read (80 000 of 359 000 L1 read misses in `fifo-lifo-1600`, by callgrind); a store does not
-    /// wait for its line. The checked modes push without keys and read every block's word.
+    /// [`Heap::flush`] for blocks out of a magazine. In the default mode nothing is written into the
+    /// blocks: each keeps the key its free wrote (or whatever a refill found in it), and the slot it
+    /// left holds it tagged ([`ThreadCache::take_newest`]), so a later free of it that finds the key
+    /// does not take it for a block popped from that slot, and the slow path's look finds it free in
+    /// its bitmap. Writing a mark into each block, as this did before, cost a store to a line the
+    /// cache had mostly lost by then: in `fifo-lifo-1600` (a working set of 4 KiB blocks puts every
+    /// block's first word in one set of the L1 cache) a quarter of the run's L1 write misses, and
+    /// about 6% of its time. The checked modes push without keys: each block that holds a slot key
+    /// (one the default mode pushed, before the mode was chosen) gets the slab mark.
     ///
     /// # Safety
     ///
-    /// As for [`Heap::flush`]; the blocks come from a magazine, the first `maybe_refilled` of them
-    /// (at most) possibly from a refill.
-    pub(crate) unsafe fn flush_from_magazine(
-        &self,
-        tc: *mut ThreadCache,
-        class: usize,
-        blocks: &[*mut u8],
-        maybe_refilled: usize,
-    ) {
-        let read_first = if crate::mode::checked_on() {
-            blocks.len()
-        } else {
-            maybe_refilled
-        };
-        for (i, &p) in blocks.iter().enumerate() {
-            // SAFETY: per the caller, free blocks of this heap: their first words are ours.
-            unsafe {
-                if i >= read_first || matches!(read_key(p), KeySays::Slot { .. }) {
-                    write_key(p, slab_mark(p));
+    /// As for [`Heap::flush`]; the blocks come from a magazine of `tc`.
+    pub(crate) unsafe fn flush_from_magazine(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
+        if crate::mode::checked_on() {
+            for &p in blocks {
+                // SAFETY: per the caller, free blocks of this heap: their first words are ours.
+                unsafe {
+                    if matches!(read_key(p), KeySays::Slot { .. }) {
+                        write_key(p, slab_mark(p));
+                    }
                 }
             }
         }
@@ -81,11 +74,10 @@ impl<P: PageSource> Heap<P> {
         tc: *mut ThreadCache,
         class: usize,
         blocks: &[*mut u8],
-        maybe_refilled: usize,
     ) {
         let Some(t) = self.transfer_of(class) else {
             // SAFETY: forwarded.
-            return unsafe { self.flush_from_magazine(tc, class, blocks, maybe_refilled) };
+            return unsafe { self.flush_from_magazine(tc, class, blocks) };
         };
         for &p in blocks {
             // SAFETY: per the caller, free blocks of this heap: their first words are ours.
@@ -189,6 +181,16 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn free_suspect(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        if !tc.is_null() {
+            // SAFETY: per the caller, `p` is a block of this heap and `tc` the calling thread's.
+            match unsafe { ThreadCache::own_key_says(tc, class, p) } {
+                // SAFETY: as above.
+                OwnKey::Popped => return unsafe { self.push_freed(tc, class, p) },
+                // SAFETY: as above; a thread's own key means a live cache (the empty one has no id).
+                OwnKey::Stale => return unsafe { self.free_stale(tc, class, p) },
+                OwnKey::Look => {}
+            }
+        }
         // SAFETY: per the caller, `p` is a block of this heap.
         let says = unsafe { read_key(p) };
         let free = match says {
@@ -210,11 +212,28 @@ impl<P: PageSource> Heap<P> {
                     || self.free_in_slab(p)
                     || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
             },
-            KeySays::Slot { id, slot } => match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
-                // SAFETY: caches with an id are never unmapped; `holds_at` reads through atomics.
-                Some(c) if !c.is_null() => unsafe { ThreadCache::holds_at(c, class, slot, p) },
-                _ => self.in_any_magazine(class, p),
-            },
+            // In that slot of that cache, or a stale key: the block was popped from there and handed
+            // out, or flushed to its slab (a flush leaves the key), and perhaps refilled since.
+            KeySays::Slot { id, slot } => {
+                // SAFETY: as above.
+                let epoch = unsafe { key_epoch(p) };
+                let (held, flushed) = match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
+                    // SAFETY: caches with an id are never unmapped; `holds_at` and `may_have_flushed`
+                    // read through atomics.
+                    Some(c) if !c.is_null() => unsafe {
+                        (
+                            ThreadCache::holds_at(c, class, slot, p),
+                            ThreadCache::may_have_flushed(c, class, slot, epoch),
+                        )
+                    },
+                    _ => (self.in_any_magazine(class, p), true),
+                };
+                // SAFETY: as for the slab mark above.
+                held || (flushed
+                    && unsafe {
+                        self.free_in_slab(p) || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
+                    })
+            }
         };
         if free {
             report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
@@ -224,12 +243,40 @@ impl<P: PageSource> Heap<P> {
             return unsafe { self.flush_marked(class, &[p]) };
         }
         // SAFETY: in use after all; the magazine is the calling thread's.
+        unsafe { self.push_freed(tc, class, p) }
+    }
+
+    /// Pushes a block whose double-free check is done into this thread's magazine, flushing first when
+    /// it is full.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache; `p` a block of `class` found in use.
+    unsafe fn push_freed(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
         unsafe {
             if ThreadCache::push_checked(tc, class, p) {
                 stat!((*tc).counters[class].free_fast.bump());
             } else {
                 self.free_flush(tc, class, p);
             }
+        }
+    }
+
+    /// [`OwnKey::Stale`]: `p` holds this thread's key of a slot that no longer holds it, from before a
+    /// flush that may have taken it. Free in its slab, or refilled into this thread's magazine: a
+    /// double free, reported. Otherwise it was popped and handed out since: pushed.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_checked`], with `tc` the calling thread's live cache.
+    unsafe fn free_stale(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
+        unsafe {
+            if self.free_in_slab(p) || ThreadCache::check_refilled(tc, class, p) {
+                report_bad_free(FreeError::DoubleFree, p, class, self.slab_for_report(p));
+            }
+            self.push_freed(tc, class, p);
         }
     }
 

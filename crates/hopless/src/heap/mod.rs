@@ -288,10 +288,9 @@ impl<P: PageSource> Heap<P> {
                 return;
             }
             let half = ThreadCache::count(tc, class).div_ceil(2);
-            let maybe_refilled = ThreadCache::maybe_refilled_of_newest(tc, class, half);
             let n = ThreadCache::take_newest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush_half(tc, class, blocks, maybe_refilled);
+                self.flush_half(tc, class, blocks);
             }
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);

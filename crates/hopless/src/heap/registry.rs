@@ -126,7 +126,7 @@ impl<P: PageSource> Heap<P> {
                 let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
                 if let Some(blocks) = buf.get(..n) {
                     if n > 0 {
-                        self.flush_from_magazine(tc, class, blocks, blocks.len());
+                        self.flush_from_magazine(tc, class, blocks);
                     }
                 }
             }

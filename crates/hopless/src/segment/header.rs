@@ -150,8 +150,8 @@ pub struct Slab {
     pub was_owned: u32,
     pub next: *mut Slab,
     /// Bit `i` set: block `i` is free (for `i < carved`).
-    /// Written only under the class lock; read without it by the double-free check of a block marked as
-    /// being in its slab (atomics, relaxed: plain moves on x86-64).
+    /// Written only under the class lock; read without it by the double-free check of a block whose
+    /// key or mark says it may be in its slab (atomics, relaxed: plain moves on x86-64).
     pub bitmap: [AtomicU64; BITMAP_WORDS],
     /// The list link back (`next` is in the first line, which the lists' walks read anyway).
     pub prev: *mut Slab,

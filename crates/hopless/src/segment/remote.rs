@@ -109,8 +109,8 @@ impl<const WORDS: usize> RemoteFrees<WORDS> {
         self.pending.load(Ordering::SeqCst) != 0
     }
 
-    /// Whether block `index` is free here (for the double-free check of a block marked as in its slab:
-    /// exact for a block the caller holds, as for the slab's bitmap).
+    /// Whether block `index` is free here (for the double-free check of a block whose key or mark says
+    /// it may be in its slab: exact for a block the caller holds, as for the slab's bitmap).
     pub fn is_free(&self, index: u32) -> bool {
         self.bits
             .get(index as usize / 64)
