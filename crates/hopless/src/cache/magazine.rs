@@ -846,6 +846,37 @@ mod tests {
         }
     }
 
+    /// Keys two flushes old: the slow path's word on them. A block popped from a slot that still holds
+    /// it untagged is taken back; one whose slot a flush tagged may be in its slab (stale).
+    #[test]
+    fn a_key_two_flushes_old_is_popped_while_its_slot_holds_the_block() {
+        let mut tc = Box::new(ThreadCache::EMPTY);
+        tc.id = 7;
+        let tcp: *mut ThreadCache = &mut *tc;
+        let mut blocks = [0usize; 4];
+        let base: *mut usize = blocks.as_mut_ptr();
+        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        // SAFETY: a test-owned cache; the blocks are test-owned words.
+        unsafe {
+            ThreadCache::open(tcp, 2);
+            for i in 0..4 {
+                b(i).cast::<usize>().write(0x1234_5678 + i);
+                assert_eq!(ThreadCache::push_keyed(tcp, 2, b(i)), Push::Done);
+            }
+            let mut out = [core::ptr::null_mut(); 1];
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(out[0], b(2));
+            assert_eq!(ThreadCache::pop(tcp, 2), b(1));
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
+            assert_eq!(ThreadCache::own_key_says(tcp, 2, b(1)), OwnKey::Popped);
+            assert!(ThreadCache::push_checked(tcp, 2, b(1)));
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Suspect);
+            assert_eq!(ThreadCache::own_key_says(tcp, 2, b(2)), OwnKey::Stale);
+            assert_eq!(ThreadCache::own_key_says(tcp, 2, b(3)), OwnKey::Stale);
+        }
+    }
+
     /// The free path's one-compare test: two keys of one block and magazine differ only in where the
     /// block went and in the epoch, and rotated by `WHERE_ROTATE` their difference is the slot
     /// difference and the epoch difference, in the low bits.
