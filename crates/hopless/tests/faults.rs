@@ -288,6 +288,56 @@ fn double_frees_after_a_flush_are_reported_before_reuse() {
     assert_caught_before_reuse("double_frees_after_a_flush_are_reported_before_reuse", &cases);
 }
 
+/// A double free of a block whose slab went to another class: freed as a 64-byte block (its key names
+/// a slot of the 64-byte magazine), its slab emptied, flushed and taken by the 2560-byte class, whose
+/// refill put it in that magazine; then freed again as a 2560-byte block. Keys do not name the class,
+/// so the key's epoch must not pass for the 2560-byte magazine's: each flush and each opening of any
+/// magazine of a cache takes the cache's next epoch.
+#[test]
+fn a_double_free_into_a_slab_another_class_took_is_reported() {
+    if armed("other-class") {
+        let small = Layout::from_size_align(64, 8).unwrap();
+        let big = Layout::from_size_align(2560, 8).unwrap();
+        // SAFETY: blocks of the global heap; one freed twice on purpose: the fault under test.
+        unsafe {
+            // Eight slabs' worth of 64-byte blocks, all freed (keyed) and flushed: the emptied slabs
+            // go to the pool. Each slab's first block is freed first, before the magazine's first
+            // flush, so its key is of the epoch the 64-byte magazine opened with.
+            let blocks: Vec<usize> = (0..8 * 1024).map(|_| GLOBAL.alloc(small) as usize).collect();
+            let first = |q: usize| q & ((64 << 10) - 1) == 0;
+            for &q in blocks
+                .iter()
+                .filter(|&&q| first(q))
+                .chain(blocks.iter().filter(|&&q| !first(q)))
+            {
+                GLOBAL.dealloc(q as *mut u8, small);
+            }
+            Hopless::flush_thread_cache();
+            // The 2560-byte class takes a pooled slab: its refill puts the slab's 25 blocks in the
+            // magazine and hands out one.
+            let q = GLOBAL.alloc(big) as usize;
+            let slab = q & !((64 << 10) - 1);
+            let (lo, hi) = (*blocks.iter().min().unwrap(), *blocks.iter().max().unwrap());
+            assert!(
+                lo <= slab && slab <= hi,
+                "set-up: the 2560-byte block came from a slab the 64-byte blocks emptied"
+            );
+            let v = if slab == q { slab + 2560 } else { slab };
+            eprintln!("victim {v:#x}");
+            GLOBAL.dealloc(v as *mut u8, big);
+            hand_out_again(big);
+        }
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    assert_caught_before_reuse(
+        "a_double_free_into_a_slab_another_class_took_is_reported",
+        &["other-class"],
+    );
+}
+
 /// A block freed twice across threads, with thread-owned slabs (`HOPLESS_OWNED_SLABS=1`) and without:
 /// the second free must be reported as a double free of that block before any block is handed out
 /// again, whether the first went to the slab's remote bits (freed by another thread) or into its bitmap

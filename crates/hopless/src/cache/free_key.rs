@@ -4,7 +4,11 @@
 //! per-process secret, with *where the block went* in the top 16 bits (the id of the thread cache in
 //! bits 55..64, the magazine slot in bits 48..55) and the magazine's flush epoch in bits 32..48. Nothing
 //! else writes the word in the default mode: not the allocation path, refills included, and not a flush
-//! back to the slab, which leaves the key as it is and starts the magazine's next epoch. (Writing a mark
+//! back to the slab, which leaves the key as it is and gives the magazine a new epoch. Epochs are
+//! numbered per thread cache, across its classes (`ThreadCache::epochs`): opening a magazine and each
+//! flush take the cache's next, so an epoch names one magazine's stretch between two flushes, even for
+//! a block whose slab another class took since (a key does not name its class), and a cache taken again
+//! goes on from its last holder's count. (Writing a mark
 //! into each flushed block, as hopless did until 2026-12-03, cost a store to a line the cache had mostly
 //! lost by then.) The exceptions write a mark (cache id `MARK_ID`, or `TRANSFER_ID`): a block freed
 //! without a thread cache, through the batch API, or into a transfer slot. And for a program that frees
@@ -37,10 +41,12 @@
 //!   names the slot). Seeing it at the free would need the refill to write every block it moves (a
 //!   cache-line transfer per block between a producer and a consumer thread) or a search of every
 //!   thread's magazines;
-//! - a block freed, flushed, and freed again unwritten by the same thread exactly 65 536 epochs (or a
-//!   multiple) later, when its magazine's epoch has wrapped round to the key's: the key then reads as
-//!   one written since the last flush, and the one look finds the slot holding something else. The
-//!   epoch has 16 bits; more would weaken the "not a key" test, which the address part's 32 bits make.
+//! - a block freed, flushed, and freed again unwritten through the same thread cache after its epoch
+//!   count has come round to the key's again (65 536 flushes and magazine openings of that cache, or
+//!   one fewer, the epoch before also being accepted for the slots below where the last flush
+//!   started): the key then reads as one written since the last flush, and the one look finds the
+//!   slot holding something else. The epoch has 16 bits; more would weaken the "not a key" test,
+//!   which the address part's 32 bits make.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -135,12 +141,6 @@ pub unsafe fn key_epoch(p: *mut u8) -> usize {
     ((unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed)) >> EPOCH_SHIFT) & EPOCH_MASK
 }
 
-/// `tag` at its magazine's next flush epoch (wrapping after 65 536).
-#[inline]
-pub fn next_epoch(tag: u64) -> u64 {
-    let e = epoch_of(tag);
-    tag ^ (((e ^ ((e + 1) & EPOCH_MASK)) << EPOCH_SHIFT) as u64)
-}
 
 /// What the first word of `p` says about where it is, if it is a key.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

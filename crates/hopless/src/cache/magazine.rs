@@ -101,6 +101,12 @@ pub struct ThreadCache {
     /// `owned::FORK_GENERATION` when its holder took it: older, its holder was a thread of a parent
     /// process, and its owned slabs are left alone (`Heap::new_thread_cache`).
     pub generation: u32,
+    /// The last flush epoch handed to one of this cache's magazines: opening a magazine and each flush
+    /// take the next (`cache::free_key`). A key's epoch then names one magazine's stretch between two
+    /// flushes whatever the class (a slab emptied and taken by another class keeps its blocks' keys),
+    /// and a cache taken again continues where its last holder stopped (its magazine pages, given
+    /// back, read as zero). Only the holder writes it; in the first page, which a parked cache keeps.
+    pub epochs: u32,
     #[cfg(feature = "stats")]
     pub counters: [ThreadCounters; NUM_CLASSES],
     pub mags: [Magazine; NUM_CLASSES],
@@ -281,11 +287,9 @@ impl ThreadCache {
             let m = Self::mag(tc, class);
             if (*m).cap == 0 {
                 (*m).cap = MAG_CAPACITY.get(class).copied().unwrap_or(2);
-                // A cache taken again starts its epochs elsewhere than its last holder's, whose keys
-                // may still be in blocks (a parked cache's magazine pages were given back, zeroing
-                // the tag): each incarnation of the id at its own start, far from the last one's.
-                let start = ((*tc).token >> TOKEN_ID_BITS).wrapping_mul(0x9e37) as usize;
-                Self::flush_state_of(m).0.store(tag_at((*tc).id as usize, start), Ordering::Relaxed);
+                // An epoch no magazine of this cache had since its count last wrapped.
+                let e = Self::next_epoch(tc);
+                Self::flush_state_of(m).0.store(tag_at((*tc).id as usize, e), Ordering::Relaxed);
             }
         }
     }
@@ -549,14 +553,14 @@ impl ThreadCache {
         // this. Each slot taken keeps its block, tagged (`flushed`), until a later push or refill
         // writes it: a reader (the double-free check) that saw the old count still finds the block
         // there, and the owner's check of an earlier epoch's key tells a block popped from a slot from
-        // one flushed from it (`popped_unwritten`).
+        // one flushed from it (`own_key_says`).
         count.store((n - k) as u32, Ordering::Release);
         let (tag, step, from) = Self::flush_state_of(m);
-        let old = tag.load(Ordering::Relaxed);
-        let next = next_epoch(old);
-        step.store((epoch_of(old) ^ epoch_of(next)) as u32, Ordering::Relaxed);
+        // SAFETY: per the caller, `tc` is the calling thread's cache.
+        let (e, id) = unsafe { (Self::next_epoch(tc), (*tc).id as usize) };
+        step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
         from.store((n - k) as u32, Ordering::Relaxed);
-        tag.store(next, Ordering::Relaxed);
+        tag.store(tag_at(id, e), Ordering::Relaxed);
         for (i, o) in out.iter_mut().take(k).enumerate() {
             let slot = Self::slot_of(m, n - k + i);
             let p = slot.load(Ordering::Relaxed);
@@ -564,6 +568,19 @@ impl ThreadCache {
             *o = p;
         }
         k
+    }
+
+    /// The cache's next flush epoch (see `epochs`), within the key's 16 bits.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live cache of the calling thread.
+    unsafe fn next_epoch(tc: *mut ThreadCache) -> usize {
+        // SAFETY: per the caller, only this thread writes it.
+        unsafe {
+            (*tc).epochs = (*tc).epochs.wrapping_add(1);
+            (*tc).epochs as usize & EPOCH_MASK
+        }
     }
 
     /// Whether slot `slot` of the magazine of `class` holds `p` (a keyed block's key names its slot:
@@ -592,8 +609,10 @@ impl ThreadCache {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let (tag, step, from) = Self::flush_state_of(m);
-        let d = epoch ^ epoch_of(tag.load(Ordering::Relaxed));
-        !(d == 0 || (d == step.load(Ordering::Relaxed) as usize && slot < from.load(Ordering::Relaxed) as usize))
+        let tag = tag.load(Ordering::Relaxed);
+        // Zero: a magazine not opened, or whose pages were given back: nothing to go by.
+        let d = epoch ^ epoch_of(tag);
+        tag == 0 || !(d == 0 || (d == step.load(Ordering::Relaxed) as usize && slot < from.load(Ordering::Relaxed) as usize))
     }
 
     /// [`ThreadCache::holds_at`] for the magazine `m`.
@@ -893,10 +912,7 @@ mod tests {
                     slot << (SLOT_SHIFT - EPOCH_SHIFT)
                 );
             }
-            let mut later = tag;
-            for _ in 0..round + 1 {
-                later = next_epoch(later);
-            }
+            let later = tag_at(round % MAX_CACHE_ID, round + 1) ^ (x as u64 & 0xffff);
             let d = (slot_key(p, later, 5) ^ slot_key(p, tag, 0)).rotate_left(WHERE_ROTATE);
             assert!(d <= WHERE_MASK && d & EPOCH_MASK != 0, "round {round}: {d:#x}");
             assert_eq!(d >> (SLOT_SHIFT - EPOCH_SHIFT), 5);
