@@ -8,7 +8,8 @@
 //! numbered per thread cache, across its classes (`ThreadCache::epochs`): opening a magazine and each
 //! flush take the cache's next, so an epoch names one magazine's stretch between two flushes, even for
 //! a block whose slab another class took since (a key does not name its class), and a cache taken again
-//! goes on from its last holder's count. (Writing a mark
+//! goes on from its last holder's count. Every 16 384 of them each open magazine takes a new one, so an
+//! idle magazine's epoch never lingers until a busier class's counter comes round to it. (Writing a mark
 //! into each flushed block, as hopless did until 2026-12-03, cost a store to a line the cache had mostly
 //! lost by then.) The exceptions write a mark (cache id `MARK_ID`, or `TRANSFER_ID`): a block freed
 //! without a thread cache, through the batch API, or into a transfer slot. And for a program that frees

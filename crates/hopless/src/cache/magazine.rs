@@ -17,6 +17,10 @@ use crate::size_class::{self, MAG_CAPACITY, MAG_MAX, NUM_CLASSES, SMALL_MAX};
 #[cfg(feature = "stats")]
 use crate::stats::ThreadCounters;
 
+/// Every so many of a cache's flush epochs, each of its open magazines takes a new one
+/// ([`ThreadCache::next_epoch`]): a quarter of the 65 536 a key tells apart.
+pub const EPOCH_REFRESH: u32 = 1 << 14;
+
 /// Looks through the refilled slots after which the rest of a refill is keyed (see
 /// [`ThreadCache::check_refilled`]).
 pub const KEY_AFTER_LOOKS: u32 = 2;
@@ -572,13 +576,38 @@ impl ThreadCache {
 
     /// The cache's next flush epoch (see `epochs`), within the key's 16 bits.
     ///
+    /// Every [`EPOCH_REFRESH`] epochs, each open magazine of the cache moves on to an epoch of its own
+    /// first, as if it had flushed nothing: an idle magazine's epoch (and the one before it) would
+    /// otherwise grow old while busier classes take the counter round, until a fresh key of another
+    /// class took the same 16 bits (a block of that key whose slab then went to the idle class, freed
+    /// twice, would pass for one popped in its epoch). So every magazine's epoch and the one before it
+    /// are at most twice that old, each a different value of the last 65 536.
+    ///
     /// # Safety
     ///
     /// `tc` is a live cache of the calling thread.
     unsafe fn next_epoch(tc: *mut ThreadCache) -> usize {
-        // SAFETY: per the caller, only this thread writes it.
+        // SAFETY: per the caller, only this thread writes it and its magazines' epochs.
         unsafe {
             (*tc).epochs = (*tc).epochs.wrapping_add(1);
+            if (*tc).epochs.is_multiple_of(EPOCH_REFRESH) {
+                let id = (*tc).id as usize;
+                for class in 0..NUM_CLASSES {
+                    let m = Self::mag(tc, class);
+                    if (*m).cap == 0 {
+                        continue;
+                    }
+                    (*tc).epochs = (*tc).epochs.wrapping_add(1);
+                    let e = (*tc).epochs as usize & EPOCH_MASK;
+                    let (tag, step, from) = Self::flush_state_of(m);
+                    // Keys of the epoch it leaves count as the epoch before's only for blocks still
+                    // in the magazine (below the count), which the slot look finds anyway.
+                    step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
+                    from.store(Self::count_of(m).load(Ordering::Relaxed), Ordering::Relaxed);
+                    tag.store(tag_at(id, e), Ordering::Relaxed);
+                }
+                (*tc).epochs = (*tc).epochs.wrapping_add(1);
+            }
             (*tc).epochs as usize & EPOCH_MASK
         }
     }
@@ -862,6 +891,45 @@ mod tests {
                 want,
                 "size {size}"
             );
+        }
+    }
+
+    /// Every `EPOCH_REFRESH` epochs of a cache, an idle magazine moves on to an epoch of its own: the
+    /// one it leaves counts as the epoch before for the blocks it held then.
+    #[test]
+    fn idle_magazines_take_new_epochs_as_the_cache_counts_on() {
+        let mut tc = Box::new(ThreadCache::EMPTY);
+        tc.id = 7;
+        let tcp: *mut ThreadCache = &mut *tc;
+        let mut blocks = [0usize; 4];
+        let base: *mut usize = blocks.as_mut_ptr();
+        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        // SAFETY: a test-owned cache; the blocks are test-owned words.
+        unsafe {
+            ThreadCache::open(tcp, 2);
+            ThreadCache::open(tcp, 3);
+            for i in 0..2 {
+                b(i).cast::<usize>().write(1);
+                assert_eq!(ThreadCache::push_keyed(tcp, 3, b(i)), Push::Done);
+            }
+            b(2).cast::<usize>().write(1);
+            assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Done);
+            let idle = ThreadCache::mag(tcp, 3);
+            let before = epoch_of((*idle).tag);
+            // The next flush of class 2 takes the counter past a multiple of the refresh.
+            (*tcp).epochs = EPOCH_REFRESH - 1;
+            let mut out = [core::ptr::null_mut(); 1];
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            let after = epoch_of((*idle).tag);
+            assert_ne!(after, before, "the idle magazine has a new epoch");
+            assert_eq!((*idle).epoch_step as usize, before ^ after);
+            assert_eq!((*idle).flushed_from, 2, "its blocks then were below the count");
+            assert_ne!(after, epoch_of((*ThreadCache::mag(tcp, 2)).tag));
+            // Its blocks, keyed in the epoch it left, popped and freed again unwritten: taken back.
+            assert_eq!(ThreadCache::pop(tcp, 3), b(1));
+            assert_eq!(ThreadCache::pop(tcp, 3), b(0));
+            assert_eq!(ThreadCache::push_keyed(tcp, 3, b(0)), Push::Suspect);
+            assert_eq!(ThreadCache::own_key_says(tcp, 3, b(0)), OwnKey::Popped);
         }
     }
 
