@@ -590,7 +590,7 @@ impl ThreadCache {
         // SAFETY: per the caller, only this thread writes it and its magazines' epochs.
         unsafe {
             (*tc).epochs = (*tc).epochs.wrapping_add(1);
-            if (*tc).epochs.is_multiple_of(EPOCH_REFRESH) {
+            if (*tc).epochs & (EPOCH_REFRESH - 1) == 0 {
                 let id = (*tc).id as usize;
                 for class in 0..NUM_CLASSES {
                     let m = Self::mag(tc, class);
