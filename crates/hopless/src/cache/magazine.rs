@@ -478,10 +478,7 @@ impl ThreadCache {
         if slot < n && holds {
             return OwnKey::Look;
         }
-        let step = (d >> EPOCH_SHIFT) & EPOCH_MASK;
-        // SAFETY: as above.
-        let (last_step, flushed_from) = unsafe { ((*m).epoch_step as usize, (*m).flushed_from as usize) };
-        if step == 0 || (step == last_step && slot < flushed_from) || holds {
+        if Self::keyed_since_flush(m, (d >> EPOCH_SHIFT) & EPOCH_MASK, slot) || holds {
             OwnKey::Popped
         } else {
             OwnKey::Stale
@@ -637,11 +634,18 @@ impl ThreadCache {
     pub unsafe fn may_have_flushed(tc: *mut ThreadCache, class: usize, slot: usize, epoch: usize) -> bool {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
-        let (tag, step, from) = Self::flush_state_of(m);
-        let tag = tag.load(Ordering::Relaxed);
+        let tag = Self::flush_state_of(m).0.load(Ordering::Relaxed);
         // Zero: a magazine not opened, or whose pages were given back: nothing to go by.
-        let d = epoch ^ epoch_of(tag);
-        tag == 0 || !(d == 0 || (d == step.load(Ordering::Relaxed) as usize && slot < from.load(Ordering::Relaxed) as usize))
+        tag == 0 || !Self::keyed_since_flush(m, epoch ^ epoch_of(tag), slot)
+    }
+
+    /// Whether a key for `slot` whose epoch differs from the magazine `m`'s by `step` (their XOR) was
+    /// written since the last flush that could have taken its block: of this epoch, or of the one
+    /// before for a slot below where the last flush started.
+    fn keyed_since_flush(m: *mut Magazine, step: usize, slot: usize) -> bool {
+        let (_, last, from) = Self::flush_state_of(m);
+        step == 0
+            || (step == last.load(Ordering::Relaxed) as usize && slot < from.load(Ordering::Relaxed) as usize)
     }
 
     /// [`ThreadCache::holds_at`] for the magazine `m`.
@@ -850,6 +854,14 @@ impl ThreadCache {
 mod tests {
     use super::*;
 
+    /// A test-owned cache with id `id`, and a pointer to it (valid while the box lives).
+    fn cache_with_id(id: u32) -> (Box<ThreadCache>, *mut ThreadCache) {
+        let mut tc = Box::new(ThreadCache::EMPTY);
+        tc.id = id;
+        let tcp: *mut ThreadCache = &mut *tc;
+        (tc, tcp)
+    }
+
     #[test]
     fn magazine_is_lifo_and_bounded() {
         let mut tc = Box::new(ThreadCache::EMPTY);
@@ -898,9 +910,7 @@ mod tests {
     /// one it leaves counts as the epoch before for the blocks it held then.
     #[test]
     fn idle_magazines_take_new_epochs_as_the_cache_counts_on() {
-        let mut tc = Box::new(ThreadCache::EMPTY);
-        tc.id = 7;
-        let tcp: *mut ThreadCache = &mut *tc;
+        let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 4];
         let base: *mut usize = blocks.as_mut_ptr();
         let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
@@ -937,9 +947,7 @@ mod tests {
     /// it untagged is taken back; one whose slot a flush tagged may be in its slab (stale).
     #[test]
     fn a_key_two_flushes_old_is_popped_while_its_slot_holds_the_block() {
-        let mut tc = Box::new(ThreadCache::EMPTY);
-        tc.id = 7;
-        let tcp: *mut ThreadCache = &mut *tc;
+        let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 4];
         let base: *mut usize = blocks.as_mut_ptr();
         let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
@@ -1024,9 +1032,7 @@ mod tests {
 
     #[test]
     fn a_pushed_block_carries_its_slot_and_a_written_one_is_taken() {
-        let mut tc = Box::new(ThreadCache::EMPTY);
-        tc.id = 7;
-        let tcp: *mut ThreadCache = &mut *tc;
+        let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 8];
         let base: *mut usize = blocks.as_mut_ptr();
         let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
