@@ -228,8 +228,9 @@ impl<P: PageSource> Heap<P> {
                     },
                     _ => (self.in_any_magazine(class, p), true),
                 };
-                // SAFETY: as for the slab mark above.
                 held || (flushed
+                    // SAFETY: as for the slab mark above: `p` is a block of this heap, `tc` null or
+                    // the calling thread's cache.
                     && unsafe {
                         self.free_in_slab(p) || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
                     })
