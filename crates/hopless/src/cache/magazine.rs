@@ -432,9 +432,10 @@ impl ThreadCache {
     /// `tc` is the calling thread's live cache, `m` one of its magazines, holding `n` blocks.
     #[inline]
     unsafe fn popped_this_epoch(tc: *mut ThreadCache, m: *mut Magazine, n: u32, p: *mut u8, d: usize) -> bool {
+        // SAFETY: `tc` is the calling thread's live cache, per the caller.
+        let id = unsafe { (*tc).id };
         // Another cache's key, or another epoch's (the id and epoch bits differ: all but the slot's).
-        // SAFETY (the id read): `tc` is the calling thread's live cache, per the caller.
-        if (d >> EPOCH_SHIFT) & !((MAG_MAX - 1) << (SLOT_SHIFT - EPOCH_SHIFT)) != 0 || unsafe { (*tc).id } == 0 {
+        if (d >> EPOCH_SHIFT) & !((MAG_MAX - 1) << (SLOT_SHIFT - EPOCH_SHIFT)) != 0 || id == 0 {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
