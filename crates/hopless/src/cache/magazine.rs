@@ -855,12 +855,25 @@ impl ThreadCache {
 mod tests {
     use super::*;
 
-    /// A test-owned cache with id `id`, and a pointer to it (valid while the box lives).
-    fn cache_with_id(id: u32) -> (Box<ThreadCache>, *mut ThreadCache) {
+    /// A test-owned cache, reached only through its raw pointer (so Miri's borrow
+    /// tracking sees no other owner retag it while the tests write through the pointer),
+    /// freed when the guard drops.
+    struct TestCache(*mut ThreadCache);
+
+    impl Drop for TestCache {
+        fn drop(&mut self) {
+            // SAFETY: the pointer came from `Box::into_raw` in `cache_with_id` and is
+            // freed only here, once.
+            drop(unsafe { Box::from_raw(self.0) });
+        }
+    }
+
+    /// A test-owned cache with id `id`: the guard, and the pointer the tests use.
+    fn cache_with_id(id: u32) -> (TestCache, *mut ThreadCache) {
         let mut tc = Box::new(ThreadCache::EMPTY);
         tc.id = id;
-        let tcp: *mut ThreadCache = &mut *tc;
-        (tc, tcp)
+        let tcp = Box::into_raw(tc);
+        (TestCache(tcp), tcp)
     }
 
     #[test]
