@@ -22,8 +22,9 @@
 //!
 //! What free memory stays resident (cached mappings plus free dirty arena slices) follows what the
 //! program holds: at most a quarter more than the most large bytes in use over the last [`RETAIN_MS`]
-//! to twice that (at least [`CACHE_MIN_BYTES`], at most [`CACHE_MAX_BYTES`]). Each large free checks
-//! it and gives back the excess: the oldest cached mappings are unmapped, then free arena slices purged
+//! to twice that, plus what of that most is free now, so that blocks in use and free memory together
+//! stay within 2.25 times that most (the free memory at least [`CACHE_MIN_BYTES`], at most
+//! [`CACHE_MAX_BYTES`]). Each large free checks it and gives back the excess: the oldest cached mappings are unmapped, then free arena slices purged
 //! (`MADV_DONTNEED`), the emptiest arena's first; an arena left empty and clean is unmapped while
 //! another remains. So a program that frees its large blocks and allocates them again at once (the
 //! next phase of a batch job) finds their pages, while one that moves on gives them back at its next

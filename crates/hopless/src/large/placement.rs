@@ -136,8 +136,9 @@ impl LargeCache {
         let now = now_ms();
         {
             let mut g = self.inner.lock();
-            let cap = budget(g.recent_in_use(now));
+            let recent = g.recent_in_use(now);
             g.count_free(usable);
+            let cap = budget(recent, g.bytes_in_use);
             let fits = cacheable && len <= cap;
             let room = if fits { cap - len } else { cap };
             while fits && g.n >= CACHE_ENTRIES {

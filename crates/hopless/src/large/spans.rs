@@ -159,8 +159,9 @@ impl LargeCache {
                     .str("\n")
                     .fatal();
             }
-            let cap = budget(g.recent_in_use(now));
+            let recent = g.recent_in_use(now);
             g.count_free(usable);
+            let cap = budget(recent, g.bytes_in_use);
             g.trim_to(cap, &mut evicted, &mut purge);
             g.unlink_if_unused(a)
         };

@@ -299,3 +299,48 @@ fn the_large_budget_remembers_a_recent_peak_for_one_to_two_windows() {
         g.bytes_in_use = 0;
     });
 }
+
+/// Freeing every large block keeps the holes between them resident too, up to the footprint of the
+/// recent peak: the next phase of a batch job, or `large-churn`'s next run, finds all of them (the budget
+/// once bounded the free memory alone by a quarter over the peak in use, and purged the holes). After a
+/// pause, the next large free gives the memory back.
+#[cfg(not(miri))]
+#[test]
+fn freeing_every_large_block_keeps_the_footprint_of_the_recent_peak() {
+    use crate::large::arena::SLICE;
+    use crate::large::{CACHE_MIN_BYTES, RETAIN_MS};
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    // 41 and 51 slices with the header page.
+    let (small, big) = (40 * SLICE, 50 * SLICE);
+    // SAFETY: `tc` is this test's cache; blocks freed once and never written (the budget counts the
+    // slices taken, written or not).
+    unsafe {
+        let mut live: Vec<*mut u8> = (0..8).map(|_| heap.alloc(tc, small, 8, false)).collect();
+        // Every other block freed: holes of 41 slices, which the bigger blocks do not fit.
+        for i in [0, 2, 4, 6] {
+            heap.free_ptr(tc, live[i]);
+        }
+        let kept: Vec<*mut u8> = [1, 3, 5, 7].map(|i| live[i]).into();
+        live = kept;
+        live.extend((0..4).map(|_| heap.alloc(tc, big, 8, false)));
+        // In use: 4 x 41 + 4 x 51 = 368 slices; taken since the arena was mapped: 8 x 41 + 4 x 51 = 532,
+        // more than a quarter over what is in use (460).
+        for p in live {
+            heap.free_ptr(tc, p);
+        }
+        let cached = heap.stats().large_cached_bytes as usize;
+        assert!(
+            cached >= 532 * SLICE,
+            "{} slices kept of the 532 the peak's footprint took",
+            cached / SLICE
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2 * RETAIN_MS + 50));
+        let p = heap.alloc(tc, small, 8, false);
+        heap.free_ptr(tc, p);
+        let cached = heap.stats().large_cached_bytes as usize;
+        assert!(cached <= CACHE_MIN_BYTES, "{cached} B kept after a pause with nothing in use");
+        heap.trim();
+        heap.retire_thread_cache(tc);
+    }
+}
