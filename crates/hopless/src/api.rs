@@ -262,7 +262,7 @@ impl Hopless {
             .dec((crate::large::arena::ARENA_SIZE >> 20) as u64)
             .str(" MiB arenas, larger ones mmap'd (cache of ")
             .dec(crate::large::CACHE_ENTRIES as u64)
-            .str("), free large pages kept up to 1.25x the recent peak in use (")
+            .str("), large blocks in use and free large pages kept within 2.25x the recent peak in use (free: ")
             .dec((crate::large::CACHE_MIN_BYTES >> 20) as u64)
             .str("..")
             .dec((crate::large::CACHE_MAX_BYTES >> 20) as u64)
