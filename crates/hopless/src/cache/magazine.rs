@@ -439,8 +439,9 @@ impl ThreadCache {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
-        // SAFETY: `m` is a magazine of the calling thread's live cache.
-        !unsafe { Self::mag_holds_at(m, slot, p) }
+        // As `mag_holds_at`, with the count the caller read (only this thread changes it). A slot holds
+        // `p` or, taken by a flush, `p | 1`; `p` is 8-aligned, so both read `p` with bit 0 cleared.
+        slot >= n as usize || Self::slot_of(m, slot).load(Ordering::Relaxed).addr() & !1 != p.addr()
     }
 
     /// What the slow path makes of a block whose first word is a key other than the one the next push
