@@ -187,7 +187,8 @@ fn flushed(p: *mut u8) -> *mut u8 {
 /// after the count drops below it, and rewritten before the count rises above it again).
 #[inline]
 fn is_or_flushed(v: *mut u8, p: *mut u8) -> bool {
-    v == p || v == flushed(p)
+    // `p` is 8-aligned: `p` and `flushed(p)` differ in bit 0 alone, so one masked compare tells both.
+    v.addr() & !1 == p.addr()
 }
 
 impl ThreadCache {
@@ -439,9 +440,8 @@ impl ThreadCache {
             return false;
         }
         let slot = ((d >> SLOT_SHIFT) & (MAG_MAX - 1)) ^ n as usize;
-        // As `mag_holds_at`, with the count the caller read (only this thread changes it). A slot holds
-        // `p` or, taken by a flush, `p | 1`; `p` is 8-aligned, so both read `p` with bit 0 cleared.
-        slot >= n as usize || Self::slot_of(m, slot).load(Ordering::Relaxed).addr() & !1 != p.addr()
+        // The count the caller read: only this thread changes it.
+        !Self::slot_below_holds(m, slot, n as usize, p)
     }
 
     /// What the slow path makes of a block whose first word is a key other than the one the next push
@@ -558,12 +558,8 @@ impl ThreadCache {
         // there, and the owner's check of an earlier epoch's key tells a block popped from a slot from
         // one flushed from it (`own_key_says`).
         count.store((n - k) as u32, Ordering::Release);
-        let (tag, step, from) = Self::flush_state_of(m);
         // SAFETY: per the caller, `tc` is the calling thread's cache.
-        let (e, id) = unsafe { (Self::next_epoch(tc), (*tc).id as usize) };
-        step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
-        from.store((n - k) as u32, Ordering::Relaxed);
-        tag.store(tag_at(id, e), Ordering::Relaxed);
+        unsafe { Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32) };
         for (i, o) in out.iter_mut().take(k).enumerate() {
             let slot = Self::slot_of(m, n - k + i);
             let p = slot.load(Ordering::Relaxed);
@@ -571,6 +567,19 @@ impl ThreadCache {
             *o = p;
         }
         k
+    }
+
+    /// Moves the magazine `m` of cache `id` to epoch `e`: its epoch so far becomes the one before, for
+    /// the slots below `from` (where a flush started, or the count when an idle magazine moves on).
+    ///
+    /// # Safety
+    ///
+    /// `m` is a magazine of the calling thread's live cache, whose id is `id`.
+    unsafe fn move_to_epoch(m: *mut Magazine, id: usize, e: usize, from: u32) {
+        let (tag, step, last_from) = Self::flush_state_of(m);
+        step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
+        last_from.store(from, Ordering::Relaxed);
+        tag.store(tag_at(id, e), Ordering::Relaxed);
     }
 
     /// The cache's next flush epoch (see `epochs`), within the key's 16 bits.
@@ -597,13 +606,10 @@ impl ThreadCache {
                         continue;
                     }
                     (*tc).epochs = (*tc).epochs.wrapping_add(1);
-                    let e = (*tc).epochs as usize & EPOCH_MASK;
-                    let (tag, step, from) = Self::flush_state_of(m);
                     // Keys of the epoch it leaves count as the epoch before's only for blocks still
                     // in the magazine (below the count), which the slot look finds anyway.
-                    step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
-                    from.store(Self::count_of(m).load(Ordering::Relaxed), Ordering::Relaxed);
-                    tag.store(tag_at(id, e), Ordering::Relaxed);
+                    let from = Self::count_of(m).load(Ordering::Relaxed);
+                    Self::move_to_epoch(m, id, (*tc).epochs as usize & EPOCH_MASK, from);
                 }
                 (*tc).epochs = (*tc).epochs.wrapping_add(1);
             }
@@ -658,6 +664,13 @@ impl ThreadCache {
     #[inline]
     unsafe fn mag_holds_at(m: *mut Magazine, slot: usize, p: *mut u8) -> bool {
         let n = (Self::count_of(m).load(Ordering::Acquire) as usize).min(MAG_MAX);
+        Self::slot_below_holds(m, slot, n, p)
+    }
+
+    /// Whether `slot`, below the count `n` (at most [`MAG_MAX`]) of `m`, holds `p` (or `p` tagged by a
+    /// flush).
+    #[inline(always)]
+    fn slot_below_holds(m: *mut Magazine, slot: usize, n: usize, p: *mut u8) -> bool {
         slot < n && is_or_flushed(Self::slot_of(m, slot).load(Ordering::Relaxed), p)
     }
 
@@ -869,6 +882,12 @@ mod tests {
         }
     }
 
+    /// Test-owned words as blocks: `b(i)` is the `i`th word's address.
+    fn word_blocks(words: &mut [usize]) -> impl Fn(usize) -> *mut u8 {
+        let base: *mut usize = words.as_mut_ptr();
+        move |i| base.wrapping_add(i).cast()
+    }
+
     /// A test-owned cache with id `id`: the guard, and the pointer the tests use.
     fn cache_with_id(id: u32) -> (TestCache, *mut ThreadCache) {
         let mut tc = Box::new(ThreadCache::EMPTY);
@@ -927,8 +946,7 @@ mod tests {
     fn idle_magazines_take_new_epochs_as_the_cache_counts_on() {
         let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 4];
-        let base: *mut usize = blocks.as_mut_ptr();
-        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        let b = word_blocks(&mut blocks);
         // SAFETY: a test-owned cache; the blocks are test-owned words.
         unsafe {
             ThreadCache::open(tcp, 2);
@@ -964,8 +982,7 @@ mod tests {
     fn a_key_two_flushes_old_is_popped_while_its_slot_holds_the_block() {
         let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 4];
-        let base: *mut usize = blocks.as_mut_ptr();
-        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        let b = word_blocks(&mut blocks);
         // SAFETY: a test-owned cache; the blocks are test-owned words.
         unsafe {
             ThreadCache::open(tcp, 2);
@@ -1049,8 +1066,7 @@ mod tests {
     fn a_pushed_block_carries_its_slot_and_a_written_one_is_taken() {
         let (_tc, tcp) = cache_with_id(7);
         let mut blocks = [0usize; 8];
-        let base: *mut usize = blocks.as_mut_ptr();
-        let b = |i: usize| -> *mut u8 { base.wrapping_add(i).cast() };
+        let b = word_blocks(&mut blocks);
         // SAFETY: a test-owned cache; the blocks are test-owned words.
         unsafe {
             ThreadCache::open(tcp, 2);
