@@ -281,10 +281,13 @@ impl Hopless {
             } else {
                 "; cross-thread batches through the class lock"
             })
-            .str(if crate::platform::huge_pages() {
-                "; transparent huge pages for segments and large blocks"
-            } else {
-                ""
+            .str(match crate::platform::huge_pages() {
+                crate::platform::HugePages::On => "; transparent huge pages for segments and large blocks",
+                crate::platform::HugePages::Auto => {
+                    "; transparent huge pages, once the process's peak RSS reaches 64 MiB, for the segments of \
+                     64 B..4 KiB blocks and the arenas"
+                }
+                crate::platform::HugePages::Off => "; no transparent huge pages",
             })
             .str("; mode ")
             .str(
@@ -299,16 +302,22 @@ impl Hopless {
         crate::platform::write_stderr(m.as_bytes());
     }
 
-    /// Turns transparent huge pages on or off for the segments, arenas and large mappings reserved from
-    /// now on (as `HOPLESS_HUGE_PAGES=1` does at start). Off by default. A program with a heap of hundreds
-    /// of MiB read at random (a cache of millions of keys) runs faster with them (fewer TLB misses), at
-    /// the cost of up to a huge page (2 MiB on x86-64) of unused memory resident per partly used region.
-    /// Memory given back to the OS leaves huge pages for small ones, for good, so that the kernel's
-    /// background collapse cannot make it resident again. A process that disabled huge pages for itself
-    /// (`prctl(PR_SET_THP_DISABLE)`, as Redis does) keeps small pages whatever this says.
+    /// Turns transparent huge pages on (`true`: every segment, arena and large mapping) or off for what is
+    /// reserved from now on, as `HOPLESS_HUGE_PAGES=1` or `=0` does at start. Until either is said, the
+    /// default asks for them only where what a program touches is dense (segments of 64 B to 4 KiB
+    /// blocks and large-block arenas) and only once the process's peak RSS has reached 64 MiB: a heap of
+    /// hundreds of MiB read at random (a cache of millions of keys) runs faster with them (fewer TLB
+    /// misses), at the cost of up to a huge page (2 MiB on x86-64) of unused memory resident per partly
+    /// used region. Memory given back to the OS leaves huge pages for small ones, for good, so that the
+    /// kernel's background collapse cannot make it resident again. A process that disabled huge pages for
+    /// itself (`prctl(PR_SET_THP_DISABLE)`, as Redis does) keeps small pages whatever this says.
     pub fn set_huge_pages(on: bool) {
         process_init();
-        crate::platform::set_huge_pages(on);
+        crate::platform::set_huge_pages(if on {
+            crate::platform::HugePages::On
+        } else {
+            crate::platform::HugePages::Off
+        });
     }
 
     /// Returns the calling thread's cached blocks to the central heap.

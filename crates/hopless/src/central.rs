@@ -30,7 +30,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::cache::hint_owner;
 use crate::lock::SpinLock;
-use crate::platform::{now_ms, PageSource};
+use crate::platform::{now_ms, PageSource, Reservation};
 use crate::report::report_bad_free;
 use crate::segment::{
     segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
@@ -623,6 +623,9 @@ impl Default for ClassHeap {
 /// Slabs of one segment kind that belong to no class.
 pub struct SlabPool {
     pub kind: SegmentKind,
+    /// What its segments hold, for the huge-page setting: [`Reservation::SparseSlabs`] for the pool of
+    /// the classes whose blocks fill part of a slab (see [`crate::size_class::fills_slab`]).
+    pub holds: Reservation,
     /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
     /// faulted in. Off unless a benchmark turns it on.
     pub keep_dirty: AtomicBool,
@@ -653,9 +656,10 @@ pub struct PoolInner {
 unsafe impl Send for PoolInner {}
 
 impl SlabPool {
-    pub const fn new(kind: SegmentKind) -> Self {
+    pub const fn new(kind: SegmentKind, holds: Reservation) -> Self {
         SlabPool {
             kind,
+            holds,
             keep_dirty: AtomicBool::new(false),
             purge_delay_ms: AtomicU32::new(PURGE_DELAY_MS),
             reserved: AtomicUsize::new(0),
@@ -684,9 +688,12 @@ impl SlabPool {
     /// program cycles about one slab per active medium class (the CPython case of issue 26 had about 16
     /// such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
     /// (`fifo-lifo-1600`) moves 100 small slabs through the pool. Beyond it the oldest is purged at once.
+    /// The pool of the smallest classes keeps 4 MiB of slabs (64), each of which they fill at most in
+    /// part.
     pub const fn max_dirty(&self) -> usize {
-        match self.kind {
-            SegmentKind::Medium => 32,
+        match (self.kind, self.holds) {
+            (SegmentKind::Medium, _) => 32,
+            (_, Reservation::SparseSlabs) => 64,
             _ => 256,
         }
     }
@@ -696,8 +703,8 @@ impl SlabPool {
     /// carving; a program that ends thousands of threads gives those pages back at once, as before, rather
     /// than keeping up to [`SlabPool::max_dirty`] resident for the delay.
     pub const fn exit_dirty(&self) -> usize {
-        match self.kind {
-            SegmentKind::Medium => 4,
+        match (self.kind, self.holds) {
+            (SegmentKind::Medium, _) | (_, Reservation::SparseSlabs) => 4,
             _ => 16,
         }
     }
@@ -745,7 +752,7 @@ impl SlabPool {
             return ptr::null_mut();
         }
         // SAFETY: the whole reservation just made.
-        unsafe { source.advise_huge(base, SEGMENT_SIZE) };
+        unsafe { source.advise_huge(base, SEGMENT_SIZE, self.holds) };
         let shift = self.slab_shift();
         let first_slot = HEADER_AREA.div_ceil(1 << shift);
         let slots = SEGMENT_SIZE >> shift;
@@ -891,6 +898,40 @@ impl SlabPool {
         g.all = ptr::null_mut();
         g.dirty = SlabList::new();
         g.clean = SlabList::new();
+    }
+
+    /// Gives every segment of this pool reserved so far the huge-page advice for what it holds (see
+    /// [`crate::platform::take_huge_catch_up`]).
+    pub fn advise_huge_all<P: PageSource>(&self, source: &P) {
+        let mut seg = self.inner.lock().all;
+        while !seg.is_null() {
+            // SAFETY: segments are never released while their pool lives, and a segment's `next` is
+            // written once, under the pool lock, before the segment is linked at the head (read above
+            // under that lock): each link followed here is a live segment's, final. The segment is one
+            // whole reservation of `SEGMENT_SIZE` bytes from `source`.
+            unsafe {
+                source.advise_huge(seg.cast(), SEGMENT_SIZE, self.holds);
+                seg = (*seg).next;
+            }
+        }
+    }
+
+    /// Takes the clean slab at the tail, for the caller to [`SlabPool::purge`] (which files it at the
+    /// head), or null: `trim`'s pass over slabs that a huge page may have made resident.
+    pub fn take_clean(&self) -> *mut Slab {
+        let mut g = self.inner.lock();
+        // SAFETY: pool lock held.
+        let v = unsafe { g.clean.pop_back() };
+        if !v.is_null() {
+            // SAFETY: `v` is off every list; we own it now.
+            unsafe { (*v).state = SlabState::Purging };
+        }
+        v
+    }
+
+    /// How many slabs are on the clean list.
+    pub fn clean_len(&self) -> usize {
+        self.inner.lock().clean.len
     }
 
     /// Takes one dirty slab to purge (for trimming), or null.

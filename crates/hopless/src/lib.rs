@@ -178,7 +178,7 @@ where_native! {
 
     pub use api::Hopless;
     pub use mode::set_mode;
-    pub use platform::{OsPages, PageSource, SystemPages, PAGE_SIZE};
+    pub use platform::{OsPages, PageSource, Reservation, SystemPages, PAGE_SIZE};
 
     #[cfg(all(test, not(miri)))]
     #[global_allocator]

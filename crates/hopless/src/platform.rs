@@ -98,15 +98,16 @@ pub unsafe trait PageSource: Sync {
         ptr::null_mut()
     }
 
-    /// Asks for transparent huge pages over a whole reservation of `size` bytes at `base`, when they are
-    /// on ([`set_huge_pages`]); the default does nothing. Only segments and large-block arenas and
-    /// mappings ask: their blocks are spread over many pages, and one TLB entry per huge page then covers
-    /// what 512 of the kernel's small pages would.
+    /// Asks for transparent huge pages over a whole reservation of `size` bytes at `base` that holds
+    /// `what`, when the huge-page setting wants them for it ([`set_huge_pages`], [`HugePages`]); the
+    /// default does nothing. Only segments and large-block arenas and mappings ask: their blocks are
+    /// spread over many pages, and one TLB entry per huge page then covers what 512 of the kernel's small
+    /// pages would.
     ///
     /// # Safety
     ///
     /// `base` and `size` are those of one live reservation of this source.
-    unsafe fn advise_huge(&self, _base: *mut u8, _size: usize) {}
+    unsafe fn advise_huge(&self, _base: *mut u8, _size: usize, _what: Reservation) {}
 
     /// Called before `ptr..ptr + len` (inside the reservation `base`, `size`) is decommitted: the huge
     /// pages the range touches (whole) go back to small pages for good, so that the kernel's background collapse
@@ -214,29 +215,137 @@ fn map_aligned(size: usize, align: usize, offset: usize) -> *mut u8 {
     }
 }
 
-/// Transparent huge pages: [`HUGE_ON`] while reservations ask for them (`HOPLESS_HUGE_PAGES=1`, or
-/// `Hopless::set_huge_pages`; off by default), [`HUGE_USED`] once they ever did, never cleared:
-/// reservations advised then keep leaving huge pages where they decommit after the option is turned
-/// off. One atomic, so a thread that saw the first bit sees the second.
-static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
-const HUGE_ON: u8 = 1;
-const HUGE_USED: u8 = 2;
+/// What a reservation holds, for the huge-page setting ([`HugePages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reservation {
+    /// A segment (4 MiB) of 64 KiB slabs whose blocks fill them (64 B to 4 KiB). Slabs are handed out
+    /// from its low end, each one's blocks are carved from its start, and its headers take one slab's
+    /// room: what a program touches of it is dense.
+    Slabs,
+    /// A segment whose slabs leave part of it untouched: the smallest classes' (8 to 48 B), whose 1 024
+    /// blocks a slab holds at most fill 8 to 48 KiB of its 64, and the medium classes' (512 KiB slabs),
+    /// whose headers take a whole slab's room and whose largest blocks leave tails.
+    SparseSlabs,
+    /// A large-block arena (64 MiB): blocks of 256 KiB to 16 MiB, placed from its low end.
+    Arena,
+    /// A mapping of one large block, above 16 MiB, which a program may touch as sparsely as it likes.
+    Mapping,
+}
 
-/// Turns transparent huge pages on or off for the reservations made from now on (see
-/// [`PageSource::advise_huge`]). Off by default: a huge page is backed whole once any byte of it is
-/// touched, so a heap that uses part of a segment keeps up to 2 MiB more resident; programs with large
-/// heaps and random access (a cache of millions of keys) gain from the TLB reach.
-pub fn set_huge_pages(on: bool) {
-    if on {
-        HUGE_PAGES.fetch_or(HUGE_ON | HUGE_USED, Ordering::Relaxed);
-    } else {
-        HUGE_PAGES.fetch_and(!HUGE_ON, Ordering::Relaxed);
+/// The transparent-huge-page setting: which reservations ask the kernel for huge pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePages {
+    /// None (`HOPLESS_HUGE_PAGES=0`, `Hopless::set_huge_pages(false)`).
+    Off,
+    /// The default: segments of [`Reservation::Slabs`] and [`Reservation::Arena`]s reserved once the
+    /// process's peak resident memory has reached [`HUGE_AUTO_FROM`]. What a program touches of those is
+    /// dense, so a huge page wastes at most the untouched part of the newest one of each; a heap that
+    /// size is where the TLB's reach runs out. Segments of [`Reservation::SparseSlabs`] and large
+    /// mappings keep small pages.
+    Auto,
+    /// Every segment, arena and large mapping (`HOPLESS_HUGE_PAGES=1`, `Hopless::set_huge_pages(true)`).
+    On,
+}
+
+/// The setting ([`MODE_MASK`]: [`MODE_AUTO`], [`MODE_OFF`] or [`MODE_ON`]), [`HUGE_BIG`] once the
+/// process's peak resident memory was seen at [`HUGE_AUTO_FROM`] or more, and [`HUGE_USED`] once any
+/// reservation asked: reservations advised then keep leaving huge pages where they decommit after the
+/// setting changes. Never-cleared bits in one atomic, so a thread that saw a reservation advised sees
+/// [`HUGE_USED`].
+static HUGE_PAGES: AtomicU8 = AtomicU8::new(MODE_AUTO);
+const MODE_MASK: u8 = 3;
+const MODE_AUTO: u8 = 0;
+const MODE_OFF: u8 = 1;
+const MODE_ON: u8 = 2;
+const HUGE_USED: u8 = 4;
+const HUGE_BIG: u8 = 8;
+/// Set with [`HUGE_BIG`]: the segments of [`Reservation::Slabs`] reserved before are still to be
+/// advised ([`take_huge_catch_up`]).
+const CATCH_UP_SLABS: u8 = 16;
+/// The same for the arenas.
+const CATCH_UP_ARENAS: u8 = 32;
+
+/// The peak resident memory (`getrusage`'s `ru_maxrss`) from which [`HugePages::Auto`] has dense
+/// reservations ask for huge pages: 64 MiB. A program that stays below it keeps small pages throughout.
+pub const HUGE_AUTO_FROM: usize = 64 << 20;
+
+/// Sets which reservations made from now on ask for transparent huge pages (see
+/// [`PageSource::advise_huge`] and [`HugePages`]). A huge page is backed whole once any byte of it is
+/// touched, so a partly used region keeps up to 2 MiB more resident; programs with large heaps and
+/// random access (a cache of millions of keys) gain from the TLB reach.
+pub fn set_huge_pages(setting: HugePages) {
+    let mode = match setting {
+        HugePages::Off => MODE_OFF,
+        HugePages::Auto => MODE_AUTO,
+        HugePages::On => MODE_ON,
+    };
+    let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v & !MODE_MASK | mode));
+}
+
+/// The setting.
+pub fn huge_pages() -> HugePages {
+    match HUGE_PAGES.load(Ordering::Relaxed) & MODE_MASK {
+        MODE_OFF => HugePages::Off,
+        MODE_ON => HugePages::On,
+        _ => HugePages::Auto,
     }
 }
 
-/// Whether reservations ask for transparent huge pages.
-pub fn huge_pages() -> bool {
-    HUGE_PAGES.load(Ordering::Relaxed) & HUGE_ON != 0
+/// Whether any reservation has asked for huge pages (then a slab or span never used may be resident,
+/// as part of a huge page a neighbour made resident).
+pub fn huge_pages_used() -> bool {
+    HUGE_PAGES.load(Ordering::Relaxed) & HUGE_USED != 0
+}
+
+/// Whether the reservations holding `what` made before the process reached [`HUGE_AUTO_FROM`] are due
+/// for the advice that [`HugePages::Auto`] gives those made after; true once, to the caller that then
+/// gives it (the heap, for its segments of [`Reservation::Slabs`]; the large blocks, for their arenas).
+/// A region advised late gets huge pages where it is first touched from then on; what was touched
+/// before keeps small pages until the kernel's background collapse gets to it.
+pub fn take_huge_catch_up(what: Reservation) -> bool {
+    let bit = match what {
+        Reservation::Slabs => CATCH_UP_SLABS,
+        Reservation::Arena => CATCH_UP_ARENAS,
+        Reservation::SparseSlabs | Reservation::Mapping => return false,
+    };
+    HUGE_PAGES.load(Ordering::Relaxed) & bit != 0 && HUGE_PAGES.fetch_and(!bit, Ordering::Relaxed) & bit != 0
+}
+
+/// Whether a reservation holding `what`, made now, asks for huge pages. [`HugePages::Auto`] reads the
+/// peak resident memory (one `getrusage`, which does not allocate) at each dense reservation until it
+/// has once reached [`HUGE_AUTO_FROM`], then no more.
+fn wants_huge(what: Reservation) -> bool {
+    let v = HUGE_PAGES.load(Ordering::Relaxed);
+    match v & MODE_MASK {
+        MODE_ON => true,
+        MODE_AUTO if matches!(what, Reservation::Slabs | Reservation::Arena) => {
+            v & HUGE_BIG != 0 || {
+                let big = peak_resident() >= HUGE_AUTO_FROM;
+                if big {
+                    // The first to see it also marks the reservations made before as due for advice.
+                    let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                        (v & HUGE_BIG == 0).then_some(v | HUGE_BIG | CATCH_UP_SLABS | CATCH_UP_ARENAS)
+                    });
+                }
+                big
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The process's peak resident memory in bytes, 0 if the kernel does not say.
+fn peak_resident() -> usize {
+    // SAFETY: an all-zero `rusage` is a valid value (integers and `timeval`s).
+    let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
+    // SAFETY: `ru` is a writable `rusage`; getrusage fills it and does not allocate. It cannot fail for
+    // RUSAGE_SELF with a valid pointer; `errno` is put back anyway.
+    let rc = keeping_errno(|| unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) });
+    if rc != 0 {
+        return 0;
+    }
+    // Linux counts it in KiB.
+    usize::try_from(ru.ru_maxrss).unwrap_or(0).saturating_mul(1024)
 }
 
 /// The size of the kernel's transparent huge page: what one page-table page of the kernel's pages maps
@@ -334,8 +443,9 @@ unsafe impl PageSource for OsPages {
         }
     }
 
-    unsafe fn advise_huge(&self, base: *mut u8, size: usize) {
-        if huge_pages() && size >= huge_page_size() {
+    unsafe fn advise_huge(&self, base: *mut u8, size: usize, what: Reservation) {
+        if size >= huge_page_size() && wants_huge(what) {
+            HUGE_PAGES.fetch_or(HUGE_USED, Ordering::Relaxed);
             // SAFETY: per the caller, one whole reservation of ours; the advice changes how the kernel
             // backs it, not its contents. A kernel without huge pages refuses it (EINVAL), which changes
             // nothing, and `errno` is put back: a `malloc` that succeeds leaves it alone.
@@ -540,6 +650,22 @@ pub fn env_flag(name: &core::ffi::CStr) -> bool {
     let v = unsafe { libc::getenv(name.as_ptr()) };
     // SAFETY: a non-null getenv result is a NUL-terminated string: its first byte is readable.
     !v.is_null() && unsafe { *v } != 0 && unsafe { *v } != b'0' as libc::c_char
+}
+
+/// The environment variable `name`: `None` when it is unset or empty, `Some(false)` when it is `0`,
+/// `Some(true)` for anything else (read with `getenv`, which does not allocate).
+pub fn env_setting(name: &core::ffi::CStr) -> Option<bool> {
+    // SAFETY: getenv reads the environment without allocating; the result is checked for null.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    if v.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null getenv result is a NUL-terminated string: its first byte is readable.
+    match unsafe { *v } {
+        0 => None,
+        c if c == b'0' as libc::c_char => Some(false),
+        _ => Some(true),
+    }
 }
 
 /// A word of the random bytes the kernel gave this process at exec (`AT_RANDOM`), or 0 where there are

@@ -68,8 +68,10 @@ fn process_init_slow() {
     if crate::platform::env_flag(c"HOPLESS_TRANSFER") {
         HEAP.set_transfer(true);
     }
-    if crate::platform::env_flag(c"HOPLESS_HUGE_PAGES") {
-        crate::platform::set_huge_pages(true);
+    match crate::platform::env_setting(c"HOPLESS_HUGE_PAGES") {
+        Some(true) => crate::platform::set_huge_pages(crate::platform::HugePages::On),
+        Some(false) => crate::platform::set_huge_pages(crate::platform::HugePages::Off),
+        None => {}
     }
     if crate::platform::env_flag(c"HOPLESS_OWNED_SLABS") {
         HEAP.set_owned_slabs(true);

@@ -1,11 +1,13 @@
 //! `Hopless::set_huge_pages`: segments and large blocks reserved while it is on ask the kernel for
 //! transparent huge pages, those reserved before do not, and memory given back to the OS leaves them for
-//! good. Read from the kernel's own account of the mappings (`VmFlags` in `/proc/self/smaps`: `hg` for
+//! good; and the default (`HugePages::Auto`), in a child process of its own, from a peak RSS of 64 MiB. Read from the kernel's own account of the mappings (`VmFlags` in `/proc/self/smaps`: `hg` for
 //! `MADV_HUGEPAGE`, `nh` for `MADV_NOHUGEPAGE`). Own binary: the setting is process-wide.
 
 use std::alloc::{GlobalAlloc, Layout};
 
 use hopless::Hopless;
+
+mod common;
 
 #[global_allocator]
 static GLOBAL: Hopless = Hopless;
@@ -54,15 +56,17 @@ fn free_all(blocks: Vec<(*mut u8, Layout)>) {
     }
 }
 
-#[test]
-fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
+/// The huge page's size, or `None` (said on stderr) where this test cannot look: no transparent huge
+/// pages in the kernel (a failure under `CI=true`), huge pages larger than a segment, or an emulator whose
+/// mappings do not show the advice.
+fn huge_page_size_if_visible() -> Option<usize> {
     if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
         assert!(
             std::env::var_os("CI").is_none(),
             "this kernel has no transparent huge pages: the test cannot look"
         );
         eprintln!("skipped: this kernel has no transparent huge pages");
-        return;
+        return None;
     }
     // With 64 KiB kernel pages a huge page is 512 MiB: no segment or arena is that large, and none asks.
     // SAFETY: sysconf has no preconditions.
@@ -70,7 +74,7 @@ fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
     let huge = page * (page / 8);
     if huge > 4 << 20 {
         eprintln!("skipped: a huge page here ({huge} B) is larger than a segment, which never asks");
-        return;
+        return None;
     }
 
     // Under qemu-user the mappings read here are the emulator's view, without advice flags: look once
@@ -93,9 +97,17 @@ fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
     };
     if !seen {
         eprintln!("skipped: advice does not show in this process's smaps (an emulator's view)");
-        return;
+        return None;
     }
-    // Off (the default, whatever the environment says): 12 MiB of 1 KiB blocks takes new segments, and
+    Some(huge)
+}
+
+#[test]
+fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
+    let Some(huge) = huge_page_size_if_visible() else {
+        return;
+    };
+    // Off (the setting here, whatever the environment says): 12 MiB of 1 KiB blocks takes new segments, and
     // a 3 MiB block goes to an arena, beside a 300 KiB one that stays (so the arena is not unmapped at
     // the trim below, only the 3 MiB span decommitted).
     Hopless::set_huge_pages(false);
@@ -140,4 +152,115 @@ fn huge_pages_are_asked_for_while_on_and_left_where_memory_goes_back() {
     }
     free_all(keep);
     Hopless::set_huge_pages(false);
+}
+
+/// The process's peak resident memory, in bytes.
+fn peak_rss() -> usize {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid, writable rusage.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) }, 0);
+    ru.ru_maxrss as usize * 1024
+}
+
+fn has(p: *mut u8, flag: &str) -> bool {
+    vm_flags(p).iter().any(|x| x == flag)
+}
+
+/// The default in a fresh process (`auto_child`): below a peak RSS of 64 MiB nothing asks for huge pages;
+/// past it, segments of slabs their blocks fill and arenas ask (new ones at once, earlier ones at the
+/// next refill or large block), while the smallest classes'
+/// segments (whose slabs those blocks fill in part) and large mappings (which may be touched sparsely)
+/// keep small pages.
+#[test]
+fn by_default_dense_reservations_ask_for_huge_pages_once_the_process_is_large() {
+    if huge_page_size_if_visible().is_none() {
+        return;
+    }
+    let out = common::this_test_binary()
+        .args([
+            "auto_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "--ignored",
+        ])
+        .env_remove("HOPLESS_HUGE_PAGES")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "auto_child failed:\n{stdout}\n{err}");
+    assert!(stdout.contains("1 passed"), "auto_child did not run:\n{stdout}");
+}
+
+/// Run by the test above in a child of its own: the setting and the peak are process-wide.
+#[test]
+#[ignore = "run by by_default_dense_reservations_ask_for_huge_pages_once_the_process_is_large"]
+fn auto_child() {
+    assert!(
+        peak_rss() < 48 << 20,
+        "the child starts too large: {} B",
+        peak_rss()
+    );
+    // Below the mark: 12 MiB of 1 KiB blocks takes new segments, and a 3 MiB block the first arena,
+    // which keep small pages.
+    let small_before = fill(1024, 12 << 10);
+    let large_before = fill(3 << 20, 1);
+    assert!(
+        !has(small_before[small_before.len() - 1].0, "hg"),
+        "huge pages below the mark"
+    );
+    assert!(
+        !has(large_before[0].0, "hg"),
+        "huge pages for an arena below the mark"
+    );
+
+    // An 80 MiB block written whole takes the process past 64 MiB; a mapping of its own, it keeps small
+    // pages (a large mapping never asks by default).
+    let ballast = fill(80 << 20, 1);
+    assert!(peak_rss() >= 64 << 20);
+    assert!(!has(ballast[0].0, "hg"), "a large mapping asked by default");
+
+    // Past it: new segments of 1 KiB blocks ask ...
+    let small_after = fill(1024, 12 << 10);
+    assert!(
+        has(small_after[small_after.len() - 1].0, "hg"),
+        "no huge pages for slabs past the mark"
+    );
+    // ... and so, from then on, do the segments reserved before it (where they are first touched from
+    // now on) ...
+    assert!(
+        has(small_before[small_before.len() - 1].0, "hg"),
+        "segments from below the mark not advised"
+    );
+    // ... those of 16-byte blocks (1 024 to a 64 KiB slab: 16 KiB used) do not: 300 000 of them take
+    // several segments, the last reserved past the mark ...
+    let tiny_after = fill(16, 300_000);
+    assert!(
+        !has(tiny_after[tiny_after.len() - 1].0, "hg"),
+        "huge pages for the smallest classes' slabs"
+    );
+    // ... and arenas do, the one from below the mark at the next large block, and a new one: 22 blocks
+    // of 3 MiB pass one 64 MiB arena.
+    let large_after = fill(3 << 20, 22);
+    assert!(
+        has(large_before[0].0, "hg"),
+        "the arena from below the mark not advised"
+    );
+    assert!(
+        has(large_after[large_after.len() - 1].0, "hg"),
+        "no huge pages for a new arena past the mark"
+    );
+
+    for b in [
+        small_before,
+        large_before,
+        ballast,
+        small_after,
+        tiny_after,
+        large_after,
+    ] {
+        free_all(b);
+    }
 }

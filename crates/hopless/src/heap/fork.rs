@@ -22,8 +22,9 @@ impl<P: PageSource> Heap<P> {
                 t.freeze();
             }
         }
-        self.small.inner.raw_lock();
-        self.medium.inner.raw_lock();
+        for pool in self.pools() {
+            pool.inner.raw_lock();
+        }
         self.large.lock_raw();
     }
 
@@ -37,8 +38,9 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: per the caller.
         unsafe {
             self.large.unlock_raw();
-            self.medium.inner.raw_unlock();
-            self.small.inner.raw_unlock();
+            for pool in self.pools().into_iter().rev() {
+                pool.inner.raw_unlock();
+            }
             // A slot frozen by `lock_all` is thawed; one `set_transfer` turned on in between is thawed
             // without having been frozen, which clears a bit that is not set.
             if self.transfer_used.load(Ordering::SeqCst) {

@@ -329,7 +329,7 @@ impl<P: PageSource> Heap<P> {
         // (a slab purged here has been unused for the delay, so this is at most one `madvise` per slab
         // per delay): a program past a phase of small blocks gives them back without a trim.
         let keep_last_page = self.checks().keep_last_page;
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             pool.purge_expired(&self.source, keep_last_page, pool.max_dirty(), pool.max_dirty());
         }
     }

@@ -49,12 +49,21 @@ use crate::cache::{Caches, ThreadCache, CACHE_BYTES};
 use crate::central::{Checks, ClassHeap, SlabPool};
 use crate::large::LargeCache;
 use crate::lock::SpinLock;
-use crate::platform::{PageSource, PAGE_SIZE};
+use crate::platform::{PageSource, Reservation, PAGE_SIZE};
 use crate::report::report_bad_free;
-use crate::segment::{FreeError, SegmentKind, Slab, SEGMENT_MAGIC};
+use crate::segment::{FreeError, SegmentKind, Slab, MAX_BLOCKS, SEGMENT_MAGIC, SMALL_SLAB_SHIFT};
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
 use crate::transfer::Transfer;
+
+/// Whether the blocks of small class `class` fill its slab: a slab holds at most [`MAX_BLOCKS`] blocks,
+/// so those of 8 to 48 B use 8 to 48 KiB of its 64 KiB and never touch the rest. Those classes take
+/// their slabs from a pool of their own, whose segments keep small pages (an untouched small page costs
+/// nothing; a huge page is resident whole).
+#[inline]
+fn fills_slab(class: usize) -> bool {
+    class_size(class) * MAX_BLOCKS >= 1 << SMALL_SLAB_SHIFT
+}
 
 /// The fields `fork`'s handlers write (every lock: the class heaps, the pools, the large cache, the
 /// registry) come first and together, from a page boundary, so a fork touches as few pages as they
@@ -62,6 +71,9 @@ use crate::transfer::Transfer;
 #[repr(C, align(4096))]
 pub struct Heap<P: PageSource> {
     classes: [ClassHeap; NUM_CLASSES],
+    /// The slabs of the classes whose blocks fill only part of one ([`fills_slab`]: 8 to 48 B), which keep
+    /// small pages.
+    tiny: SlabPool,
     small: SlabPool,
     medium: SlabPool,
     large: LargeCache,
@@ -96,8 +108,9 @@ impl<P: PageSource> Heap<P> {
             transfer_on: AtomicBool::new(false),
             transfer_used: AtomicBool::new(false),
             owned_on: AtomicBool::new(false),
-            small: SlabPool::new(SegmentKind::Small),
-            medium: SlabPool::new(SegmentKind::Medium),
+            tiny: SlabPool::new(SegmentKind::Small, Reservation::SparseSlabs),
+            small: SlabPool::new(SegmentKind::Small, Reservation::Slabs),
+            medium: SlabPool::new(SegmentKind::Medium, Reservation::SparseSlabs),
             large: LargeCache::new(),
             caches: SpinLock::new(Caches::new()),
         }
@@ -106,9 +119,16 @@ impl<P: PageSource> Heap<P> {
     fn pool(&self, class: usize) -> &SlabPool {
         if is_medium(class) {
             &self.medium
-        } else {
+        } else if fills_slab(class) {
             &self.small
+        } else {
+            &self.tiny
         }
+    }
+
+    /// Every slab pool, in the order their locks are taken together (`fork`).
+    fn pools(&self) -> [&SlabPool; 3] {
+        [&self.tiny, &self.small, &self.medium]
     }
 
     fn class(&self, class: usize) -> &ClassHeap {
@@ -198,9 +218,13 @@ impl<P: PageSource> Heap<P> {
     /// Tells the large-mapping cache how many segments the slabs hold (it gives pages back as they
     /// grow). Outside every lock: the cache may unmap.
     fn note_segments(&self) {
-        let segments =
-            self.small.reserved.load(Ordering::Relaxed) + self.medium.reserved.load(Ordering::Relaxed);
+        let segments = self.pools().iter().map(|p| p.reserved.load(Ordering::Relaxed)).sum();
         self.large.slab_segments(&self.source, segments);
+        if crate::platform::take_huge_catch_up(Reservation::Slabs) {
+            for pool in self.pools() {
+                pool.advise_huge_all(&self.source);
+            }
+        }
     }
 
     /// [`Heap::flush`] for blocks out of `tc`'s magazine: into the slabs it owns without the class
@@ -445,7 +469,7 @@ impl<P: PageSource> Heap<P> {
     /// Whether slabs that fall free are purged past a few kept dirty (on, the default) or all kept
     /// resident until [`Heap::trim`] (off: the SLUB experiment, whose timed loops must not page-fault).
     pub fn set_purging(&self, on: bool) {
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             pool.keep_dirty.store(!on, core::sync::atomic::Ordering::Relaxed);
         }
     }
@@ -453,7 +477,7 @@ impl<P: PageSource> Heap<P> {
     /// How long a slab that falls free waits, resident, before it is purged (see `central`).
     #[cfg(test)]
     pub(crate) fn set_purge_delay_ms(&self, ms: u32) {
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             pool.purge_delay_ms.store(ms, Ordering::Relaxed);
         }
     }
@@ -510,7 +534,7 @@ impl<P: PageSource> Heap<P> {
                 }
             }
         }
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             loop {
                 let v = pool.take_dirty();
                 if v.is_null() {
@@ -518,6 +542,20 @@ impl<P: PageSource> Heap<P> {
                 }
                 // SAFETY: `take_dirty` handed it over; no lock held.
                 unsafe { pool.purge(&self.source, v, self.checks().keep_last_page) };
+            }
+            // Where segments asked for huge pages, a slab never used can be resident: the first touch
+            // of its neighbour made the whole huge page resident, and purging the neighbour split it
+            // into small pages that stay. Each clean slab is purged once (the purge files it at the
+            // other end of the list).
+            if crate::platform::huge_pages_used() {
+                for _ in 0..pool.clean_len() {
+                    let v = pool.take_clean();
+                    if v.is_null() {
+                        break;
+                    }
+                    // SAFETY: `take_clean` handed it over; no lock held.
+                    unsafe { pool.purge(&self.source, v, self.checks().keep_last_page) };
+                }
             }
         }
         self.large.clear(&self.source);
@@ -533,6 +571,7 @@ impl<P: PageSource> Drop for Heap<P> {
         self.large.release_arenas(&self.source, true);
         // SAFETY: `&mut self`: no thread cache or block of this heap is in use any more.
         unsafe {
+            self.tiny.release_all(&self.source);
             self.small.release_all(&self.source);
             self.medium.release_all(&self.source);
         }

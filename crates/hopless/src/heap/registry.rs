@@ -150,7 +150,7 @@ impl<P: PageSource> Heap<P> {
         // ends 2000 threads must not keep their slabs resident; one that ends a thread now and then pays
         // at most the few `madvise` calls it paid before purges waited).
         let keep_last_page = self.checks().keep_last_page;
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             pool.purge_expired(&self.source, keep_last_page, pool.max_dirty(), pool.exit_dirty());
         }
         // The next thread most often comes soon (a thread per task or connection): a few parked caches

@@ -80,7 +80,7 @@ impl<P: PageSource> Heap<P> {
             st.large_bytes_in_use = l.bytes_in_use;
             st.large_peak_bytes = l.peak_bytes;
         });
-        for pool in [&self.small, &self.medium] {
+        for pool in self.pools() {
             let g = pool.inner.lock();
             st.segments += g.segments;
             st.purged_slabs += g.purged;

@@ -95,7 +95,7 @@ pub fn create<P: PageSource>(source: &P) -> *mut Arena {
         return ptr::null_mut();
     }
     // SAFETY: the whole reservation just made.
-    unsafe { source.advise_huge(base, ARENA_SIZE) };
+    unsafe { source.advise_huge(base, ARENA_SIZE, crate::platform::Reservation::Arena) };
     a
 }
 

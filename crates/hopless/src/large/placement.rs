@@ -25,6 +25,9 @@ impl LargeCache {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
+        if crate::platform::take_huge_catch_up(crate::platform::Reservation::Arena) {
+            self.advise_huge_arenas(source);
+        }
         let off = data_offset(align);
         if !guard_page && align <= MAX_ALIGN {
             if let Some(span) = off
@@ -87,7 +90,7 @@ impl LargeCache {
                 return ptr::null_mut();
             }
             // SAFETY: the whole reservation just made.
-            unsafe { source.advise_huge(base, need) };
+            unsafe { source.advise_huge(base, need, crate::platform::Reservation::Mapping) };
         }
         let usable = len - off - guard;
         let seg = base.cast::<SegmentHeader>();

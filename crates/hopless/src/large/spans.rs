@@ -257,6 +257,21 @@ impl LargeCache {
         q
     }
 
+    /// Gives every arena the huge-page advice for arenas (see [`crate::platform::take_huge_catch_up`]).
+    /// Under the lock, so that none is unmapped meanwhile: a few `madvise` calls, once in a process.
+    pub fn advise_huge_arenas<P: PageSource>(&self, source: &P) {
+        let g = self.inner.lock();
+        let mut a = g.arenas;
+        while !a.is_null() {
+            // SAFETY: listed arenas are live while the lock is held, each one whole reservation of
+            // `ARENA_SIZE` bytes from `source` (`arena::create`).
+            unsafe {
+                source.advise_huge(a.cast(), arena::ARENA_SIZE, crate::platform::Reservation::Arena);
+                a = (*a).next;
+            }
+        }
+    }
+
     /// Unmaps the empty arenas, or every arena if `all` (for a heap being dropped: its blocks are gone).
     pub fn release_arenas<P: PageSource>(&self, source: &P, all: bool) {
         // SAFETY: listed arenas are live; `unlink_where` calls this under the lock.
