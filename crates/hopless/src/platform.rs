@@ -119,6 +119,13 @@ pub unsafe trait PageSource: Sync {
     /// `base` and `size` are those of one live reservation of this source, and the range lies inside it.
     unsafe fn leave_huge(&self, _base: *mut u8, _size: usize, _ptr: *mut u8, _len: usize) {}
 
+    /// Whether any reservation of this source asked for huge pages (then a slab never used may be
+    /// resident, as part of a huge page a neighbour made resident: `Heap::trim` purges those). The
+    /// default says no.
+    fn huge_pages_used(&self) -> bool {
+        false
+    }
+
     /// Whether the thread with this kernel id still exists (caches of dead threads are reclaimed). The
     /// default says yes: nothing is reclaimed.
     fn thread_alive(&self, _tid: i32) -> bool {
@@ -291,12 +298,6 @@ pub fn huge_pages() -> HugePages {
     }
 }
 
-/// Whether any reservation has asked for huge pages (then a slab or span never used may be resident,
-/// as part of a huge page a neighbour made resident).
-pub fn huge_pages_used() -> bool {
-    HUGE_PAGES.load(Ordering::Relaxed) & HUGE_USED != 0
-}
-
 /// Whether the reservations holding `what` made before the process reached [`HUGE_AUTO_FROM`] are due
 /// for the advice that [`HugePages::Auto`] gives those made after; true once, to the caller that then
 /// gives it (the heap, for its segments of [`Reservation::Slabs`]; the large blocks, for their arenas).
@@ -451,6 +452,10 @@ unsafe impl PageSource for OsPages {
             // nothing, and `errno` is put back: a `malloc` that succeeds leaves it alone.
             keeping_errno(|| unsafe { libc::madvise(base.cast(), size, libc::MADV_HUGEPAGE) });
         }
+    }
+
+    fn huge_pages_used(&self) -> bool {
+        HUGE_PAGES.load(Ordering::Relaxed) & HUGE_USED != 0
     }
 
     unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {

@@ -547,7 +547,7 @@ impl<P: PageSource> Heap<P> {
             // of its neighbour made the whole huge page resident, and purging the neighbour split it
             // into small pages that stay. Each clean slab is purged once (the purge files it at the
             // other end of the list).
-            if crate::platform::huge_pages_used() {
+            if self.source.huge_pages_used() {
                 for _ in 0..pool.clean_len() {
                     let v = pool.take_clean();
                     if v.is_null() {
