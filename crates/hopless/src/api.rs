@@ -284,8 +284,8 @@ impl Hopless {
             .str(match crate::platform::huge_pages() {
                 crate::platform::HugePages::On => "; transparent huge pages for segments and large blocks",
                 crate::platform::HugePages::Auto => {
-                    "; transparent huge pages, once the process's peak RSS reaches 64 MiB, for the segments of \
-                     64 B..4 KiB blocks and the arenas"
+                    "; transparent huge pages for the segments of 64 B..4 KiB blocks and the arenas, once \
+                     either holds 64 MiB"
                 }
                 crate::platform::HugePages::Off => "; no transparent huge pages",
             })
@@ -305,7 +305,7 @@ impl Hopless {
     /// Turns transparent huge pages on (`true`: every segment, arena and large mapping) or off for what is
     /// reserved from now on, as `HOPLESS_HUGE_PAGES=1` or `=0` does at start. Until either is said, the
     /// default asks for them only where what a program touches is dense (segments of 64 B to 4 KiB
-    /// blocks and large-block arenas) and only once the process's peak RSS has reached 64 MiB: a heap of
+    /// blocks and large-block arenas) and only once the heap holds 64 MiB of either: a heap of
     /// hundreds of MiB read at random (a cache of millions of keys) runs faster with them (fewer TLB
     /// misses), at the cost of up to a huge page (2 MiB on x86-64) of unused memory resident per partly
     /// used region. Memory given back to the OS leaves huge pages for small ones, for good, so that the

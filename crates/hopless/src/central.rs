@@ -751,6 +751,9 @@ impl SlabPool {
             unsafe { source.release(base, SEGMENT_SIZE, SEGMENT_SIZE) };
             return ptr::null_mut();
         }
+        if self.holds == Reservation::Slabs {
+            source.note_dense_bytes((self.reserved.load(Ordering::Relaxed) + 1) * SEGMENT_SIZE);
+        }
         // SAFETY: the whole reservation just made.
         unsafe { source.advise_huge(base, SEGMENT_SIZE, self.holds) };
         let shift = self.slab_shift();

@@ -126,6 +126,11 @@ pub unsafe trait PageSource: Sync {
         false
     }
 
+    /// Tells the source how much memory the heap holds where what it touches is dense: the bytes of its
+    /// segments of [`Reservation::Slabs`], or of its large blocks in use. [`HugePages::Auto`] starts
+    /// asking for huge pages once either reaches [`HUGE_AUTO_FROM`]. The default ignores it.
+    fn note_dense_bytes(&self, _bytes: usize) {}
+
     /// Whether the thread with this kernel id still exists (caches of dead threads are reclaimed). The
     /// default says yes: nothing is reclaimed.
     fn thread_alive(&self, _tid: i32) -> bool {
@@ -244,21 +249,21 @@ pub enum Reservation {
 pub enum HugePages {
     /// None (`HOPLESS_HUGE_PAGES=0`, `Hopless::set_huge_pages(false)`).
     Off,
-    /// The default: segments of [`Reservation::Slabs`] and [`Reservation::Arena`]s reserved once the
-    /// process's peak resident memory has reached [`HUGE_AUTO_FROM`]. What a program touches of those is
-    /// dense, so a huge page wastes at most the untouched part of the newest one of each; a heap that
-    /// size is where the TLB's reach runs out. Segments of [`Reservation::SparseSlabs`] and large
-    /// mappings keep small pages.
+    /// The default: segments of [`Reservation::Slabs`] and [`Reservation::Arena`]s, once the heap holds
+    /// [`HUGE_AUTO_FROM`] of either kind of memory ([`PageSource::note_dense_bytes`]). What a program
+    /// touches of those is dense, so a huge page wastes at most the untouched part of the newest one of
+    /// each, a few MiB against at least 64 MiB; a heap that size is where the TLB's reach runs out.
+    /// Segments of [`Reservation::SparseSlabs`] and large mappings keep small pages.
     Auto,
     /// Every segment, arena and large mapping (`HOPLESS_HUGE_PAGES=1`, `Hopless::set_huge_pages(true)`).
     On,
 }
 
 /// The setting ([`MODE_MASK`]: [`MODE_AUTO`], [`MODE_OFF`] or [`MODE_ON`]), [`HUGE_BIG`] once the
-/// process's peak resident memory was seen at [`HUGE_AUTO_FROM`] or more, and [`HUGE_USED`] once any
-/// reservation asked: reservations advised then keep leaving huge pages where they decommit after the
-/// setting changes. Never-cleared bits in one atomic, so a thread that saw a reservation advised sees
-/// [`HUGE_USED`].
+/// heap was seen holding [`HUGE_AUTO_FROM`] of dense memory, and [`HUGE_USED`] once any reservation
+/// asked: reservations advised then keep leaving huge pages where they decommit after the setting
+/// changes. Never-cleared bits (but the catch-up ones) in one atomic, so a thread that saw a reservation
+/// advised sees [`HUGE_USED`].
 static HUGE_PAGES: AtomicU8 = AtomicU8::new(MODE_AUTO);
 const MODE_MASK: u8 = 3;
 const MODE_AUTO: u8 = 0;
@@ -272,8 +277,9 @@ const CATCH_UP_SLABS: u8 = 16;
 /// The same for the arenas.
 const CATCH_UP_ARENAS: u8 = 32;
 
-/// The peak resident memory (`getrusage`'s `ru_maxrss`) from which [`HugePages::Auto`] has dense
-/// reservations ask for huge pages: 64 MiB. A program that stays below it keeps small pages throughout.
+/// The dense memory (segments of [`Reservation::Slabs`], or large blocks in use) from which
+/// [`HugePages::Auto`] has dense reservations ask for huge pages: 64 MiB. A heap that stays below it keeps
+/// small pages throughout, however large the rest of the process is.
 pub const HUGE_AUTO_FROM: usize = 64 << 20;
 
 /// Sets which reservations made from now on ask for transparent huge pages (see
@@ -312,41 +318,14 @@ pub fn take_huge_catch_up(what: Reservation) -> bool {
     HUGE_PAGES.load(Ordering::Relaxed) & bit != 0 && HUGE_PAGES.fetch_and(!bit, Ordering::Relaxed) & bit != 0
 }
 
-/// Whether a reservation holding `what`, made now, asks for huge pages. [`HugePages::Auto`] reads the
-/// peak resident memory (one `getrusage`, which does not allocate) at each dense reservation until it
-/// has once reached [`HUGE_AUTO_FROM`], then no more.
+/// Whether a reservation holding `what`, made now, asks for huge pages.
 fn wants_huge(what: Reservation) -> bool {
     let v = HUGE_PAGES.load(Ordering::Relaxed);
     match v & MODE_MASK {
         MODE_ON => true,
-        MODE_AUTO if matches!(what, Reservation::Slabs | Reservation::Arena) => {
-            v & HUGE_BIG != 0 || {
-                let big = peak_resident() >= HUGE_AUTO_FROM;
-                if big {
-                    // The first to see it also marks the reservations made before as due for advice.
-                    let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                        (v & HUGE_BIG == 0).then_some(v | HUGE_BIG | CATCH_UP_SLABS | CATCH_UP_ARENAS)
-                    });
-                }
-                big
-            }
-        }
+        MODE_AUTO => matches!(what, Reservation::Slabs | Reservation::Arena) && v & HUGE_BIG != 0,
         _ => false,
     }
-}
-
-/// The process's peak resident memory in bytes, 0 if the kernel does not say.
-fn peak_resident() -> usize {
-    // SAFETY: an all-zero `rusage` is a valid value (integers and `timeval`s).
-    let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
-    // SAFETY: `ru` is a writable `rusage`; getrusage fills it and does not allocate. It cannot fail for
-    // RUSAGE_SELF with a valid pointer; `errno` is put back anyway.
-    let rc = keeping_errno(|| unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) });
-    if rc != 0 {
-        return 0;
-    }
-    // Linux counts it in KiB.
-    usize::try_from(ru.ru_maxrss).unwrap_or(0).saturating_mul(1024)
 }
 
 /// The size of the kernel's transparent huge page: what one page-table page of the kernel's pages maps
@@ -456,6 +435,15 @@ unsafe impl PageSource for OsPages {
 
     fn huge_pages_used(&self) -> bool {
         HUGE_PAGES.load(Ordering::Relaxed) & HUGE_USED != 0
+    }
+
+    fn note_dense_bytes(&self, bytes: usize) {
+        if bytes >= HUGE_AUTO_FROM && HUGE_PAGES.load(Ordering::Relaxed) & HUGE_BIG == 0 {
+            // The first to see it also marks the reservations made before as due for advice.
+            let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                (v & HUGE_BIG == 0).then_some(v | HUGE_BIG | CATCH_UP_SLABS | CATCH_UP_ARENAS)
+            });
+        }
     }
 
     unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {

@@ -97,6 +97,8 @@ impl LargeCache {
             if let Some(t) = take(&mut self.inner.lock()) {
                 break t;
             }
+            let in_use = self.inner.lock().bytes_in_use as usize;
+            source.note_dense_bytes(in_use.saturating_add(usable));
             let fresh = arena::create(source);
             if fresh.is_null() {
                 return ptr::null_mut();
