@@ -623,8 +623,8 @@ impl Default for ClassHeap {
 /// Slabs of one segment kind that belong to no class.
 pub struct SlabPool {
     pub kind: SegmentKind,
-    /// What its segments hold, for the huge-page setting: [`Reservation::SparseSlabs`] for the pool of
-    /// the classes whose blocks fill part of a slab (see [`crate::size_class::fills_slab`]).
+    /// What its segments hold, for the huge-page setting: [`Reservation::SparseSlabs`] for the pools of
+    /// the classes whose blocks fill part of a slab (the 8 to 48 B ones) and of the medium classes.
     pub holds: Reservation,
     /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
     /// faulted in. Off unless a benchmark turns it on.
@@ -904,7 +904,7 @@ impl SlabPool {
     }
 
     /// Gives every segment of this pool reserved so far the huge-page advice for what it holds (see
-    /// [`crate::platform::take_huge_catch_up`]).
+    /// [`PageSource::dense_mark_passed`]).
     pub fn advise_huge_all<P: PageSource>(&self, source: &P) {
         let mut seg = self.inner.lock().all;
         while !seg.is_null() {

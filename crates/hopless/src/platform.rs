@@ -131,6 +131,15 @@ pub unsafe trait PageSource: Sync {
     /// asking for huge pages once either reaches [`HUGE_AUTO_FROM`]. The default ignores it.
     fn note_dense_bytes(&self, _bytes: usize) {}
 
+    /// Whether [`HugePages::Auto`] has passed its mark, so that the heap's segments of
+    /// [`Reservation::Slabs`] and its arenas reserved before are due for the advice given to those
+    /// reserved after (each heap gives it once: `Heap::note_segments`, `LargeCache::alloc`). A region
+    /// advised late gets huge pages where it is first touched from then on; what was touched before keeps
+    /// small pages until the kernel's background collapse gets to it. The default says no.
+    fn dense_mark_passed(&self) -> bool {
+        false
+    }
+
     /// Whether the thread with this kernel id still exists (caches of dead threads are reclaimed). The
     /// default says yes: nothing is reclaimed.
     fn thread_alive(&self, _tid: i32) -> bool {
@@ -262,8 +271,8 @@ pub enum HugePages {
 /// The setting ([`MODE_MASK`]: [`MODE_AUTO`], [`MODE_OFF`] or [`MODE_ON`]), [`HUGE_BIG`] once the
 /// heap was seen holding [`HUGE_AUTO_FROM`] of dense memory, and [`HUGE_USED`] once any reservation
 /// asked: reservations advised then keep leaving huge pages where they decommit after the setting
-/// changes. Never-cleared bits (but the catch-up ones) in one atomic, so a thread that saw a reservation
-/// advised sees [`HUGE_USED`].
+/// changes. Never-cleared bits in one atomic, so a thread that saw a reservation advised sees
+/// [`HUGE_USED`].
 static HUGE_PAGES: AtomicU8 = AtomicU8::new(MODE_AUTO);
 const MODE_MASK: u8 = 3;
 const MODE_AUTO: u8 = 0;
@@ -271,11 +280,6 @@ const MODE_OFF: u8 = 1;
 const MODE_ON: u8 = 2;
 const HUGE_USED: u8 = 4;
 const HUGE_BIG: u8 = 8;
-/// Set with [`HUGE_BIG`]: the segments of [`Reservation::Slabs`] reserved before are still to be
-/// advised ([`take_huge_catch_up`]).
-const CATCH_UP_SLABS: u8 = 16;
-/// The same for the arenas.
-const CATCH_UP_ARENAS: u8 = 32;
 
 /// The dense memory (segments of [`Reservation::Slabs`], or large blocks in use) from which
 /// [`HugePages::Auto`] has dense reservations ask for huge pages: 64 MiB. A heap that stays below it keeps
@@ -302,20 +306,6 @@ pub fn huge_pages() -> HugePages {
         MODE_ON => HugePages::On,
         _ => HugePages::Auto,
     }
-}
-
-/// Whether the reservations holding `what` made before the process reached [`HUGE_AUTO_FROM`] are due
-/// for the advice that [`HugePages::Auto`] gives those made after; true once, to the caller that then
-/// gives it (the heap, for its segments of [`Reservation::Slabs`]; the large blocks, for their arenas).
-/// A region advised late gets huge pages where it is first touched from then on; what was touched
-/// before keeps small pages until the kernel's background collapse gets to it.
-pub fn take_huge_catch_up(what: Reservation) -> bool {
-    let bit = match what {
-        Reservation::Slabs => CATCH_UP_SLABS,
-        Reservation::Arena => CATCH_UP_ARENAS,
-        Reservation::SparseSlabs | Reservation::Mapping => return false,
-    };
-    HUGE_PAGES.load(Ordering::Relaxed) & bit != 0 && HUGE_PAGES.fetch_and(!bit, Ordering::Relaxed) & bit != 0
 }
 
 /// Whether a reservation holding `what`, made now, asks for huge pages.
@@ -439,11 +429,12 @@ unsafe impl PageSource for OsPages {
 
     fn note_dense_bytes(&self, bytes: usize) {
         if bytes >= HUGE_AUTO_FROM && HUGE_PAGES.load(Ordering::Relaxed) & HUGE_BIG == 0 {
-            // The first to see it also marks the reservations made before as due for advice.
-            let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                (v & HUGE_BIG == 0).then_some(v | HUGE_BIG | CATCH_UP_SLABS | CATCH_UP_ARENAS)
-            });
+            HUGE_PAGES.fetch_or(HUGE_BIG, Ordering::Relaxed);
         }
+    }
+
+    fn dense_mark_passed(&self) -> bool {
+        HUGE_PAGES.load(Ordering::Relaxed) & (MODE_MASK | HUGE_BIG) == MODE_AUTO | HUGE_BIG
     }
 
     unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {

@@ -90,6 +90,9 @@ pub struct Heap<P: PageSource> {
     /// on). Set before the first allocation only: a cache that owns slabs and stopped refilling from
     /// them would leave the blocks freed into them remotely there until its thread exits.
     owned_on: AtomicBool,
+    /// Whether the segments reserved before the huge-page mark was passed have had its advice
+    /// ([`PageSource::dense_mark_passed`]).
+    huge_caught_up: AtomicBool,
     source: P,
 }
 
@@ -108,6 +111,7 @@ impl<P: PageSource> Heap<P> {
             transfer_on: AtomicBool::new(false),
             transfer_used: AtomicBool::new(false),
             owned_on: AtomicBool::new(false),
+            huge_caught_up: AtomicBool::new(false),
             tiny: SlabPool::new(SegmentKind::Small, Reservation::SparseSlabs),
             small: SlabPool::new(SegmentKind::Small, Reservation::Slabs),
             medium: SlabPool::new(SegmentKind::Medium, Reservation::SparseSlabs),
@@ -220,7 +224,10 @@ impl<P: PageSource> Heap<P> {
     fn note_segments(&self) {
         let segments = self.pools().iter().map(|p| p.reserved.load(Ordering::Relaxed)).sum();
         self.large.slab_segments(&self.source, segments);
-        if crate::platform::take_huge_catch_up(Reservation::Slabs) {
+        if !self.huge_caught_up.load(Ordering::Relaxed)
+            && self.source.dense_mark_passed()
+            && !self.huge_caught_up.swap(true, Ordering::Relaxed)
+        {
             for pool in self.pools() {
                 pool.advise_huge_all(&self.source);
             }

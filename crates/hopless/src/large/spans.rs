@@ -259,7 +259,8 @@ impl LargeCache {
         q
     }
 
-    /// Gives every arena the huge-page advice for arenas (see [`crate::platform::take_huge_catch_up`]).
+    /// Gives every arena the huge-page advice for arenas (see
+    /// [`PageSource::dense_mark_passed`](crate::platform::PageSource::dense_mark_passed)).
     /// Under the lock, so that none is unmapped meanwhile: a few `madvise` calls, once in a process.
     pub fn advise_huge_arenas<P: PageSource>(&self, source: &P) {
         let g = self.inner.lock();
