@@ -633,6 +633,11 @@ pub struct SlabPool {
     pub purge_delay_ms: AtomicU32,
     /// Segments reserved so far (the large-mapping cache gives pages back as this grows).
     pub reserved: AtomicUsize,
+    /// Whether a clean slab (or a fresh segment's first) was taken since `Heap::trim` last purged the
+    /// clean ones: only then may a huge page have made clean slabs resident, and only then does the next
+    /// trim look at them again (so that a second `malloc_trim` finds nothing to give, and a program that
+    /// trims often pays no `madvise` per clean slab each time).
+    pub clean_taken: AtomicBool,
     pub inner: SpinLock<PoolInner>,
 }
 
@@ -663,6 +668,7 @@ impl SlabPool {
             keep_dirty: AtomicBool::new(false),
             purge_delay_ms: AtomicU32::new(PURGE_DELAY_MS),
             reserved: AtomicUsize::new(0),
+            clean_taken: AtomicBool::new(false),
             inner: SpinLock::new(PoolInner {
                 dirty: SlabList::new(),
                 clean: SlabList::new(),
@@ -732,7 +738,11 @@ impl SlabPool {
             let s = unsafe {
                 let s = g.dirty.pop_front();
                 if s.is_null() {
-                    g.clean.pop_front()
+                    let c = g.clean.pop_front();
+                    if !c.is_null() {
+                        self.clean_taken.store(true, Ordering::Relaxed);
+                    }
+                    c
                 } else {
                     s
                 }
@@ -781,6 +791,7 @@ impl SlabPool {
                 (&raw mut (*s).start).write(base.add(slot << shift));
             }
             self.reserved.fetch_add(1, Ordering::Relaxed);
+            self.clean_taken.store(true, Ordering::Relaxed);
             let mut g = self.inner.lock();
             g.segments += 1;
             (*seg).next = g.all;

@@ -552,9 +552,9 @@ impl<P: PageSource> Heap<P> {
             }
             // Where segments asked for huge pages, a slab never used can be resident: the first touch
             // of its neighbour made the whole huge page resident, and purging the neighbour split it
-            // into small pages that stay. Each clean slab is purged once (the purge files it at the
-            // other end of the list).
-            if self.source.huge_pages_used() {
+            // into small pages that stay. That happens only when a clean slab is taken into use; then
+            // each clean slab is purged once (the purge files it at the other end of the list).
+            if self.source.huge_pages_used() && pool.clean_taken.swap(false, Ordering::Relaxed) {
                 for _ in 0..pool.clean_len() {
                     let v = pool.take_clean();
                     if v.is_null() {
