@@ -933,14 +933,7 @@ impl SlabPool {
     /// Takes the clean slab at the tail, for the caller to [`SlabPool::purge`] (which files it at the
     /// head), or null: `trim`'s pass over slabs that a huge page may have made resident.
     pub fn take_clean(&self) -> *mut Slab {
-        let mut g = self.inner.lock();
-        // SAFETY: pool lock held.
-        let v = unsafe { g.clean.pop_back() };
-        if !v.is_null() {
-            // SAFETY: `v` is off every list; we own it now.
-            unsafe { (*v).state = SlabState::Purging };
-        }
-        v
+        self.take_to_purge(|g| &mut g.clean)
     }
 
     /// How many slabs are on the clean list.
@@ -950,9 +943,14 @@ impl SlabPool {
 
     /// Takes one dirty slab to purge (for trimming), or null.
     pub fn take_dirty(&self) -> *mut Slab {
+        self.take_to_purge(|g| &mut g.dirty)
+    }
+
+    /// Takes the slab at the tail of the list `list` picks, marked `Purging`, or null.
+    fn take_to_purge(&self, list: impl FnOnce(&mut PoolInner) -> &mut SlabList) -> *mut Slab {
         let mut g = self.inner.lock();
         // SAFETY: pool lock held.
-        let v = unsafe { g.dirty.pop_back() };
+        let v = unsafe { list(&mut g).pop_back() };
         if !v.is_null() {
             // SAFETY: `v` is off every list; we own it now.
             unsafe { (*v).state = SlabState::Purging };
