@@ -19,7 +19,7 @@ logs=$(mktemp -d)
 a=$!
 (
   export CARGO_TARGET_DIR=target/miri-b
-  # The allocator core's other tests: caches, slabs, large blocks, the transfer slots, the lock.
+  # The allocator core's other tests: caches, slabs, large blocks, remote frees, the lock.
   MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p hopless --lib -- --skip heap::
   # The store's unsafe code under Miri (std's allocator): its counted value handle and the collections
   # inside items, its table, the thin buffer and the packed entries the compact types are made of, the

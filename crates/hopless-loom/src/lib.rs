@@ -1,9 +1,8 @@
 //! # hopless-loom: loom models of the allocator's lock-free pieces
 //!
-//! The allocator's `transfer.rs`, `lock.rs` and `segment/remote.rs` are compiled here from their own source (`#[path]`),
+//! The allocator's `lock.rs` and `segment/remote.rs` are compiled here from their own source (`#[path]`),
 //! against the small modules below in place of the allocator's: `sync` re-exports loom's atomics,
-//! `size_class` shrinks a batch to 2 blocks so that loom's search stays small, `platform::yield_now`
-//! yields to loom's scheduler, `platform::futex_wait`/`futex_wake_one` model the kernel's futex with
+//! `platform::futex_wait`/`futex_wake_one` model the kernel's futex with
 //! loom's mutex and condition variable, and `tls` says no thread holds the locks for `fork`. Their
 //! `loom_tests` then run every interleaving.
 //!
@@ -15,25 +14,12 @@
 #![cfg(loom)]
 
 mod sync {
-    pub use loom::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-}
-
-mod size_class {
-    /// Batches of `MAG_MAX / 2 = 2` blocks.
-    pub const MAG_MAX: usize = 4;
-
-    pub fn class_size(_class: usize) -> usize {
-        64
-    }
+    pub use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 }
 
 mod platform {
     use loom::sync::atomic::{AtomicU32, Ordering};
     use loom::sync::{Condvar, Mutex};
-
-    pub fn yield_now() {
-        loom::thread::yield_now();
-    }
 
     /// The kernel's futex for one process, as the lock sees it: a waiter whose word still holds the
     /// value it expects sleeps until a wake-up is handed to it (any sleeper may get it); a wake with
@@ -82,10 +68,6 @@ mod tls {
 
     pub fn write<const W: usize>(_v: usize) {}
 }
-
-#[path = "../../hopless/src/transfer.rs"]
-#[allow(dead_code)]
-mod transfer;
 
 #[path = "../../hopless/src/lock.rs"]
 #[allow(dead_code)]

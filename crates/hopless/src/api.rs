@@ -234,7 +234,7 @@ impl Hopless {
     /// Writes one line describing the allocator's configuration to stderr, without allocating (the
     /// class table, slab sizes, the large-block cache, magazine sizes), from the constants themselves.
     pub fn print_config() {
-        // The options (`HOPLESS_TRANSFER`, `HOPLESS_HUGE_PAGES`, `HOPLESS_OWNED_SLABS`) are read at set-up, which may not have run yet.
+        // The options (`HOPLESS_HUGE_PAGES`, `HOPLESS_OWNED_SLABS`) are read at set-up, which may not have run yet.
         process_init();
         use crate::segment::{MEDIUM_SLAB_SHIFT, SMALL_SLAB_SHIFT};
         use crate::size_class::{MAG_CAPACITY, MEDIUM_MAX, NUM_CLASSES, NUM_SMALL, SMALL_MAX};
@@ -273,11 +273,6 @@ impl Hopless {
             .str(" above, fewer for medium classes; refill half")
             .str(if HEAP.owned_slabs_enabled() {
                 "; thread-owned slabs (refills, flushes and other threads' frees without the class lock)"
-            } else {
-                ""
-            })
-            .str(if HEAP.transfer_enabled() {
-                "; cross-thread batches through transfer slots"
             } else {
                 "; cross-thread batches through the class lock"
             })

@@ -55,7 +55,6 @@
 //! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, thread-owned slabs, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
-//! | `transfer` | lock-free slots that carry half-magazines between threads (off by default, `HOPLESS_TRANSFER=1`) |
 //! | `address` | what an address is to hopless (a segment, a large block, or foreign), from the address alone |
 //! | `large` | blocks above 256 KiB: arena spans up to 16 MiB, bigger ones a mapping each with a cache of recent ones; the retention budget |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |
@@ -146,7 +145,6 @@ where_native! {
     mod slow;
     mod sync;
     mod tls;
-    mod transfer;
 
     /// The inside, for hopless's own benchmarks, tests, `libhopless.so` and `crates/hopless-lab`: not a
     /// stable API.

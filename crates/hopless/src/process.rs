@@ -65,9 +65,6 @@ fn process_init_slow() {
     }
     INIT_OWNER.store(crate::platform::thread_self(), Ordering::Relaxed);
     crate::cache::seed_free_key(crate::platform::process_random());
-    if crate::platform::env_flag(c"HOPLESS_TRANSFER") {
-        HEAP.set_transfer(true);
-    }
     match crate::platform::env_setting(c"HOPLESS_HUGE_PAGES") {
         Some(true) => crate::platform::set_huge_pages(crate::platform::HugePages::On),
         Some(false) => crate::platform::set_huge_pages(crate::platform::HugePages::Off),

@@ -2,4 +2,4 @@
 //! (`crates/hopless-loom`) compile those pieces against a module of the same name that re-exports
 //! loom's, so the code under test is the code that ships.
 
-pub use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};

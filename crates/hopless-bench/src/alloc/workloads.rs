@@ -19,7 +19,7 @@
 //!   from the first allocation to the last consumer's last free;
 //! - `handoff-N`: the same with the queue's cost taken out: the producer fills a buffer of 1024 fresh
 //!   64-byte blocks and hands the whole buffer to the next of N consumers (1, 3, 15), which frees them
-//!   all; what is left is the allocator's cross-thread path (flush, transfer or lock, refill);
+//!   all; what is left is the allocator's cross-thread path (the flush, the class lock, the refill);
 //! - `all-to-all-N`: N threads (4 and 16) each put fresh 16..=256-byte blocks into random slots of one
 //!   shared array of 4096, freeing the block each swaps out (allocated, N-1 times in N, by another
 //!   thread); no thread knows that block's size, so only an allocator whose free needs none runs it;

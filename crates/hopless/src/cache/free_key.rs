@@ -11,9 +11,8 @@
 //! goes on from its last holder's count. Every 16 384 of them each open magazine takes a new one, so an
 //! idle magazine's epoch never lingers until a busier class's counter comes round to it. (Writing a mark
 //! into each flushed block, as hopless did until 2026-12-03, cost a store to a line the cache had mostly
-//! lost by then.) The exceptions write a mark (cache id `MARK_ID`, or `TRANSFER_ID`): a block freed
-//! without a thread cache, through the batch API, or into a transfer slot. And for a program that frees
-//! blocks unwritten, the free path keys its magazine's last refill (`ThreadCache::key_refilled`).
+//! lost by then.) The exception writes a mark (cache id `MARK_ID`): a block freed without a thread
+//! cache, or through the batch API. And for a program that frees blocks unwritten, the free path keys its magazine's last refill (`ThreadCache::key_refilled`).
 //!
 //! A free that finds its own magazine's key for this very slot and epoch (a block popped from the top
 //! and freed again unwritten, the usual unwritten case) costs nothing more. This magazine's key for
@@ -61,11 +60,11 @@ pub(crate) const EPOCH_SHIFT: u32 = 32;
 /// The epoch's bits in a key, before the shift.
 pub(crate) const EPOCH_MASK: usize = 0xffff;
 /// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
+/// Id 510 is no cache's (it was the transfer slots' mark until 2026-12-03): a word that reads as a key
+/// with it sends the check to the search of every magazine, as a key of a cache without an id does.
 pub const MAX_CACHE_ID: usize = 510;
 /// The cache id of a block's mark while it sits in its slab.
 pub const MARK_ID: usize = 511;
-/// The cache id of a block's mark while it sits in a transfer slot (`transfer`).
-pub const TRANSFER_ID: usize = 510;
 pub(crate) const ID_SHIFT: u32 = 55;
 pub(crate) const SLOT_SHIFT: u32 = 48;
 /// The rotation that brings where a block went and its epoch (the key's bits from [`EPOCH_SHIFT`] up)
@@ -107,12 +106,6 @@ pub fn slab_mark(p: *mut u8) -> usize {
     p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (MARK_ID << ID_SHIFT)
 }
 
-/// The mark of a block in a transfer slot (or moved on from one without being handed out).
-#[inline]
-pub fn transfer_mark(p: *mut u8) -> usize {
-    p.addr() ^ FREE_SALT.load(Ordering::Relaxed) ^ (TRANSFER_ID << ID_SHIFT)
-}
-
 /// A magazine tag for cache `id`, at epoch 0 (the salt is fixed before the first cache is made).
 #[inline]
 pub fn tag_of(id: usize) -> u64 {
@@ -150,8 +143,6 @@ pub enum KeySays {
     Nothing,
     /// In its slab since a flush.
     Slab,
-    /// Put into a transfer slot since its last free: there, or moved on (to a magazine or its slab).
-    Transfer,
     /// In slot `slot` of cache `id`'s magazine (id 0: a cache without an id).
     Slot { id: usize, slot: usize },
 }
@@ -171,8 +162,6 @@ pub unsafe fn read_key(p: *mut u8) -> KeySays {
     let id = t >> ID_SHIFT;
     if id == MARK_ID {
         KeySays::Slab
-    } else if id == TRANSFER_ID {
-        KeySays::Transfer
     } else {
         KeySays::Slot {
             id,

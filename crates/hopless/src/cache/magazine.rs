@@ -746,7 +746,7 @@ impl ThreadCache {
     }
 
     /// Writes its slot key, as a push would have, into every block a refill left in the magazine of
-    /// `class` that carries a mark (a slab or transfer mark) or a key other than its slot's (the key of
+    /// `class` that carries a mark (the slab mark) or a key other than its slot's (the key of
     /// its last free, before a flush took it), and empties the refilled range: from here on every
     /// such block in the magazine carries the key of the slot that holds it. A fresh block, never
     /// written, is left so (the keying does not touch its page, and nothing in it can send a free to
@@ -783,7 +783,7 @@ impl ThreadCache {
             // at least 8 bytes and aligned to 8; their first words are the allocator's.
             unsafe {
                 let stale = match read_key(p) {
-                    KeySays::Slab | KeySays::Transfer => true,
+                    KeySays::Slab => true,
                     // Any key but this slot's own: the key of the block's last free, before a flush
                     // took it (a block keyed since sits in its key's slot).
                     KeySays::Slot { id, slot } => id != own || slot != i,

@@ -16,7 +16,7 @@ mod registry;
 
 pub(crate) use free_key::opaque;
 pub use free_key::{
-    free_salt, key_epoch, read_key, seed_free_key, slab_mark, transfer_mark, write_key, KeySays,
+    free_salt, key_epoch, read_key, seed_free_key, slab_mark, write_key, KeySays,
 };
 pub use magazine::{class_at_mag_offset, mag_offset, Magazine, OwnKey, Push, ThreadCache, MALLOC_MAG_OFFSET};
 #[cfg(test)]

@@ -1,14 +1,11 @@
-//! Every lock of the heap, taken before `fork` (in a fixed order: registry, classes, transfer slots (held
-//! still, see `transfer`), pools, large) and given back after it in both processes.
+//! Every lock of the heap, taken before `fork` (in a fixed order: registry, classes, pools, large) and
+//! given back after it in both processes.
 //!
 //! What the handlers write, they write on both sides of the fork, so each page they touch costs a
-//! copy-on-write fault in the parent and another in the child. The class locks sit in one 9 KiB array;
-//! the transfer slots span about 230 KiB (56 pages), so they are held still only once they have been
-//! turned on (`transfer_used`): while they are off, nothing can be put into them.
+//! copy-on-write fault in the parent and another in the child; the class locks sit in one 9 KiB array.
 
 use super::Heap;
 use crate::platform::PageSource;
-use core::sync::atomic::Ordering;
 
 impl<P: PageSource> Heap<P> {
     /// Takes every lock (before `fork`), in a fixed order.
@@ -16,11 +13,6 @@ impl<P: PageSource> Heap<P> {
         self.caches.raw_lock();
         for c in &self.classes {
             c.inner.raw_lock();
-        }
-        if self.transfer_used.load(Ordering::SeqCst) {
-            for t in &self.transfer {
-                t.freeze();
-            }
         }
         for pool in self.pools() {
             pool.inner.raw_lock();
@@ -40,13 +32,6 @@ impl<P: PageSource> Heap<P> {
             self.large.unlock_raw();
             for pool in self.pools().into_iter().rev() {
                 pool.inner.raw_unlock();
-            }
-            // A slot frozen by `lock_all` is thawed; one `set_transfer` turned on in between is thawed
-            // without having been frozen, which clears a bit that is not set.
-            if self.transfer_used.load(Ordering::SeqCst) {
-                for t in &self.transfer {
-                    t.thaw();
-                }
             }
             for c in &self.classes {
                 c.inner.raw_unlock();

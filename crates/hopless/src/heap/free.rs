@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 use super::Heap;
 use crate::address::{locate, Located};
 use crate::cache::{
-    key_epoch, OwnKey, read_key, slab_mark, transfer_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
+    key_epoch, OwnKey, read_key, slab_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
 };
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
@@ -59,38 +59,6 @@ impl<P: PageSource> Heap<P> {
         }
         // SAFETY: forwarded.
         unsafe { self.flush_from(tc, class, blocks) };
-    }
-
-    /// A full magazine's newer half: into an empty transfer slot of its class when there is one (the
-    /// lock-free way to the thread that allocates next), else to the slabs. Every block that carries a
-    /// key or a slab mark gets the transfer mark first, so that a double free of it looks in the slots
-    /// (and, once it moved on, in its slab's bitmap); a fresh block with nothing in it is left unwritten.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Heap::flush_from_magazine`].
-    pub(crate) unsafe fn flush_half(
-        &self,
-        tc: *mut ThreadCache,
-        class: usize,
-        blocks: &[*mut u8],
-    ) {
-        let Some(t) = self.transfer_of(class) else {
-            // SAFETY: forwarded.
-            return unsafe { self.flush_from_magazine(tc, class, blocks) };
-        };
-        for &p in blocks {
-            // SAFETY: per the caller, free blocks of this heap: their first words are ours.
-            unsafe {
-                if matches!(read_key(p), KeySays::Slot { .. } | KeySays::Slab) {
-                    write_key(p, transfer_mark(p));
-                }
-            }
-        }
-        if !t.put(blocks, crate::transfer::slots_for(class, blocks.len())) {
-            // SAFETY: forwarded; a transfer mark in a slab sends the double-free check to the bitmap.
-            unsafe { self.flush_from(tc, class, blocks) };
-        }
     }
 
     /// Frees any block by its address alone: the segment header says small, medium or large, and for a
@@ -203,14 +171,6 @@ impl<P: PageSource> Heap<P> {
             // frees come here) or the empty cache.
             KeySays::Slab => unsafe {
                 self.free_in_slab(p) || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
-            },
-            // Put into a transfer slot: still there, or moved on to its slab or to this thread's
-            // refill (to another thread's: the same gap as above).
-            // SAFETY: as above.
-            KeySays::Transfer => unsafe {
-                self.transfer.get(class).is_some_and(|t| t.holds(p))
-                    || self.free_in_slab(p)
-                    || (!tc.is_null() && ThreadCache::check_refilled(tc, class, p))
             },
             // In that slot of that cache, or a stale key: the block was popped from there and handed
             // out, or flushed to its slab (a flush leaves the key), and perhaps refilled since.

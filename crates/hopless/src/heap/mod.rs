@@ -18,8 +18,7 @@
 //! driven by explicit thread caches instead of thread-local ones.
 //!
 //! Invariants the other files rely on:
-//! - every block is in exactly one place: handed out, in one magazine, in one transfer slot, or free in
-//!   its slab's bitmap
+//! - every block is in exactly one place: handed out, in one magazine, or free in its slab's bitmap
 //!   (`free.rs`'s double-free check and `ClassHeap::flush` rely on it);
 //! - a thread cache with an id is never unmapped (`registry.rs`; free keys name it, `free_suspect` reads
 //!   it);
@@ -54,7 +53,6 @@ use crate::report::report_bad_free;
 use crate::segment::{FreeError, SegmentKind, Slab, MAX_BLOCKS, SEGMENT_MAGIC, SMALL_SLAB_SHIFT};
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
-use crate::transfer::Transfer;
 
 /// Whether the blocks of small class `class` fill its slab: a slab holds at most [`MAX_BLOCKS`] blocks,
 /// so those of 8 to 48 B use 8 to 48 KiB of its 64 KiB and never touch the rest. Those classes take
@@ -78,14 +76,6 @@ pub struct Heap<P: PageSource> {
     medium: SlabPool,
     large: LargeCache,
     caches: SpinLock<Caches>,
-    /// Whether full magazines go to the transfer slots first (off by default; `HOPLESS_TRANSFER=1` turns
-    /// it on: see `transfer`).
-    transfer_on: AtomicBool,
-    /// Set before `transfer_on` is first set, never cleared: whether any slot may hold a batch or be
-    /// in flight. While it is false, `fork` leaves the slots alone (see `lock_all`).
-    pub(crate) transfer_used: AtomicBool,
-    /// Small classes' lock-free slots for half-magazines moving between threads (`transfer`).
-    pub(crate) transfer: [Transfer; size_class::NUM_SMALL],
     /// Whether thread caches own slabs (`owned.rs`; off by default, `HOPLESS_OWNED_SLABS=1` turns it
     /// on). Set before the first allocation only: a cache that owns slabs and stopped refilling from
     /// them would leave the blocks freed into them remotely there until its thread exits.
@@ -107,9 +97,6 @@ impl<P: PageSource> Heap<P> {
         Heap {
             source,
             classes: [const { ClassHeap::new() }; NUM_CLASSES],
-            transfer: [const { Transfer::new() }; size_class::NUM_SMALL],
-            transfer_on: AtomicBool::new(false),
-            transfer_used: AtomicBool::new(false),
             owned_on: AtomicBool::new(false),
             huge_caught_up: AtomicBool::new(false),
             tiny: SlabPool::new(SegmentKind::Small, Reservation::SparseSlabs),
@@ -142,24 +129,6 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// The transfer slots of `class` when the default mode uses them (small classes only).
-    #[inline]
-    fn transfer_of(&self, class: usize) -> Option<&Transfer> {
-        if !self.transfer_on.load(Ordering::Relaxed) || crate::mode::checked() {
-            return None;
-        }
-        self.transfer.get(class)
-    }
-
-    /// Turns the transfer slots on or off (before the first allocation, or at any time: what sits in
-    /// them stays found by the double-free check and goes to the slabs at the next [`Heap::trim`]).
-    pub(crate) fn set_transfer(&self, on: bool) {
-        if on {
-            self.transfer_used.store(true, Ordering::SeqCst);
-        }
-        self.transfer_on.store(on, Ordering::Relaxed);
-    }
-
     /// Turns thread-owned slabs on or off (before the first allocation; see `owned_on`).
     pub(crate) fn set_owned_slabs(&self, on: bool) {
         self.owned_on.store(on, Ordering::Relaxed);
@@ -168,19 +137,6 @@ impl<P: PageSource> Heap<P> {
     /// Whether thread-owned slabs are on.
     pub(crate) fn owned_slabs_enabled(&self) -> bool {
         self.owned_on.load(Ordering::Relaxed)
-    }
-
-    /// Whether the transfer slots are on.
-    pub(crate) fn transfer_enabled(&self) -> bool {
-        self.transfer_on.load(Ordering::Relaxed)
-    }
-
-    /// Batches of `class` put into and taken from its transfer slots so far.
-    #[cfg(test)]
-    pub(crate) fn transfer_counts(&self, class: usize) -> (u64, u64) {
-        self.transfer.get(class).map_or((0, 0), |t| {
-            (t.puts.load(Ordering::Relaxed), t.takes.load(Ordering::Relaxed))
-        })
     }
 
     /// What the checked modes ask of the layers below (all off in the default mode).
@@ -284,15 +240,11 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: the magazine is the calling thread's own, and empty.
         unsafe {
             ThreadCache::open(tc, class);
-            // A batch another thread's flush left in a transfer slot first: no lock, no slab touched.
-            let mut n = self.transfer_of(class).map_or(0, |t| t.take(&mut buf));
-            if n == 0 {
-                n = match buf.get_mut(..want) {
-                    Some(out) if self.owns_slabs(tc, class) => self.refill_owned(tc, class, out),
-                    Some(out) => self.refill(class, out),
-                    None => 0,
-                };
-            }
+            let n = match buf.get_mut(..want) {
+                Some(out) if self.owns_slabs(tc, class) => self.refill_owned(tc, class, out),
+                Some(out) => self.refill(class, out),
+                None => 0,
+            };
             if let Some(blocks) = buf.get(..n) {
                 ThreadCache::fill(tc, class, blocks);
             }
@@ -321,7 +273,7 @@ impl<P: PageSource> Heap<P> {
             let half = ThreadCache::count(tc, class).div_ceil(2);
             let n = ThreadCache::take_newest(tc, class, half, &mut buf);
             if let Some(blocks) = buf.get(..n) {
-                self.flush_half(tc, class, blocks);
+                self.flush_from_magazine(tc, class, blocks);
             }
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);
@@ -495,22 +447,10 @@ impl<P: PageSource> Heap<P> {
         self.small.max_dirty()
     }
 
-    /// Gives back to the OS everything it can: the batches in transfer slots go to their slabs, then
-    /// fully free slabs every class keeps, every dirty slab in the pools, the large-mapping cache, and
+    /// Gives back to the OS everything it can: the fully free slabs every class keeps, every dirty slab in the pools, the large-mapping cache, and
     /// the magazine pages parked caches keep for the next threads. Blocks in thread caches stay there
     /// (flush your own first).
     pub fn trim(&self) {
-        let mut buf = [ptr::null_mut(); MAG_MAX];
-        for (class, t) in self.transfer.iter().enumerate() {
-            loop {
-                let n = t.take(&mut buf);
-                let Some(blocks) = buf.get(..n).filter(|b| !b.is_empty()) else {
-                    break;
-                };
-                // SAFETY: free blocks of `class` out of its transfer slot, given to nobody else.
-                unsafe { self.flush(class, blocks) };
-            }
-        }
         for class in 0..NUM_CLASSES {
             let pool = self.pool(class);
             loop {

@@ -1,4 +1,4 @@
-//! Core tests over a private heap on `SystemPages`, natively and under Miri. The heap as a whole: every class round trip, pools and purging, realloc, batches, threads, transfer slots.
+//! Core tests over a private heap on `SystemPages`, natively and under Miri. The heap as a whole: every class round trip, pools and purging, realloc, batches, threads.
 
 use crate::cache::ThreadCache;
 use crate::heap::Heap;
@@ -277,84 +277,6 @@ fn threads_free_each_others_blocks_with(owned: bool) {
     });
     heap.trim();
     assert!(heap.stats().classes.iter().all(|c| c.slabs == 0));
-}
-
-/// `fork`'s handlers write only the lock pages while the transfer slots have never been on (the slots
-/// span 56 pages, each copied on write in both processes after every fork); once on, they hold the
-/// slots still like any lock, and give them back.
-#[test]
-fn fork_leaves_transfer_slots_alone_until_they_are_turned_on() {
-    let heap = Heap::new(SystemPages);
-    let frozen = |h: &Heap<SystemPages>| h.transfer.iter().map(|t| t.frozen()).sum::<usize>();
-    heap.lock_all();
-    assert_eq!(frozen(&heap), 0, "slots never on are not written");
-    // SAFETY: this thread took every lock just above.
-    unsafe { heap.unlock_all() };
-    heap.set_transfer(true);
-    heap.set_transfer(false);
-    heap.lock_all();
-    assert_eq!(
-        frozen(&heap),
-        heap.transfer.len() * crate::transfer::TRANSFER_SLOTS,
-        "slots that were on once may hold batches: every one is held still"
-    );
-    // SAFETY: as above.
-    unsafe { heap.unlock_all() };
-    assert_eq!(frozen(&heap), 0);
-}
-
-/// With the transfer slots on, a consumer's full magazine goes to a slot with the transfer mark on every
-/// block, the producer's next refill takes that batch back whole (no slab touched), and a block sitting
-/// in a slot is seen there by the double-free check's look (`Transfer::holds`).
-#[test]
-fn transfer_slots_carry_a_consumers_flush_to_the_producers_refill() {
-    use crate::cache::{read_key, KeySays};
-    let heap = Heap::new(SystemPages);
-    heap.set_transfer(true);
-    let (producer, consumer) = (heap.new_thread_cache(1), heap.new_thread_cache(2));
-    let class = class_for(64, 8).unwrap();
-    let cap = MAG_CAPACITY[class] as usize;
-    let n = cap + 1;
-    // SAFETY: two test caches used from this thread in turn, as two threads would; blocks freed once.
-    unsafe {
-        let blocks: Vec<*mut u8> = (0..n).map(|_| heap.take_block(producer, class)).collect();
-        for (i, &p) in blocks.iter().enumerate() {
-            fill(p, 64, i as u8);
-        }
-        for &p in &blocks {
-            heap.free_checked(consumer, class, p);
-        }
-        assert_eq!(
-            heap.transfer_counts(class),
-            (1, 0),
-            "the full magazine's newer half went to a slot"
-        );
-        let moved: Vec<*mut u8> = blocks
-            .iter()
-            .copied()
-            .filter(|&p| read_key(p) == KeySays::Transfer)
-            .collect();
-        assert_eq!(moved.len(), cap.div_ceil(2));
-        assert!(heap.transfer[class].holds(moved[0]));
-        // The producer's magazine runs dry; its refill takes the batch.
-        while ThreadCache::count(producer, class) > 0 {
-            let p = heap.take_block(producer, class);
-            heap.free_checked(consumer, class, p);
-        }
-        let p = heap.take_block(producer, class);
-        assert_eq!(heap.transfer_counts(class).1, 1);
-        assert!(moved.contains(&p), "the refill took the transferred batch");
-        assert!(!heap.transfer[class].holds(p));
-        assert!(
-            ThreadCache::holds_refilled(producer, class, moved[0]) || moved[0] == p,
-            "the double-free check finds a transferred block in the refill"
-        );
-        heap.free_checked(producer, class, p);
-        heap.retire_thread_cache(producer);
-        heap.retire_thread_cache(consumer);
-        heap.trim();
-        assert_eq!(heap.transfer_counts(class).0, heap.transfer_counts(class).1);
-    }
 }
 
 /// A program that frees its blocks without writing their first word (the Rust view of `hopless bench
