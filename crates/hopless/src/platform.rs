@@ -6,7 +6,7 @@
 //! or inside a test without touching the OS.
 
 use core::ptr;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// The heap's unit of layout: the smallest page any kernel it runs on has (4 KiB). Its own structures
 /// (thread caches, header areas, large blocks' offsets) are laid out in these. Where the kernel's own
@@ -305,6 +305,24 @@ pub fn huge_pages() -> HugePages {
         MODE_OFF => HugePages::Off,
         MODE_ON => HugePages::On,
         _ => HugePages::Auto,
+    }
+}
+
+/// One heap's record that its regions reserved before [`HugePages::Auto`]'s mark have had the advice
+/// given to those reserved after it (the segments in `Heap`, the arenas in `LargeCache`).
+#[derive(Debug, Default)]
+pub struct HugeCatchUp(AtomicBool);
+
+impl HugeCatchUp {
+    pub const fn new() -> Self {
+        HugeCatchUp(AtomicBool::new(false))
+    }
+
+    /// True once, to the one caller that then advises the earlier regions, after `source` passed its
+    /// mark ([`PageSource::dense_mark_passed`]); one relaxed load on every later call.
+    #[inline]
+    pub fn due<P: PageSource>(&self, source: &P) -> bool {
+        !self.0.load(Ordering::Relaxed) && source.dense_mark_passed() && !self.0.swap(true, Ordering::Relaxed)
     }
 }
 

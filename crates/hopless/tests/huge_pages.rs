@@ -159,8 +159,8 @@ fn has(p: *mut u8, flag: &str) -> bool {
 }
 
 /// The default in a fresh process (`auto_child`): until the heap holds 64 MiB of segments of 64 B..4 KiB
-/// blocks nothing asks for huge pages; from then on, segments of slabs their blocks fill and arenas ask (new ones at once, earlier ones at the
-/// next refill or large block), while the smallest classes'
+/// blocks nothing asks for huge pages; from then on, segments of slabs their blocks fill and arenas ask
+/// (new ones at once, earlier ones at the next refill or large block), while the smallest classes'
 /// segments (whose slabs those blocks fill in part) and large mappings (which may be touched sparsely)
 /// keep small pages.
 #[test]

@@ -48,7 +48,7 @@ use crate::cache::{Caches, ThreadCache, CACHE_BYTES};
 use crate::central::{Checks, ClassHeap, SlabPool};
 use crate::large::LargeCache;
 use crate::lock::SpinLock;
-use crate::platform::{PageSource, Reservation, PAGE_SIZE};
+use crate::platform::{HugeCatchUp, PageSource, Reservation, PAGE_SIZE};
 use crate::report::report_bad_free;
 use crate::segment::{FreeError, SegmentKind, Slab, MAX_BLOCKS, SEGMENT_MAGIC, SMALL_SLAB_SHIFT};
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
@@ -80,9 +80,8 @@ pub struct Heap<P: PageSource> {
     /// on). Set before the first allocation only: a cache that owns slabs and stopped refilling from
     /// them would leave the blocks freed into them remotely there until its thread exits.
     owned_on: AtomicBool,
-    /// Whether the segments reserved before the huge-page mark was passed have had its advice
-    /// ([`PageSource::dense_mark_passed`]).
-    huge_caught_up: AtomicBool,
+    /// Whether the segments reserved before the huge-page mark was passed have had its advice.
+    huge_caught_up: HugeCatchUp,
     source: P,
 }
 
@@ -98,7 +97,7 @@ impl<P: PageSource> Heap<P> {
             source,
             classes: [const { ClassHeap::new() }; NUM_CLASSES],
             owned_on: AtomicBool::new(false),
-            huge_caught_up: AtomicBool::new(false),
+            huge_caught_up: HugeCatchUp::new(),
             tiny: SlabPool::new(SegmentKind::Small, Reservation::SparseSlabs),
             small: SlabPool::new(SegmentKind::Small, Reservation::Slabs),
             medium: SlabPool::new(SegmentKind::Medium, Reservation::SparseSlabs),
@@ -180,10 +179,7 @@ impl<P: PageSource> Heap<P> {
     fn note_segments(&self) {
         let segments = self.pools().iter().map(|p| p.reserved.load(Ordering::Relaxed)).sum();
         self.large.slab_segments(&self.source, segments);
-        if !self.huge_caught_up.load(Ordering::Relaxed)
-            && self.source.dense_mark_passed()
-            && !self.huge_caught_up.swap(true, Ordering::Relaxed)
-        {
+        if self.huge_caught_up.due(&self.source) {
             for pool in self.pools() {
                 pool.advise_huge_all(&self.source);
             }
@@ -447,8 +443,9 @@ impl<P: PageSource> Heap<P> {
         self.small.max_dirty()
     }
 
-    /// Gives back to the OS everything it can: the fully free slabs every class keeps, every dirty slab in the pools, the large-mapping cache, and
-    /// the magazine pages parked caches keep for the next threads. Blocks in thread caches stay there
+    /// Gives back to the OS everything it can: the fully free slabs every class keeps, every dirty slab
+    /// in the pools, the large-mapping cache, and the magazine pages parked caches keep for the next
+    /// threads. Blocks in thread caches stay there
     /// (flush your own first).
     pub fn trim(&self) {
         for class in 0..NUM_CLASSES {

@@ -3,7 +3,6 @@
 //! moves pages, never bytes.
 
 use core::ptr;
-use core::sync::atomic::Ordering;
 
 use super::arena::{ARENA_MAP, MAX_ALIGN, MAX_SPAN, SLICE};
 use super::budget::{budget, Purge};
@@ -26,10 +25,7 @@ impl LargeCache {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
-        if !self.huge_caught_up.load(Ordering::Relaxed)
-            && source.dense_mark_passed()
-            && !self.huge_caught_up.swap(true, Ordering::Relaxed)
-        {
+        if self.huge_caught_up.due(source) {
             self.advise_huge_arenas(source);
         }
         let off = data_offset(align);

@@ -94,10 +94,13 @@ impl LargeCache {
             Some(t)
         };
         let (a, s, dirty) = loop {
-            if let Some(t) = take(&mut self.inner.lock()) {
-                break t;
-            }
-            let in_use = self.inner.lock().bytes_in_use as usize;
+            let in_use = {
+                let mut g = self.inner.lock();
+                if let Some(t) = take(&mut g) {
+                    break t;
+                }
+                g.bytes_in_use as usize
+            };
             source.note_dense_bytes(in_use.saturating_add(usable));
             let fresh = arena::create(source);
             if fresh.is_null() {

@@ -3,7 +3,7 @@
 //! `large` rely on; the layout of a large block's header.
 
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicUsize};
+use core::sync::atomic::AtomicUsize;
 
 use super::arena::{Arena, SLICE};
 use crate::lock::SpinLock;
@@ -35,9 +35,8 @@ pub struct LargeCache {
     pub(super) inner: SpinLock<LargeInner>,
     /// The small and medium segments reserved when [`LargeCache::slab_segments`] last looked.
     pub(super) slab_segments_seen: AtomicUsize,
-    /// Whether the arenas reserved before the huge-page mark was passed have had its advice
-    /// ([`PageSource::dense_mark_passed`](crate::platform::PageSource::dense_mark_passed)).
-    pub(super) huge_caught_up: AtomicBool,
+    /// Whether the arenas reserved before the huge-page mark was passed have had its advice.
+    pub(super) huge_caught_up: crate::platform::HugeCatchUp,
 }
 
 /// The cache and the counters, under the cache's lock. Invariants (relied on by [`LargeCache::alloc`]'s
@@ -113,7 +112,7 @@ impl LargeCache {
     pub const fn new() -> Self {
         LargeCache {
             slab_segments_seen: AtomicUsize::new(0),
-            huge_caught_up: AtomicBool::new(false),
+            huge_caught_up: crate::platform::HugeCatchUp::new(),
             inner: SpinLock::new(LargeInner {
                 entries: [NO_ENTRY; CACHE_ENTRIES],
                 n: 0,
