@@ -32,6 +32,7 @@ use crate::cache::hint_owner;
 use crate::lock::SpinLock;
 use crate::platform::{now_ms, PageSource, Reservation};
 use crate::report::report_bad_free;
+use crate::scratch;
 use crate::segment::{
     segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentHeader, SegmentKind, Slab, SlabList, SlabState,
     HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_MAGIC, SLAB_POOLED,
@@ -128,7 +129,7 @@ impl ClassHeap {
         pool: &SlabPool,
         source: &P,
         checks: Checks,
-        out: &mut [*mut u8],
+        out: &mut [MaybeUninit<*mut u8>],
     ) -> usize {
         let mut g = self.inner.lock();
         let mut got = 0;
@@ -205,7 +206,7 @@ impl ClassHeap {
         blocks: &[*mut u8],
     ) {
         let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
-        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
+        let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
         for chunk in blocks.chunks(MAG_MAX) {
             let checked = Self::check_returns(class, chunk, &mut checked);
             let nv = {
@@ -213,7 +214,8 @@ impl ClassHeap {
                 // SAFETY: forwarded; the guard is this class's; the blocks were checked just above.
                 unsafe { Self::flush_checked(&mut g, class, pool, checked, &mut victims) }
             };
-            for &v in victims.iter().take(nv) {
+            // SAFETY: `flush_checked` wrote the first `nv`.
+            for &v in unsafe { scratch::written(&victims, nv) } {
                 // SAFETY: `put` handed these back to purge, and we hold no lock.
                 unsafe { pool.purge(source, v, checks.keep_last_page) };
             }
@@ -236,13 +238,14 @@ impl ClassHeap {
         checks: Checks,
         runs: &[Returning],
     ) {
-        let mut victims = [ptr::null_mut::<Slab>(); MAG_MAX];
+        let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
         let nv = {
             let mut g = self.inner.lock();
             // SAFETY: forwarded; the guard is this class's.
             unsafe { Self::flush_checked(&mut g, class, pool, runs, &mut victims) }
         };
-        for &v in victims.iter().take(nv) {
+        // SAFETY: `flush_checked` wrote the first `nv`.
+        for &v in unsafe { scratch::written(&victims, nv) } {
             // SAFETY: `put` handed these back to purge, and we hold no lock.
             unsafe { pool.purge(source, v, checks.keep_last_page) };
         }
@@ -260,7 +263,7 @@ impl ClassHeap {
         class: usize,
         pool: &SlabPool,
         blocks: &[*mut u8],
-        victims: &mut [*mut Slab; MAG_MAX],
+        victims: &mut [MaybeUninit<*mut Slab>; MAG_MAX],
     ) -> usize {
         let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
         let mut nv = 0;
@@ -392,7 +395,7 @@ impl ClassHeap {
         class: usize,
         pool: &SlabPool,
         runs: &[Returning],
-        victims: &mut [*mut Slab],
+        victims: &mut [MaybeUninit<*mut Slab>],
     ) -> usize {
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let mut nv = 0;
@@ -482,7 +485,7 @@ impl ClassHeap {
         keep: u32,
         pool: &SlabPool,
         s: *mut Slab,
-        victims: &mut [*mut Slab],
+        victims: &mut [MaybeUninit<*mut Slab>],
     ) -> usize {
         // SAFETY: per the caller.
         unsafe {
@@ -502,7 +505,7 @@ impl ClassHeap {
                     let v = pool.put(s);
                     if !v.is_null() {
                         if let Some(slot) = victims.get_mut(0) {
-                            *slot = v;
+                            slot.write(v);
                             return 1;
                         }
                     }
@@ -596,7 +599,8 @@ impl ClassHeap {
                 (*s).next = ptr::null_mut();
                 // As a full slab that blocks just came back to, if any are free.
                 (*s).state = SlabState::Full;
-                Self::file_returned(&mut g, keep, pool, s, &mut victim)
+                // `file_returned` writes only a slab pointer into it.
+                Self::file_returned(&mut g, keep, pool, s, scratch::as_buffer(&mut victim))
             }
         };
         if nv != 0 {

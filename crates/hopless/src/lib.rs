@@ -63,6 +63,7 @@
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the class lock (a futex mutex), with the fork holder's pass |
+//! | `scratch` | stack buffers a slow path writes before it reads them, left unzeroed |
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `tls` | the thread's words: initial-exec TLS (x86-64 and aarch64 Linux) |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
@@ -141,6 +142,7 @@ where_native! {
     mod platform;
     mod process;
     mod report;
+    mod scratch;
     mod segment;
     mod slow;
     mod sync;

@@ -9,6 +9,7 @@
 //! or full the caller falls to the `#[cold]` slow path (`slow`, then `heap`), which refills half a magazine from the
 //! central heap or flushes the newer half back to it.
 
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use super::free_key::*;
@@ -540,7 +541,12 @@ impl ThreadCache {
     /// # Safety
     ///
     /// As for [`ThreadCache::open`].
-    pub unsafe fn take_newest(tc: *mut ThreadCache, class: usize, k: usize, out: &mut [*mut u8]) -> usize {
+    pub unsafe fn take_newest(
+        tc: *mut ThreadCache,
+        class: usize,
+        k: usize,
+        out: &mut [MaybeUninit<*mut u8>],
+    ) -> usize {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let count = Self::count_of(m);
@@ -564,7 +570,7 @@ impl ThreadCache {
             let slot = Self::slot_of(m, n - k + i);
             let p = slot.load(Ordering::Relaxed);
             slot.store(flushed(p), Ordering::Relaxed);
-            *o = p;
+            o.write(p);
         }
         k
     }
@@ -962,7 +968,7 @@ mod tests {
             // The next flush of class 2 takes the counter past a multiple of the refresh.
             (*tcp).epochs = EPOCH_REFRESH - 1;
             let mut out = [core::ptr::null_mut(); 1];
-            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
             let after = epoch_of((*idle).tag);
             assert_ne!(after, before, "the idle magazine has a new epoch");
             assert_eq!((*idle).epoch_step as usize, before ^ after);
@@ -991,8 +997,8 @@ mod tests {
                 assert_eq!(ThreadCache::push_keyed(tcp, 2, b(i)), Push::Done);
             }
             let mut out = [core::ptr::null_mut(); 1];
-            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
-            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
             assert_eq!(out[0], b(2));
             assert_eq!(ThreadCache::pop(tcp, 2), b(1));
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
@@ -1092,7 +1098,7 @@ mod tests {
             // Flushed from slot 3, its key unwritten: freed again, it is stale (an earlier epoch's
             // key, and the flush left its slot holding it tagged): its slab is looked at.
             let mut out = [core::ptr::null_mut(); 1];
-            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, &mut out), 1);
+            assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
             assert_eq!(out[0], b(2));
             assert_eq!(read_key(b(2)), KeySays::Slot { id: 7, slot: 3 });
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Suspect);

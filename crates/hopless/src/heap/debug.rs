@@ -8,6 +8,7 @@ use super::Heap;
 use crate::address::{locate, Located};
 use crate::central::ClassHeap;
 use crate::platform::PageSource;
+use crate::scratch;
 use crate::segment::{segment_of, slab_of, Slab};
 use crate::size_class::MAG_MAX;
 
@@ -87,7 +88,7 @@ impl<P: PageSource> Heap<P> {
                 // One hold of the class lock from the bitmap check to the bitmap update: two threads
                 // freeing the same block at once are told apart here (the second sees it free), not by
                 // the second finding the first one's poison (a "damaged trailer").
-                let mut victims = [ptr::null_mut(); MAG_MAX];
+                let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
                 let nv = {
                     let mut g = self.class(class).inner.lock();
                     // SAFETY: we hold the class lock that owns the bitmap.
@@ -113,7 +114,8 @@ impl<P: PageSource> Heap<P> {
                     // SAFETY: as above, under this class's lock; the flush re-checks the bitmap.
                     unsafe { ClassHeap::flush_locked(&mut g, class, self.pool(class), &[p], &mut victims) }
                 };
-                for &v in victims.iter().take(nv) {
+                // SAFETY: `flush_locked` wrote the first `nv`.
+                for &v in unsafe { scratch::written(&victims, nv) } {
                     // SAFETY: the pool handed these back to purge, and no lock is held.
                     unsafe {
                         self.pool(class)

@@ -27,6 +27,7 @@
 //!   again);
 //! - locks nest registry → class → pool, never the other way (`fork.rs` takes them in that order).
 
+use core::mem::MaybeUninit;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,6 +51,7 @@ use crate::large::LargeCache;
 use crate::lock::SpinLock;
 use crate::platform::{HugeCatchUp, PageSource, Reservation, PAGE_SIZE};
 use crate::report::report_bad_free;
+use crate::scratch;
 use crate::segment::{FreeError, SegmentKind, Slab, MAX_BLOCKS, SEGMENT_MAGIC, SMALL_SLAB_SHIFT};
 use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
@@ -167,6 +169,13 @@ impl<P: PageSource> Heap<P> {
     /// Moves up to `out.len()` free blocks of `class` out of its slabs. Returns how many (fewer only when
     /// the page source is out of memory).
     pub fn refill(&self, class: usize, out: &mut [*mut u8]) -> usize {
+        // SAFETY: `refill_into` writes only block pointers into `out`.
+        self.refill_into(class, unsafe { scratch::as_buffer(out) })
+    }
+
+    /// [`Heap::refill`] into a buffer that need not be initialized: its first `n` entries (the count
+    /// returned) are written.
+    pub(crate) fn refill_into(&self, class: usize, out: &mut [MaybeUninit<*mut u8>]) -> usize {
         let n = self
             .class(class)
             .refill(class, self.pool(class), &self.source, self.checks(), out);
@@ -231,19 +240,18 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
-        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
         let want = batch(class).min(MAG_MAX);
         // SAFETY: the magazine is the calling thread's own, and empty.
         unsafe {
             ThreadCache::open(tc, class);
             let n = match buf.get_mut(..want) {
                 Some(out) if self.owns_slabs(tc, class) => self.refill_owned(tc, class, out),
-                Some(out) => self.refill(class, out),
+                Some(out) => self.refill_into(class, out),
                 None => 0,
             };
-            if let Some(blocks) = buf.get(..n) {
-                ThreadCache::fill(tc, class, blocks);
-            }
+            // The refill wrote the first `n`.
+            ThreadCache::fill(tc, class, scratch::written(&buf, n));
             stat!((*tc).counters[class].alloc_slow.bump());
             ThreadCache::pop(tc, class)
         }
@@ -258,7 +266,7 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
         // SAFETY: the magazine is the calling thread's own.
         unsafe {
             ThreadCache::open(tc, class);
@@ -268,9 +276,8 @@ impl<P: PageSource> Heap<P> {
             }
             let half = ThreadCache::count(tc, class).div_ceil(2);
             let n = ThreadCache::take_newest(tc, class, half, &mut buf);
-            if let Some(blocks) = buf.get(..n) {
-                self.flush_from_magazine(tc, class, blocks);
-            }
+            // `take_newest` wrote the first `n`.
+            self.flush_from_magazine(tc, class, scratch::written(&buf, n));
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);
             }

@@ -111,7 +111,7 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is a live cache of the calling thread and [`Heap::owns_slabs`] holds for it.
-    pub(super) unsafe fn refill_owned(&self, tc: *mut ThreadCache, class: usize, out: &mut [*mut u8]) -> usize {
+    pub(super) unsafe fn refill_owned(&self, tc: *mut ThreadCache, class: usize, out: &mut [MaybeUninit<*mut u8>]) -> usize {
         // SAFETY: per the caller.
         let o = unsafe { owned_of(tc, class) };
         if o.is_null() {
@@ -134,7 +134,7 @@ impl<P: PageSource> Heap<P> {
                     }
                     if (*o).len >= OWNED_MAX {
                         // The rest from the class's slabs, under its lock, as without owned slabs.
-                        from_class = self.refill(class, rest);
+                        from_class = self.refill_into(class, rest);
                         break;
                     }
                     s = self.class(class).adopt(class, self.pool(class), &self.source, token);

@@ -14,6 +14,7 @@ use crate::cache::{
     Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, NEXT_CACHE_ID, MAX_PARKED, MAX_WARM, ORPHAN_PROBES,
 };
 use crate::platform::{PageSource, PAGE_SIZE};
+use crate::scratch;
 use crate::size_class::{MAG_MAX, NUM_CLASSES};
 
 impl<P: PageSource> Heap<P> {
@@ -119,15 +120,14 @@ impl<P: PageSource> Heap<P> {
     ///
     /// `tc` is a live cache that only the calling thread uses.
     pub(crate) unsafe fn flush_all(&self, tc: *mut ThreadCache) {
-        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
         for class in 0..NUM_CLASSES {
-            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
+            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`;
+            // `take_newest` wrote the first `n` of `buf`.
             unsafe {
                 let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
-                if let Some(blocks) = buf.get(..n) {
-                    if n > 0 {
-                        self.flush_from_magazine(tc, class, blocks);
-                    }
+                if n > 0 {
+                    self.flush_from_magazine(tc, class, scratch::written(&buf, n));
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! block start from anything else ([`FreeError`]). The bitmap is the truth for "is this block free";
 //! only the owning class's lock holder writes it (see the invariants on [`Slab`]).
 
+use core::mem::MaybeUninit;
 use core::ptr;
 use core::sync::atomic::Ordering;
 
@@ -92,7 +93,7 @@ impl Slab {
     /// # Safety
     ///
     /// The caller holds the lock of the slab's class.
-    pub unsafe fn take(slab: *mut Slab, out: &mut [*mut u8], carve_fill: Option<u8>) -> usize {
+    pub unsafe fn take(slab: *mut Slab, out: &mut [MaybeUninit<*mut u8>], carve_fill: Option<u8>) -> usize {
         // Field by field through the raw pointer, never `&mut Slab`: `free_ptr` reads `class` of a slab
         // without its lock (stable while any block of the slab is in use), and a reference to the whole
         // header would count as writing that field too.
@@ -120,7 +121,7 @@ impl Slab {
                     let bit = word.trailing_zeros() as usize;
                     word &= word - 1;
                     if let Some(o) = out.get_mut(got) {
-                        *o = start.wrapping_add((w * 64 + bit) * size);
+                        o.write(start.wrapping_add((w * 64 + bit) * size));
                     }
                     got += 1;
                 }
@@ -134,7 +135,7 @@ impl Slab {
             while got < want {
                 let p = start.wrapping_add(carved * size);
                 if let Some(o) = out.get_mut(got) {
-                    *o = p;
+                    o.write(p);
                 }
                 // Debug mode: a block is poison until handed out, fresh ones included.
                 if let Some(fill) = carve_fill {
@@ -178,7 +179,7 @@ impl Slab {
     /// # Safety
     ///
     /// As for [`Slab::take`].
-    pub unsafe fn take_random(slab: *mut Slab, out: &mut [*mut u8], rng: fn() -> u64) -> usize {
+    pub unsafe fn take_random(slab: *mut Slab, out: &mut [MaybeUninit<*mut u8>], rng: fn() -> u64) -> usize {
         // SAFETY: the caller holds the class lock; field-wise access as in `take`.
         unsafe {
             let s = slab;
@@ -190,7 +191,7 @@ impl Slab {
             while got < want && (*s).carved.load(Ordering::Relaxed) < (*s).capacity {
                 let c = (*s).carved.load(Ordering::Relaxed);
                 if let Some(o) = out.get_mut(got) {
-                    *o = (*s).start.wrapping_add(c as usize * size);
+                    o.write((*s).start.wrapping_add(c as usize * size));
                 }
                 (*s).carved.store(c + 1, Ordering::Relaxed);
                 got += 1;
@@ -210,7 +211,7 @@ impl Slab {
                 let bit = (word.rotate_right(r).trailing_zeros() + r) % 64;
                 slot.store(word & !(1u64 << bit), Ordering::Relaxed);
                 if let Some(o) = out.get_mut(got) {
-                    *o = (*s).start.wrapping_add((w * 64 + bit as usize) * size);
+                    o.write((*s).start.wrapping_add((w * 64 + bit as usize) * size));
                 }
                 got += 1;
             }
