@@ -313,13 +313,15 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         let kept = heap.take_block(tc, class);
         let kept_key = kept.cast::<usize>().read();
         assert!(matches!(read_key(kept), KeySays::Slot { .. }), "refilled from the slab, its key unwritten");
+        // The first look builds the refill filter from the refilled blocks still in the magazine, q1
+        // and q2 among them: their frees below then look through the refilled slots.
+        let r = ThreadCache::slot(tc, class, 0);
+        assert!(stale(r, 0));
+        assert!(ThreadCache::holds_refilled(tc, class, r), "the look through the refilled slots finds it");
         let (q1, q2) = (heap.take_block(tc, class), heap.take_block(tc, class));
         let left = ThreadCache::count(tc, class);
         assert!(left > 1);
         assert!(stale(q1, left + 1) && stale(q2, left), "keys for slots that do not hold them");
-        let r = ThreadCache::slot(tc, class, 0);
-        assert!(stale(r, 0));
-        assert!(ThreadCache::holds_refilled(tc, class, r), "the look through the refilled slots finds it");
 
         heap.free_checked(tc, class, q1);
         assert!(stale(r, 0), "one look: nothing keyed yet");
@@ -343,4 +345,73 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
     }
     heap.trim();
     assert_eq!(heap.stats().classes[class].outstanding_blocks, 0);
+}
+
+/// The refill filter is built by the first look after a refill, not by the refill: whenever it is
+/// built (after pops, after pushes of other blocks, after pops that went below slots pushed since), the
+/// look still finds every refilled block the magazine holds, and none that it handed out. Checked
+/// against the magazine's own slots at every step of a random walk of pops and unwritten frees.
+#[test]
+fn the_refill_filter_built_late_still_finds_every_refilled_block_the_magazine_holds() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let class = class_for(64, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // SAFETY: this test's cache; every block is freed once and never written.
+    unsafe {
+        // Blocks freed unwritten and flushed: a refill brings them back with their old keys.
+        let blocks: Vec<*mut u8> = (0..3 * cap).map(|_| heap.take_block(tc, class)).collect();
+        for &p in &blocks {
+            heap.free_checked(tc, class, p);
+        }
+        while ThreadCache::count(tc, class) > 0 {
+            let _ = heap.take_block(tc, class);
+        }
+        let (rounds, mut found) = (scaled(200, 12), 0);
+        for round in 0..rounds {
+            // A refill (the magazine is empty), then a walk of pops and frees before the first look.
+            let mut out = vec![heap.take_block(tc, class)];
+            let refilled: Vec<*mut u8> = {
+                let m = ThreadCache::mag(tc, class);
+                (0..(*m).refilled as usize).map(|i| ThreadCache::slot(tc, class, i)).collect()
+            };
+            for _ in 0..rand() % 40 {
+                if rand() % 3 != 0 && ThreadCache::count(tc, class) > 0 {
+                    out.push(heap.take_block(tc, class));
+                } else if let Some(p) = out.pop() {
+                    heap.free_checked(tc, class, p);
+                }
+            }
+            let count = ThreadCache::count(tc, class);
+            let held: Vec<*mut u8> = (0..count).map(|i| ThreadCache::slot(tc, class, i)).collect();
+            // The first look: a refilled block still held is found, wherever the walk left it.
+            let end = count.min((*ThreadCache::mag(tc, class)).refilled as usize);
+            for &p in &refilled {
+                match held.iter().position(|&h| h == p) {
+                    Some(i) if i < end => {
+                        found += 1;
+                        assert!(ThreadCache::holds_refilled(tc, class, p), "round {round}: refilled block in slot {i} not found");
+                    }
+                    Some(_) => {}
+                    None => assert!(!ThreadCache::holds_refilled(tc, class, p), "round {round}: a block handed out is found"),
+                }
+            }
+            // Everything back, unwritten; the magazine emptied for the next round's refill.
+            for p in out {
+                heap.free_checked(tc, class, p);
+            }
+            while ThreadCache::count(tc, class) > 0 {
+                let _ = heap.take_block(tc, class);
+            }
+        }
+        assert!(found > rounds * 5, "the walks left refilled blocks to find: {found}");
+        heap.retire_thread_cache(tc);
+    }
 }
