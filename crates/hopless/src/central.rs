@@ -286,19 +286,23 @@ impl ClassHeap {
         blocks: &[*mut u8],
         out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
     ) -> &'a [Returning] {
-        let (want_kind, slot_size) = if is_medium(class) {
-            (SegmentKind::Medium, 1usize << MEDIUM_SLAB_SHIFT)
+        let want_kind = if is_medium(class) {
+            SegmentKind::Medium
         } else {
-            (SegmentKind::Small, 1usize << SMALL_SLAB_SHIFT)
+            SegmentKind::Small
         };
         // A batch's blocks mostly share segments and slabs. A segment found in the map with the class's
         // kind stays so (small and medium segments of a heap are never unmapped), so it is checked
         // once for a run of blocks in it. Each block whose slab differs from the one before is checked
-        // in full (`Slab::check_return`); the blocks after it whose offset from that slab's start is
-        // under the slot size are in the same slab (a slot maps to one header), and take the inner
-        // loop: the slab passed its magic and class and stays in the class while a block of it is
-        // out, so its start, divisor, capacity and `carved` (which only grows while a block is out,
-        // and each of these blocks was handed out before the flush began) hold for them too.
+        // in full (`Slab::check_return`); the blocks after it take the inner loop while they are
+        // handed-out blocks of the same slab: the slab passed its magic and class and stays in the
+        // class while a block of it is out, so its start, divisor, capacity and `carved` (which only
+        // grows while a block is out, and each of these blocks was handed out before the flush began)
+        // hold for them too. One test says so: the exact index of the block's offset from the slab's
+        // start (`size_class::exact_block_index`, above `u64::MAX / size` unless the offset, as an
+        // unsigned number, is a multiple of the size) under both the capacity and `carved` means the
+        // offset is that index times the size, inside the slab. A block that fails it (another slab's,
+        // or a bad one) leaves the inner loop and takes the full check.
         let mut checked_seg = ptr::null_mut();
         let mut n = 0;
         let mut i = 0;
@@ -325,13 +329,12 @@ impl ClassHeap {
             };
             // SAFETY: `slab` is an in-use slab of `class` (just checked), whose fields read here stay
             // as they are while a block of it (`p`) is out; see above for `carved`.
-            let (start, inv, shift, capacity, carved) = unsafe {
+            let (start, inv, shift, handed_out) = unsafe {
                 (
                     (*slab).start.addr(),
                     (*slab).div_inv,
                     u32::from((*slab).div_shift),
-                    u64::from((*slab).capacity),
-                    u64::from((*slab).carved.load(Ordering::Relaxed)),
+                    u64::from((*slab).capacity).min(u64::from((*slab).carved.load(Ordering::Relaxed))),
                 )
             };
             let mut run = Returning {
@@ -341,15 +344,11 @@ impl ClassHeap {
             };
             i += 1;
             while let Some(&q) = blocks.get(i) {
-                let offset = q.addr().wrapping_sub(start);
-                if offset >= slot_size {
+                let index = size_class::exact_block_index(q.addr().wrapping_sub(start) as u64, inv, shift);
+                if index >= handed_out {
                     break;
                 }
-                let index = size_class::exact_block_index(offset as u64, inv, shift);
-                let index = match Slab::handed_out(index, capacity, carved) {
-                    Ok(index) => index,
-                    Err(e) => report_bad_free(e, q, class, slab),
-                };
+                let index = index as u32;
                 let (word, bit) = (index / 64, 1u64 << (index % 64));
                 if word == run.word {
                     if run.bits & bit != 0 {

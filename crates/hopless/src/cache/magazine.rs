@@ -523,7 +523,7 @@ impl ThreadCache {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let n = blocks.len().min(MAG_MAX);
-        for (i, &p) in blocks.iter().take(n).enumerate() {
+        for (i, &p) in blocks.get(..n).unwrap_or_default().iter().enumerate() {
             Self::slot_of(m, i).store(p, Ordering::Relaxed);
         }
         // SAFETY: as above.
@@ -568,7 +568,8 @@ impl ThreadCache {
         count.store((n - k) as u32, Ordering::Release);
         // SAFETY: per the caller, `tc` is the calling thread's cache.
         unsafe { Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32) };
-        for (i, o) in out.iter_mut().take(k).enumerate() {
+        // `k <= out.len()`: one bound for the loop.
+        for (i, o) in out.get_mut(..k).unwrap_or_default().iter_mut().enumerate() {
             let slot = Self::slot_of(m, n - k + i);
             let p = slot.load(Ordering::Relaxed);
             slot.store(flushed(p), Ordering::Relaxed);
