@@ -305,8 +305,8 @@ impl ClassHeap {
         // or a bad one) leaves the inner loop and takes the full check.
         let mut checked_seg = ptr::null_mut();
         let mut n = 0;
-        let mut i = 0;
-        while let Some(&p) = blocks.get(i) {
+        let mut rest = blocks;
+        while let Some((&p, after)) = rest.split_first() {
             let seg = segment_of(p);
             if seg != checked_seg {
                 if !SEGMENT_MAP.contains(p) {
@@ -342,8 +342,8 @@ impl ClassHeap {
                 word: index / 64,
                 bits: 1u64 << (index % 64),
             };
-            i += 1;
-            while let Some(&q) = blocks.get(i) {
+            rest = after;
+            while let Some((&q, after)) = rest.split_first() {
                 let index = size_class::exact_block_index(q.addr().wrapping_sub(start) as u64, inv, shift);
                 if index >= handed_out {
                     break;
@@ -359,7 +359,7 @@ impl ClassHeap {
                     n += Self::emit(out, n, run);
                     run = Returning { slab, word, bits: bit };
                 }
-                i += 1;
+                rest = after;
             }
             n += Self::emit(out, n, run);
         }
