@@ -118,12 +118,17 @@ impl Slab {
                 };
                 let mut word = slot.load(Ordering::Relaxed);
                 while word != 0 && got < want {
-                    let bit = word.trailing_zeros() as usize;
-                    word &= word - 1;
-                    if let Some(o) = out.get_mut(got) {
-                        o.write(start.wrapping_add((w * 64 + bit) * size));
+                    // A run of free blocks at once (blocks freed together lie together): one address
+                    // computed, the rest one add each.
+                    let bit = word.trailing_zeros();
+                    let run = ((word >> bit).trailing_ones() as usize).min(want - got);
+                    word &= !(u64::MAX >> (64 - run as u32) << bit);
+                    let mut p = start.wrapping_add((w * 64 + bit as usize) * size);
+                    for o in out.get_mut(got..got + run).unwrap_or_default() {
+                        o.write(p);
+                        p = p.wrapping_add(size);
                     }
-                    got += 1;
+                    got += run;
                 }
                 slot.store(word, Ordering::Relaxed);
                 if word == 0 {
