@@ -205,7 +205,7 @@ impl ClassHeap {
         checks: Checks,
         blocks: &[*mut u8],
     ) {
-        let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
+        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
         let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
         for chunk in blocks.chunks(MAG_MAX) {
             let checked = Self::check_returns(class, chunk, &mut checked);
@@ -265,7 +265,7 @@ impl ClassHeap {
         blocks: &[*mut u8],
         victims: &mut [MaybeUninit<*mut Slab>; MAG_MAX],
     ) -> usize {
-        let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
+        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
         let mut nv = 0;
         for chunk in blocks.chunks(MAG_MAX) {
             let checked = Self::check_returns(class, chunk, &mut checked);
@@ -363,10 +363,9 @@ impl ClassHeap {
             }
             n += Self::emit(out, n, run);
         }
-        // SAFETY: the first `n` entries of `out` (n <= MAG_MAX: at most one run per block, and `blocks`
-        // is cut to MAG_MAX by every caller; `get_mut` stops at it anyway) were written just above, and
-        // `MaybeUninit<Returning>` has `Returning`'s layout.
-        unsafe { core::slice::from_raw_parts(out.as_ptr().cast::<Returning>(), n) }
+        // SAFETY: the first `n` entries of `out` were written just above (`emit` counts only what it
+        // wrote).
+        unsafe { scratch::written(out, n) }
     }
 
     /// Writes `run` at `out[n]`; returns how many it wrote (0 only past the end, which a caller's

@@ -54,21 +54,20 @@ pub struct Magazine {
     /// a key for elsewhere or a mark, whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
     /// ([`ThreadCache::check_refilled`]). In the padding after `refilled`: the slots do not move.
     pub looks: u32,
-    /// A 128-bit filter of the refilled blocks still here (bit `refill_bit(p)` set for each), once
-    /// `filtered` says it was built: a block whose bit is clear is not among them, so the double-free
-    /// check of such a block skips the look through the refilled slots. Built by the first look after
-    /// a refill (`ThreadCache::refilled_to_look`), from the slots below `refilled` and the count then,
-    /// not by the refill: most refills are never looked through, and hashing every block they move
-    /// cost 8 of the refill's 14 instructions a block. Cleared with `refilled` by
-    /// [`ThreadCache::key_refilled`].
+    /// A 128-bit filter of the refilled blocks still here (bit `refill_bit(p)` set for each): a block
+    /// whose bit is clear is not among them, so the double-free check of such a block skips the look
+    /// through the refilled slots. Zero from each refill to the first look after it
+    /// (`ThreadCache::refilled_to_look`), which builds it from the slots below `refilled` and the
+    /// count then: most refills are never looked through, and hashing every block they move cost 8
+    /// of the refill's 14 instructions a block. A built filter is never zero (the look builds it
+    /// only from at least one slot, and each sets a bit), so zero says "not built". Cleared with
+    /// `refilled` by [`ThreadCache::key_refilled`].
     pub refill_filter: [u64; 2],
     /// Where the last flush started: it took the slots from here up to the count it found.
     pub flushed_from: u32,
     /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
     /// in its epoch bits), or 0 before the first flush.
     pub epoch_step: u32,
-    /// Whether `refill_filter` holds the refilled blocks (false from each refill to the first look).
-    pub filtered: bool,
     pub slots: [*mut u8; MAG_MAX],
 }
 
@@ -87,7 +86,6 @@ impl Magazine {
             refill_filter: [0; 2],
             flushed_from: 0,
             epoch_step: 0,
-            filtered: false,
             slots: [core::ptr::null_mut(); MAG_MAX],
         }
     }
@@ -514,7 +512,7 @@ impl ThreadCache {
     }
 
     /// Fills an empty magazine with `blocks` (at most its capacity); the blocks are not touched, and
-    /// the refill filter is left to the first look (`filtered`).
+    /// the refill filter is left to the first look (`refill_filter`).
     ///
     /// # Safety
     ///
@@ -529,7 +527,7 @@ impl ThreadCache {
         // SAFETY: as above.
         unsafe {
             (*m).refilled = n as u32;
-            (*m).filtered = false;
+            (*m).refill_filter = [0; 2];
             (*m).looks = 0;
         }
         Self::count_of(m).store(n as u32, Ordering::Release);
@@ -734,7 +732,7 @@ impl ThreadCache {
 
     /// How many slots the look for `p` goes through: those below `refilled` and `count`, or
     /// none when `p`'s bit in the refill filter is clear (`p` is not a refilled block still here).
-    /// The first look after a refill builds the filter (`filtered`) from those slots. That finds
+    /// The first look after a refill builds the filter (zero until then) from those slots. That finds
     /// every refilled block still in the magazine: a slot below the count changes only after a pop
     /// took the count below it, and a pop hands its block out (freed again, it comes back keyed).
     ///
@@ -750,7 +748,7 @@ impl ThreadCache {
         }
         // SAFETY: as above.
         let filter = unsafe {
-            if !(*m).filtered {
+            if (*m).refill_filter == [0; 2] {
                 let mut filter = [0u64; 2];
                 for i in 0..end {
                     let b = refill_bit(Self::slot_of(m, i).load(Ordering::Relaxed));
@@ -759,7 +757,6 @@ impl ThreadCache {
                     }
                 }
                 (*m).refill_filter = filter;
-                (*m).filtered = true;
             }
             (*m).refill_filter
         };

@@ -26,6 +26,7 @@ use crate::cache::{hint_owner, OwnedSlabs, ThreadCache};
 use crate::central::ClassHeap;
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
+use crate::scratch;
 use crate::segment::{FreeError, RemoteFree, Returning, Slab};
 use crate::size_class::{is_medium, MAG_MAX, NUM_CLASSES};
 
@@ -214,9 +215,9 @@ impl<P: PageSource> Heap<P> {
             // SAFETY: forwarded.
             return unsafe { self.flush(class, blocks) };
         }
-        let mut checked = [const { MaybeUninit::uninit() }; MAG_MAX];
         // Not zeroed first: a flush is on the path of every magazine that overflows.
-        let mut to_class = [const { MaybeUninit::<Returning>::uninit() }; MAG_MAX];
+        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
+        let mut to_class = scratch::buffer::<Returning, MAG_MAX>();
         // SAFETY: per the caller, the cache is the calling thread's; so are the slabs whose owner is
         // its token (only their owner sets a token, under the class lock, and only it clears it).
         unsafe {
@@ -288,9 +289,8 @@ impl<P: PageSource> Heap<P> {
                     }
                 }
                 if nc > 0 {
-                    // SAFETY: the first `nc` entries were written just above (nc <= MAG_MAX: `get_mut`
-                    // stops there), and `MaybeUninit<Returning>` has `Returning`'s layout.
-                    let runs = core::slice::from_raw_parts(to_class.as_ptr().cast::<Returning>(), nc);
+                    // The first `nc` entries were written just above (`nc` counts only those).
+                    let runs = scratch::written(&to_class, nc);
                     self.class(class)
                         .flush_runs(class, self.pool(class), &self.source, self.checks(), runs);
                 }

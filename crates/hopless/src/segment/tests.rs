@@ -1,5 +1,8 @@
 //! Core tests over a private heap on `SystemPages`, natively and under Miri. Slabs and their bitmaps: carving, the free checks, states, the fast check against the full one.
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
 use crate::heap::Heap;
 use crate::platform::SystemPages;
 use crate::segment::{segment_of, slab_of, FreeError, Slab, SlabState};
@@ -58,19 +61,13 @@ fn refills_take_runs_of_free_blocks_lowest_first() {
     // All in one slab (64 KiB of 16-byte blocks), in address order.
     assert!(blocks.windows(2).all(|w| w[1].addr() - w[0].addr() == 16));
     let mut free = vec![false; n];
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut rand = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = SmallRng::seed_from_u64(0x2545_f491_4f6c_dd1d);
     for _ in 0..crate::test_util::scaled(300, 20) {
         // Free runs and single blocks: a random start and length, each block not free already.
         let mut back = Vec::new();
-        for _ in 0..rand() % 4 {
-            let at = rand() as usize % n;
-            let len = [1, 3, 64, 130][rand() as usize % 4].min(n - at);
+        for _ in 0..rng.gen_range(0..4) {
+            let at = rng.gen_range(0..n);
+            let len = [1, 3, 64, 130][rng.gen_range(0..4)].min(n - at);
             for i in at..at + len {
                 if !free[i] {
                     free[i] = true;
@@ -80,7 +77,7 @@ fn refills_take_runs_of_free_blocks_lowest_first() {
         }
         // SAFETY: each block is handed out and given back once.
         unsafe { heap.flush(class, &back) };
-        let want = 1 + rand() as usize % 100;
+        let want = rng.gen_range(1..=100);
         let expect: Vec<*mut u8> = (0..n).filter(|&i| free[i]).take(want).map(|i| blocks[i]).collect();
         if expect.len() < want {
             // The model covers these blocks only: keep the refill inside them.
