@@ -66,11 +66,22 @@ impl Slab {
         s.capacity = capacity;
         // A shift below 64 (a power of two dividing a class size).
         s.div_shift = size_class::div_shift(class) as u8;
-        s.mag_offset = crate::cache::mag_offset(class);
         // A class out of range cannot happen (callers pass a class index); 0 would make every block
         // index 0, which the carved test then decides.
         s.div_inv = size_class::CLASS_DIV_INV.get(class).copied().unwrap_or(0);
         s.carved.store(0, Ordering::Relaxed);
+        // The free path's magazine in the granule table, for every 64 KiB granule the slab covers (one
+        // for a small slab, eight for a medium one), before any block of it is handed out (the pooled
+        // slab's `carved` of 0 refuses its blocks until then).
+        let seg = segment_of(start);
+        let offset = start.addr() & (SEGMENT_SIZE - 1);
+        let first = offset >> SMALL_SLAB_SHIFT;
+        let mag_offset = crate::cache::mag_offset(class);
+        for g in first..first + (slot_size >> SMALL_SLAB_SHIFT).max(1) {
+            // SAFETY: `start` is a slot of a live small or medium segment (per the caller), so `seg` is
+            // that segment and its granules `first..` up to the slot's end are below `MAX_SLABS`.
+            unsafe { (*granules_of(seg).add(g)).mag_offset.store(mag_offset, Ordering::Relaxed) };
+        }
         s.hint = 0;
         s.start = start;
         s.prev = ptr::null_mut();
@@ -416,26 +427,30 @@ impl Slab {
     }
 
     /// [`Slab::handed_out_class`] once `p`'s segment is known to be a small or medium one, answering with
-    /// where the class's magazine is in a thread cache (the slab's `mag_offset`) rather than the class.
+    /// where the class's magazine is in a thread cache (from the segment's granule table) rather than the
+    /// class.
     ///
     /// # Safety
     ///
     /// `seg` is `segment_of(p)` and a live small or medium segment.
     #[inline(always)]
     pub unsafe fn handed_out_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<u32> {
-        // SAFETY: per the caller, `slab_of` stays inside the segment's header area (`p` is inside the
-        // 4 MiB segment). The slab fields read here are stable while a block of the slab is out (see
+        // SAFETY: per the caller, `p` is inside the live small or medium segment `seg`, so its granule is
+        // in the segment's table and names one of the segment's slab headers (header 0 while zero, else
+        // one written from a slot below `MAX_SLABS`). The slab fields read here are stable while a block of the slab is out (see
         // [`Slab`]); a racing reader of a slab that just left its class sees `carved == 0`, or a state the
         // full check would also have seen a moment earlier. No magic test is needed: a slab that does not
         // belong to a class (pooled, purging, never used, or a slot under the header area) has
         // `carved == 0`, so no index passes.
         unsafe {
-            let s = slab_of(seg, p);
+            // The slab header and the magazine from the granule table, not from the segment's slab
+            // shift: loads whose address needs only `p` and `seg` (see `GRANULES_OFFSET`).
+            let granule = granule_of(seg, p);
+            let s = slabs_of(seg).byte_add((*granule).slab.load(Ordering::Relaxed) as usize);
+            let mag_offset = (*granule).mag_offset.load(Ordering::Relaxed);
             let offset = p.addr().wrapping_sub((*s).start.addr()) as u64;
             // One test for "a block start" and "handed out" (see `size_class::CLASS_DIV_INV`).
             let index = size_class::exact_block_index(offset, (*s).div_inv, u32::from((*s).div_shift));
-            // Read with the others, so that it is one load from the header too.
-            let mag_offset = (*s).mag_offset;
             if index >= u64::from((*s).carved.load(Ordering::Relaxed)) {
                 return None;
             }
