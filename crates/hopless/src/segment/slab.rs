@@ -437,11 +437,11 @@ impl Slab {
     pub unsafe fn handed_out_in(seg: *mut SegmentHeader, p: *mut u8) -> Option<u32> {
         // SAFETY: per the caller, `p` is inside the live small or medium segment `seg`, so its granule is
         // in the segment's table and names one of the segment's slab headers (header 0 while zero, else
-        // one written from a slot below `MAX_SLABS`). The slab fields read here are stable while a block of the slab is out (see
-        // [`Slab`]); a racing reader of a slab that just left its class sees `carved == 0`, or a state the
-        // full check would also have seen a moment earlier. No magic test is needed: a slab that does not
-        // belong to a class (pooled, purging, never used, or a slot under the header area) has
-        // `carved == 0`, so no index passes.
+        // one written from a slot below `MAX_SLABS`). The slab fields read here are stable while a block
+        // of the slab is out (see [`Slab`]); a racing reader of a slab that just left its class sees
+        // `carved == 0`, or a state the full check would also have seen a moment earlier. No magic test
+        // is needed: a slab that does not belong to a class (pooled, purging, never used, or a slot
+        // under the header area) has `carved == 0`, so no index passes.
         unsafe {
             // The slab header and the magazine from the granule table, not from the segment's slab
             // shift: loads whose address needs only `p` and `seg` (see `GRANULES_OFFSET`).

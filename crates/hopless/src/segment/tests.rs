@@ -141,6 +141,38 @@ fn slab_states_follow_fill_level() {
     }
 }
 
+/// The granule table names, for every 64 KiB of a slab in use, that slab's header and its class's
+/// magazine (one granule for a small slab, eight for a medium one), and header 0 for the header area:
+/// what the C free path reads instead of the segment's slab shift and the header's own fields.
+#[test]
+fn every_granule_of_a_slab_names_the_slab_and_its_magazine() {
+    use crate::segment::{granule_of, slabs_of};
+    use core::sync::atomic::Ordering::Relaxed;
+    let heap = Heap::new(SystemPages);
+    // SAFETY: the blocks come from `heap` and go back to it; the granule table and the slab headers are
+    // read in the live segments they were handed out from (`granule_of` does not dereference the
+    // addresses it is given, only the table).
+    unsafe {
+        for (size, granules) in [(48usize, 1), (20_000, 8)] {
+            let class = class_for(size, 8).unwrap();
+            let mut out = [core::ptr::null_mut(); 1];
+            assert_eq!(heap.refill(class, &mut out), 1);
+            let seg = segment_of(out[0]);
+            let slab = slab_of(seg, out[0]);
+            let slab_size = 1usize << (*seg).slab_shift;
+            assert_eq!(slab_size / (64 << 10), granules);
+            for at in (0..slab_size).step_by(64 << 10) {
+                let granule = granule_of(seg, (*slab).start.wrapping_add(at));
+                let named = slabs_of(seg).byte_add((*granule).slab.load(Relaxed) as usize);
+                assert_eq!(named, slab, "{size} B, {at} bytes into the slab");
+                assert_eq!((*granule).mag_offset.load(Relaxed), crate::cache::mag_offset(class));
+            }
+            assert_eq!((*granule_of(seg, seg.cast())).slab.load(Relaxed), 0);
+            heap.flush(class, &out);
+        }
+    }
+}
+
 /// The free path's short check (`Slab::handed_out_class`) takes only what the full one (`locate` and
 /// `Slab::check_free`) takes: every byte offset around handed-out blocks of a small and a medium class,
 /// the header area, the uncarved tail, a large block and a foreign address.
