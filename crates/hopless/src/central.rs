@@ -785,14 +785,7 @@ impl SlabPool {
                 usable: 0,
                 next: ptr::null_mut(),
             });
-            // Each granule's slab header in the granule table (its magazine comes with `Slab::init`);
-            // the granules under the header area name header 0, never a slab.
-            let granules = crate::segment::granules_of(seg);
-            for g in 0..MAX_SLABS {
-                let slot = g >> (shift - SMALL_SLAB_SHIFT);
-                let slab = (slot * size_of::<Slab>()) as u32;
-                (*granules.add(g)).slab.store(slab, Ordering::Relaxed);
-            }
+            crate::segment::init_granules(seg, shift);
             let slabs = crate::segment::slabs_of(seg);
             for slot in first_slot..slots {
                 let s = slabs.add(slot);

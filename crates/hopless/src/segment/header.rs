@@ -1,16 +1,8 @@
 //! A segment's and a slab's headers: the layout constants, [`SegmentHeader`], [`Slab`] (with its
 //! invariants), and the O(1) way from a block pointer to both (`segment_of`, `slab_of`).
 //!
-//! A segment is 4 MiB, aligned to 4 MiB. Its first bytes hold a [`SegmentHeader`], then (small and
-//! medium segments) a granule table, then an array of [`Slab`] headers, one per slab slot. The rest is cut into equal slab slots: 64 KiB for small classes,
-//! 512 KiB for medium ones. The slots that the headers cover are never handed out, so block memory is
-//! aligned to the slot size and no header shares a cache line with a block.
-//!
-//! From any block pointer `p`: `segment = p & !(4 MiB - 1)`, `slot = (p - segment) >> slab_shift`,
-//! `slab = &segment.slabs[slot]`. A large block is a segment of its own kind with the block after the
-//! header page, so the same two lines find its header. The C free path takes the slab from the
-//! granule table instead (`segment.granules[(p - segment) >> 16]`, which also names the class's
-//! magazine): an address from `p` alone, not one that waits for the load of `slab_shift`.
+//! The layout (a segment's header, its granule table, its slab headers, then the slab slots) and the
+//! way from a block pointer to its slab are in the parent module's documentation.
 //!
 //! Invariants:
 //! - a block is in exactly one place: a thread's magazine, free in its slab (bit set, or at or beyond
@@ -18,7 +10,7 @@
 //! - the bitmap is the truth for "is this block free"; only the owning class's lock holder writes it;
 //! - `free == set bits + (capacity - carved)`.
 
-use core::sync::atomic::{AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::map::{map_bits, SlotMap};
 use super::remote::RemoteFrees;
@@ -90,7 +82,7 @@ pub struct Granule {
 /// address comes from the block's address and its segment alone. It used to find the slab header
 /// from the segment's slab shift (a load, then a shift by it) and read the magazine from the header:
 /// the end of a chain of loads, which the next `malloc` of the class waited for through the magazine's
-/// count. On an Intel Xeon a `malloc`/`free` pair took 12.0 ns that way and 9.7 ns with the table (the
+/// count. On an Intel Xeon a `malloc`/`free` pair took 12.0 ns that way and about 10 ns with the table (the
 /// AMD EPYC this project measured on before took 6.3 ns with the chain).
 pub const GRANULES_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
 
@@ -241,6 +233,39 @@ pub fn granules_of(seg: *mut SegmentHeader) -> *const Granule {
     // Pointer arithmetic with wrapping semantics; callers only dereference for small and medium
     // segments, whose header area holds the table at this offset.
     seg.cast::<u8>().wrapping_add(GRANULES_OFFSET).cast()
+}
+
+/// Fills the granule table of a segment being made, whose slab slots are `1 << slab_shift` bytes: each
+/// granule names the slab header of the slot it lies in (the granules under the header area name
+/// header 0, never a slab). The magazines come with [`set_granule_magazines`].
+///
+/// # Safety
+///
+/// `seg` is a small or medium segment being made, its header area writable and not yet shared.
+pub unsafe fn init_granules(seg: *mut SegmentHeader, slab_shift: u32) {
+    let granules = granules_of(seg);
+    for g in 0..MAX_SLABS {
+        let slab = ((g >> (slab_shift - SMALL_SLAB_SHIFT)) * core::mem::size_of::<Slab>()) as u32;
+        // SAFETY: `g < MAX_SLABS`, an entry of the table in `seg`'s header area (per the caller).
+        unsafe { (*granules.add(g)).slab.store(slab, Ordering::Relaxed) };
+    }
+}
+
+/// Names the magazine at `mag_offset` in the granule table for every 64 KiB granule of the slab slot at
+/// `start`, `slot_size` bytes long (one granule for a small slab, eight for a medium one).
+///
+/// # Safety
+///
+/// `start` is a slab slot of a live small or medium segment, and the caller may write its slab's
+/// header (it holds the class lock and is making the slab its class's).
+pub unsafe fn set_granule_magazines(start: *mut u8, slot_size: usize, mag_offset: u32) {
+    let seg = segment_of(start);
+    let first = (start.addr() & (SEGMENT_SIZE - 1)) >> SMALL_SLAB_SHIFT;
+    for g in first..first + (slot_size >> SMALL_SLAB_SHIFT) {
+        // SAFETY: the slot lies in the segment `seg`, so its granules are below `MAX_SLABS`: entries of
+        // the table in the live segment's header area (per the caller).
+        unsafe { (*granules_of(seg).add(g)).mag_offset.store(mag_offset, Ordering::Relaxed) };
+    }
 }
 
 /// `p`'s 64 KiB granule in its segment's granule table.

@@ -1,9 +1,10 @@
 //! Segments and slabs: where blocks live, and how a block pointer finds its slab in O(1).
 //!
 //! A segment is 4 MiB, aligned to 4 MiB. Its first bytes hold a [`SegmentHeader`], then (small and
-//! medium segments) a granule table, then an array of [`Slab`] headers, one per slab slot. The rest is cut into equal slab slots: 64 KiB for small classes,
-//! 512 KiB for medium ones. The slots that the headers cover are never handed out, so block memory is
-//! aligned to the slot size and no header shares a cache line with a block.
+//! medium segments) a granule table, then an array of [`Slab`] headers, one per slab slot. The rest is
+//! cut into equal slab slots: 64 KiB for small classes, 512 KiB for medium ones. The slots that the
+//! headers cover are never handed out, so block memory is aligned to the slot size and no header shares
+//! a cache line with a block.
 //!
 //! From any block pointer `p`: `segment = p & !(4 MiB - 1)`, `slot = (p - segment) >> slab_shift`,
 //! `slab = &segment.slabs[slot]`. A large block is a segment of its own kind with the block after the

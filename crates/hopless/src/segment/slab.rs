@@ -73,15 +73,8 @@ impl Slab {
         // The free path's magazine in the granule table, for every 64 KiB granule the slab covers (one
         // for a small slab, eight for a medium one), before any block of it is handed out (the pooled
         // slab's `carved` of 0 refuses its blocks until then).
-        let seg = segment_of(start);
-        let offset = start.addr() & (SEGMENT_SIZE - 1);
-        let first = offset >> SMALL_SLAB_SHIFT;
-        let mag_offset = crate::cache::mag_offset(class);
-        for g in first..first + (slot_size >> SMALL_SLAB_SHIFT).max(1) {
-            // SAFETY: `start` is a slot of a live small or medium segment (per the caller), so `seg` is
-            // that segment and its granules `first..` up to the slot's end are below `MAX_SLABS`.
-            unsafe { (*granules_of(seg).add(g)).mag_offset.store(mag_offset, Ordering::Relaxed) };
-        }
+        // SAFETY: `start` is the slot of this slab, which the caller holds under the class lock.
+        unsafe { set_granule_magazines(start, slot_size, crate::cache::mag_offset(class)) };
         s.hint = 0;
         s.start = start;
         s.prev = ptr::null_mut();
