@@ -14,7 +14,7 @@ mod workloads;
 
 use std::time::Instant;
 
-pub use cabi::C_WORKLOADS;
+pub use cabi::{Variant, C_WORKLOADS};
 pub use in_process::{measure, Config, WORKLOADS};
 pub use report::{AllocResult, CAbiResult};
 
@@ -37,6 +37,10 @@ pub struct Options {
     pub c_abi: bool,
     /// C-ABI view: runs per workload and allocator (default 3 quick, 5 full; else `--rounds` if given).
     pub runs: Option<usize>,
+    /// C-ABI view: where the other libraries are (default: Debian's multiarch directory).
+    pub lib_dir: Option<std::path::PathBuf>,
+    /// C-ABI view: more `libhopless.so` columns, each with a variable set in its children.
+    pub variants: Vec<Variant>,
     /// Internal: the C-ABI child side, `LIB:WORKLOAD:SCALE`.
     pub child: Option<String>,
 }
@@ -53,7 +57,14 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
         let default = if o.common.quick { 3 } else { 5 };
         let runs = o.runs.or(o.common.rounds).unwrap_or(default).max(1);
         let names = selected(o.workloads.as_deref(), &C_WORKLOADS)?;
-        cabi::run(o.common.quick, runs, o.common.json.as_deref(), &names)?;
+        let c = cabi::CAbiOptions {
+            quick: o.common.quick,
+            runs,
+            json: o.common.json.as_deref(),
+            lib_dir: o.lib_dir.as_deref(),
+            variants: &o.variants,
+        };
+        cabi::run(&c, &names)?;
         return Ok(Vec::new());
     }
     let mut cfg = if o.common.quick {

@@ -58,6 +58,14 @@ pub struct AllocArgs {
     /// without; with --c-abi, 3 and 5).
     #[arg(long)]
     runs: Option<usize>,
+    /// With --c-abi: where jemalloc's, tcmalloc's and mimalloc's libraries are (default: Debian's
+    /// /usr/lib/ARCH-linux-gnu).
+    #[arg(long, requires = "c_abi", value_name = "DIR")]
+    lib_dir: Option<PathBuf>,
+    /// With --c-abi: another libhopless.so column, run with KEY=VALUE in its environment (repeatable),
+    /// e.g. owned=HOPLESS_OWNED_SLABS=1.
+    #[arg(long = "variant", requires = "c_abi", value_name = "NAME=KEY=VALUE")]
+    variants: Vec<alloc::Variant>,
     /// Internal: run one C-ABI workload (LIB:WORKLOAD:SCALE) in this process and print its result as JSON.
     #[arg(long, hide = true)]
     child: Option<String>,
@@ -72,6 +80,8 @@ impl From<AllocArgs> for alloc::Options {
             peers: a.peers,
             c_abi: a.c_abi,
             runs: a.runs,
+            lib_dir: a.lib_dir,
+            variants: a.variants,
             child: a.child,
         }
     }

@@ -22,6 +22,11 @@
 //! cross-thread workloads, read by the thread that frees it.
 //!
 //! The allocators alternate: in run r, for each workload, the libraries go in an order rotated by r.
+//!
+//! `--variant NAME=KEY=VALUE` adds a column: `libhopless.so` again, with `KEY=VALUE` in the child's
+//! environment (an option such as `HOPLESS_OWNED_SLABS=1` measured beside the default in the same
+//! alternating runs). `--lib-dir` says where the other libraries are, for a machine without Debian's
+//! packages.
 
 mod malloc;
 
@@ -77,22 +82,67 @@ const LIBS: [(&str, Option<&str>); 5] = [
     ("hopless", Some("libhopless.so")),
 ];
 
-/// One allocator under test: its name and the library to preload (`None`: glibc).
+/// One allocator under test: its name, the library to preload (`None`: glibc) and what to add to the
+/// child's environment.
 #[derive(Clone, Debug)]
 struct Lib {
-    name: &'static str,
+    name: String,
     path: Option<PathBuf>,
+    env: Vec<(String, String)>,
 }
 
-/// The libraries that are installed (Debian's multiarch directory; `libhopless.so` next to this
-/// executable), and a note for each that is not.
-fn installed_libs(exe: &Path) -> (Vec<Lib>, Vec<String>) {
-    let system = PathBuf::from(format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH));
+/// A `--variant`: another `libhopless.so` column, with one variable set in its children's environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub name: String,
+    pub key: String,
+    pub value: String,
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+
+    /// `NAME=KEY=VALUE`, e.g. `owned=HOPLESS_OWNED_SLABS=1`.
+    fn from_str(s: &str) -> Result<Variant, String> {
+        let mut parts = s.splitn(3, '=');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(name), Some(key), Some(value))
+                if !name.is_empty() && !key.is_empty() && !name.contains(':') =>
+            {
+                if LIBS.iter().any(|(n, _)| *n == name) {
+                    return Err(format!("variant name {name:?} is a library's; choose another"));
+                }
+                Ok(Variant {
+                    name: name.to_string(),
+                    key: key.to_string(),
+                    value: value.to_string(),
+                })
+            }
+            _ => Err(format!(
+                "bad variant {s:?}: expected NAME=KEY=VALUE (NAME without ':'), e.g. owned=HOPLESS_OWNED_SLABS=1"
+            )),
+        }
+    }
+}
+
+/// The libraries that are installed (`lib_dir`, by default Debian's multiarch directory; `libhopless.so`
+/// next to this executable), then one `libhopless.so` column per variant, and a note for each library
+/// that is not there.
+fn installed_libs(exe: &Path, lib_dir: Option<&Path>, variants: &[Variant]) -> (Vec<Lib>, Vec<String>) {
+    let system = lib_dir.map_or_else(
+        || PathBuf::from(format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH)),
+        Path::to_path_buf,
+    );
     let mut libs = Vec::new();
     let mut skipped = Vec::new();
     for (name, file) in LIBS {
+        let name = name.to_string();
         let Some(file) = file else {
-            libs.push(Lib { name, path: None });
+            libs.push(Lib {
+                name,
+                path: None,
+                env: Vec::new(),
+            });
             continue;
         };
         let path = if name == "hopless" {
@@ -104,6 +154,7 @@ fn installed_libs(exe: &Path) -> (Vec<Lib>, Vec<String>) {
             libs.push(Lib {
                 name,
                 path: Some(path),
+                env: Vec::new(),
             });
         } else {
             let hint = if name == "hopless" {
@@ -112,6 +163,15 @@ fn installed_libs(exe: &Path) -> (Vec<Lib>, Vec<String>) {
                 "not installed"
             };
             skipped.push(format!("{name}: {} not found ({hint})", path.display()));
+        }
+    }
+    if let Some(hopless) = libs.iter().find(|l| l.name == "hopless").cloned() {
+        for v in variants {
+            libs.push(Lib {
+                name: v.name.clone(),
+                path: hopless.path.clone(),
+                env: vec![(v.key.clone(), v.value.clone())],
+            });
         }
     }
     (libs, skipped)
@@ -139,16 +199,24 @@ struct Cell {
     malloc_from: String,
 }
 
-/// Runs the C-ABI view: `runs` runs of each of `workloads` on every installed library, one child process
-/// each, the libraries alternating; prints the table and writes `json` if asked.
-pub fn run(
-    quick: bool,
-    runs: usize,
-    json: Option<&Path>,
-    workloads: &[&'static str],
-) -> Result<Vec<CAbiResult>, String> {
+/// What the C-ABI view is asked for, beyond the workloads.
+#[derive(Clone, Debug, Default)]
+pub struct CAbiOptions<'a> {
+    pub quick: bool,
+    pub runs: usize,
+    pub json: Option<&'a Path>,
+    /// Where the other libraries are (default: Debian's multiarch directory).
+    pub lib_dir: Option<&'a Path>,
+    /// More `libhopless.so` columns, each with a variable set.
+    pub variants: &'a [Variant],
+}
+
+/// Runs the C-ABI view: `o.runs` runs of each of `workloads` on every installed library and variant, one
+/// child process each, the libraries alternating; prints the table and writes `o.json` if asked.
+pub fn run(o: &CAbiOptions<'_>, workloads: &[&'static str]) -> Result<Vec<CAbiResult>, String> {
+    let (quick, runs, json) = (o.quick, o.runs, o.json);
     let exe = child::this_exe()?;
-    let (libs, skipped) = installed_libs(&exe);
+    let (libs, skipped) = installed_libs(&exe, o.lib_dir, o.variants);
     let scale = if quick { 1.0 } else { 3.0 };
     let bar = progress(runs * workloads.len() * libs.len(), "alloc c-abi");
     let t0 = Instant::now();
@@ -199,7 +267,7 @@ pub fn run(
          (glibc: none); median of {runs} runs [min-max], allocators alternating; {threads} cores; {:.1} s\n",
         t0.elapsed().as_secs_f64()
     );
-    let names: Vec<&str> = libs.iter().map(|l| l.name).collect();
+    let names: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
     print!("{}", c_abi_table(&results, workloads, &names));
     print!("\n{}", c_abi_cost_table(&results, workloads, &names));
     for s in &skipped {
@@ -216,9 +284,11 @@ pub fn run(
 /// `malloc` did not resolve into that library.
 fn run_child(exe: &Path, lib: &Lib, workload: &str, scale: f64) -> Result<ChildResult, String> {
     let spec = format!("{}:{workload}:{scale}", lib.name);
-    let r: ChildResult = Child::new(exe, "alloc", &spec)
-        .preload(lib.path.as_deref())
-        .run()?;
+    let mut child = Child::new(exe, "alloc", &spec).preload(lib.path.as_deref());
+    for (k, v) in &lib.env {
+        child = child.env(k, v);
+    }
+    let r: ChildResult = child.run()?;
     let expected = lib
         .path
         .as_ref()
@@ -305,10 +375,51 @@ mod tests {
 
     #[test]
     fn glibc_is_always_there_and_missing_libraries_are_skipped_with_a_note() {
-        let (libs, skipped) = installed_libs(Path::new("/nonexistent/hopless"));
+        let owned: Variant = "owned=HOPLESS_OWNED_SLABS=1".parse().unwrap();
+        let (libs, skipped) = installed_libs(Path::new("/nonexistent/hopless"), None, &[owned]);
         assert_eq!(libs[0].name, "glibc");
         assert!(libs[0].path.is_none());
         assert!(skipped.iter().any(|s| s.starts_with("hopless:")), "{skipped:?}");
+        // No libhopless.so, so no variant of it either.
         assert_eq!(libs.len() + skipped.len(), LIBS.len());
+    }
+
+    #[test]
+    fn a_variant_is_libhopless_again_with_its_variable_set() {
+        let dir = std::env::temp_dir().join(format!("hopless-cabi-variant-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("libhopless.so"), b"").unwrap();
+        std::fs::write(dir.join("libmimalloc.so.2"), b"").unwrap();
+        let owned: Variant = "owned=HOPLESS_OWNED_SLABS=1".parse().unwrap();
+        let (libs, skipped) = installed_libs(&dir.join("hopless"), Some(&dir), &[owned]);
+        let names: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["glibc", "mimalloc", "hopless", "owned"], "{skipped:?}");
+        assert_eq!(libs[3].path, libs[2].path);
+        assert_eq!(
+            libs[3].env,
+            [("HOPLESS_OWNED_SLABS".to_string(), "1".to_string())]
+        );
+        assert!(libs[2].env.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn variants_are_name_key_value_and_never_a_library_name() {
+        let v: Variant = "x=K=a=b".parse().unwrap();
+        assert_eq!(
+            (v.name.as_str(), v.key.as_str(), v.value.as_str()),
+            ("x", "K", "a=b")
+        );
+        for bad in [
+            "owned",
+            "owned=K",
+            "=K=1",
+            "o=",
+            "a:b=K=1",
+            "hopless=K=1",
+            "mimalloc=K=1",
+        ] {
+            assert!(bad.parse::<Variant>().is_err(), "{bad}");
+        }
     }
 }
