@@ -39,6 +39,8 @@ pub struct Options {
     pub runs: Option<usize>,
     /// C-ABI view: where the other libraries are (default: Debian's multiarch directory).
     pub lib_dir: Option<std::path::PathBuf>,
+    /// C-ABI view: another build of `libhopless.so`, as the column `before`.
+    pub before: Option<std::path::PathBuf>,
     /// C-ABI view: more `libhopless.so` columns, each with a variable set in its children.
     pub variants: Vec<Variant>,
     /// Internal: the C-ABI child side, `LIB:WORKLOAD:SCALE`.
@@ -62,6 +64,7 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
             runs,
             json: o.common.json.as_deref(),
             lib_dir: o.lib_dir.as_deref(),
+            before: o.before.as_deref(),
             variants: &o.variants,
         };
         cabi::run(&c, &names)?;

@@ -62,6 +62,9 @@ pub struct AllocArgs {
     /// /usr/lib/ARCH-linux-gnu).
     #[arg(long, requires = "c_abi", value_name = "DIR")]
     lib_dir: Option<PathBuf>,
+    /// With --c-abi: another build of libhopless.so, as the column "before".
+    #[arg(long, requires = "c_abi", value_name = "PATH")]
+    before: Option<PathBuf>,
     /// With --c-abi: another libhopless.so column, run with KEY=VALUE in its environment (repeatable),
     /// e.g. owned=HOPLESS_OWNED_SLABS=1.
     #[arg(long = "variant", requires = "c_abi", value_name = "NAME=KEY=VALUE")]
@@ -81,6 +84,7 @@ impl From<AllocArgs> for alloc::Options {
             c_abi: a.c_abi,
             runs: a.runs,
             lib_dir: a.lib_dir,
+            before: a.before,
             variants: a.variants,
             child: a.child,
         }

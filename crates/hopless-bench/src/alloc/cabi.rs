@@ -25,8 +25,9 @@
 //!
 //! `--variant NAME=KEY=VALUE` adds a column: `libhopless.so` again, with `KEY=VALUE` in the child's
 //! environment (an option such as `HOPLESS_OWNED_SLABS=1` measured beside the default in the same
-//! alternating runs). `--lib-dir` says where the other libraries are, for a machine without Debian's
-//! packages.
+//! alternating runs). `--before PATH` adds another build of the library as the column `before` (a change
+//! measured against the build without it). `--lib-dir` says where the other libraries are, for a machine
+//! without Debian's packages.
 
 mod malloc;
 
@@ -109,7 +110,7 @@ impl std::str::FromStr for Variant {
             (Some(name), Some(key), Some(value))
                 if !name.is_empty() && !key.is_empty() && !name.contains(':') =>
             {
-                if LIBS.iter().any(|(n, _)| *n == name) {
+                if name == "before" || LIBS.iter().any(|(n, _)| *n == name) {
                     return Err(format!("variant name {name:?} is a library's; choose another"));
                 }
                 Ok(Variant {
@@ -126,9 +127,14 @@ impl std::str::FromStr for Variant {
 }
 
 /// The libraries that are installed (`lib_dir`, by default Debian's multiarch directory; `libhopless.so`
-/// next to this executable), then one `libhopless.so` column per variant, and a note for each library
-/// that is not there.
-fn installed_libs(exe: &Path, lib_dir: Option<&Path>, variants: &[Variant]) -> (Vec<Lib>, Vec<String>) {
+/// next to this executable), then `before` (another build of it) if given, then one `libhopless.so`
+/// column per variant, and a note for each library that is not there.
+fn installed_libs(
+    exe: &Path,
+    lib_dir: Option<&Path>,
+    before: Option<&Path>,
+    variants: &[Variant],
+) -> (Vec<Lib>, Vec<String>) {
     let system = lib_dir.map_or_else(
         || PathBuf::from(format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH)),
         Path::to_path_buf,
@@ -163,6 +169,17 @@ fn installed_libs(exe: &Path, lib_dir: Option<&Path>, variants: &[Variant]) -> (
                 "not installed"
             };
             skipped.push(format!("{name}: {} not found ({hint})", path.display()));
+        }
+    }
+    if let Some(b) = before {
+        if b.exists() {
+            libs.push(Lib {
+                name: "before".to_string(),
+                path: Some(b.to_path_buf()),
+                env: Vec::new(),
+            });
+        } else {
+            skipped.push(format!("before: {} not found", b.display()));
         }
     }
     if let Some(hopless) = libs.iter().find(|l| l.name == "hopless").cloned() {
@@ -207,6 +224,8 @@ pub struct CAbiOptions<'a> {
     pub json: Option<&'a Path>,
     /// Where the other libraries are (default: Debian's multiarch directory).
     pub lib_dir: Option<&'a Path>,
+    /// Another build of `libhopless.so`, as the column `before`.
+    pub before: Option<&'a Path>,
     /// More `libhopless.so` columns, each with a variable set.
     pub variants: &'a [Variant],
 }
@@ -216,7 +235,7 @@ pub struct CAbiOptions<'a> {
 pub fn run(o: &CAbiOptions<'_>, workloads: &[&'static str]) -> Result<Vec<CAbiResult>, String> {
     let (quick, runs, json) = (o.quick, o.runs, o.json);
     let exe = child::this_exe()?;
-    let (libs, skipped) = installed_libs(&exe, o.lib_dir, o.variants);
+    let (libs, skipped) = installed_libs(&exe, o.lib_dir, o.before, o.variants);
     let scale = if quick { 1.0 } else { 3.0 };
     let bar = progress(runs * workloads.len() * libs.len(), "alloc c-abi");
     let t0 = Instant::now();
@@ -376,7 +395,7 @@ mod tests {
     #[test]
     fn glibc_is_always_there_and_missing_libraries_are_skipped_with_a_note() {
         let owned: Variant = "owned=HOPLESS_OWNED_SLABS=1".parse().unwrap();
-        let (libs, skipped) = installed_libs(Path::new("/nonexistent/hopless"), None, &[owned]);
+        let (libs, skipped) = installed_libs(Path::new("/nonexistent/hopless"), None, None, &[owned]);
         assert_eq!(libs[0].name, "glibc");
         assert!(libs[0].path.is_none());
         assert!(skipped.iter().any(|s| s.starts_with("hopless:")), "{skipped:?}");
@@ -390,16 +409,28 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("libhopless.so"), b"").unwrap();
         std::fs::write(dir.join("libmimalloc.so.2"), b"").unwrap();
+        std::fs::write(dir.join("old.so"), b"").unwrap();
         let owned: Variant = "owned=HOPLESS_OWNED_SLABS=1".parse().unwrap();
-        let (libs, skipped) = installed_libs(&dir.join("hopless"), Some(&dir), &[owned]);
+        let before = dir.join("old.so");
+        let (libs, skipped) = installed_libs(&dir.join("hopless"), Some(&dir), Some(&before), &[owned]);
         let names: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(names, ["glibc", "mimalloc", "hopless", "owned"], "{skipped:?}");
-        assert_eq!(libs[3].path, libs[2].path);
         assert_eq!(
-            libs[3].env,
+            names,
+            ["glibc", "mimalloc", "hopless", "before", "owned"],
+            "{skipped:?}"
+        );
+        assert_eq!(libs[3].path.as_deref(), Some(before.as_path()));
+        assert!(libs[3].env.is_empty());
+        assert_eq!(libs[4].path, libs[2].path);
+        assert_eq!(
+            libs[4].env,
             [("HOPLESS_OWNED_SLABS".to_string(), "1".to_string())]
         );
         assert!(libs[2].env.is_empty());
+        let missing = dir.join("missing.so");
+        let (libs, skipped) = installed_libs(&dir.join("hopless"), Some(&dir), Some(&missing), &[]);
+        assert!(!libs.iter().any(|l| l.name == "before"));
+        assert!(skipped.iter().any(|s| s.starts_with("before:")), "{skipped:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -418,6 +449,7 @@ mod tests {
             "a:b=K=1",
             "hopless=K=1",
             "mimalloc=K=1",
+            "before=K=1",
         ] {
             assert!(bad.parse::<Variant>().is_err(), "{bad}");
         }
