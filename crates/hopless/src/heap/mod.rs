@@ -485,27 +485,24 @@ impl<P: PageSource> Heap<P> {
                 }
             }
         }
+        let keep_last_page = self.checks().keep_last_page;
         for pool in self.pools() {
-            loop {
-                let v = pool.take_dirty();
-                if v.is_null() {
-                    break;
-                }
-                // SAFETY: `take_dirty` handed it over; no lock held.
-                unsafe { pool.purge(&self.source, v, self.checks().keep_last_page) };
-            }
+            // In batches, so that neighbouring slots go in one call (`SlabPool::purge_all`).
+            // SAFETY: `take_dirty` hands over slabs of this pool to purge; no lock held.
+            while unsafe { pool.purge_taken(&self.source, keep_last_page, usize::MAX, || pool.take_dirty()) } > 0 {}
             // Where segments asked for huge pages, a slab never used can be resident: the first touch
             // of its neighbour made the whole huge page resident, and purging the neighbour split it
             // into small pages that stay. That happens only when a clean slab is taken into use; then
             // each clean slab is purged once (the purge files it at the other end of the list).
             if self.source.huge_pages_used() && pool.clean_taken.swap(false, Ordering::Relaxed) {
-                for _ in 0..pool.clean_len() {
-                    let v = pool.take_clean();
-                    if v.is_null() {
+                let mut left = pool.clean_len();
+                while left > 0 {
+                    // SAFETY: `take_clean` hands over slabs of this pool to purge; no lock held.
+                    let n = unsafe { pool.purge_taken(&self.source, keep_last_page, left, || pool.take_clean()) };
+                    if n == 0 {
                         break;
                     }
-                    // SAFETY: `take_clean` handed it over; no lock held.
-                    unsafe { pool.purge(&self.source, v, self.checks().keep_last_page) };
+                    left -= n;
                 }
             }
         }

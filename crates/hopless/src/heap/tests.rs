@@ -5,7 +5,8 @@ use rand::{Rng, SeedableRng};
 
 use crate::cache::ThreadCache;
 use crate::heap::Heap;
-use crate::platform::SystemPages;
+use crate::platform::{PageSource, SystemPages};
+use crate::segment::{SEGMENT_SIZE, SMALL_SLAB_SHIFT};
 use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
 use crate::test_util::{check, fill, scaled};
 
@@ -126,6 +127,76 @@ fn slabs_emptied_and_refilled_within_the_delay_are_not_purged() {
         slabs,
         "trim purges what waited"
     );
+}
+
+/// `SystemPages` that counts its `decommit` calls: how many calls a purge pass makes.
+#[derive(Default)]
+struct CountingPages {
+    decommits: core::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: every call goes to `SystemPages`, which keeps the contract; counting changes nothing.
+unsafe impl PageSource for CountingPages {
+    fn reserve(&self, size: usize, align: usize) -> *mut u8 {
+        SystemPages.reserve(size, align)
+    }
+
+    unsafe fn release(&self, ptr: *mut u8, size: usize, align: usize) {
+        // SAFETY: forwarded: the caller keeps `release`'s contract.
+        unsafe { SystemPages.release(ptr, size, align) }
+    }
+
+    unsafe fn decommit(&self, ptr: *mut u8, size: usize) {
+        self.decommits.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded: the caller keeps `decommit`'s contract.
+        unsafe { SystemPages.decommit(ptr, size) }
+    }
+}
+
+#[test]
+fn a_trim_purges_neighbouring_slabs_in_one_call_and_never_a_slab_in_use() {
+    let heap = Heap::new(CountingPages::default());
+    heap.set_purge_delay_ms(u32::MAX);
+    let class = class_for(4096, 8).unwrap();
+    let slabs = 12;
+    let mut blocks = vec![core::ptr::null_mut(); 16 * slabs];
+    assert_eq!(heap.refill(class, &mut blocks), blocks.len());
+    for (i, &p) in blocks.iter().enumerate() {
+        fill(p, 64, i as u8 | 1);
+    }
+    // The slabs by address (a slab's slot is aligned to its size); the 4th and the 8th stay in use.
+    let slot_of = |p: *mut u8| p.addr() >> SMALL_SLAB_SHIFT;
+    let mut slots: Vec<usize> = blocks.iter().map(|&p| slot_of(p)).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), slabs);
+    let kept = [slots[3], slots[7]];
+    let (held, freed): (Vec<_>, Vec<_>) = blocks.iter().enumerate().partition(|(_, &p)| kept.contains(&slot_of(p)));
+    let freed: Vec<*mut u8> = freed.into_iter().map(|(_, &p)| p).collect();
+    // SAFETY: each freed once.
+    unsafe { heap.flush(class, &freed) };
+    assert_eq!(heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed), 0, "the delay holds purges back");
+    heap.trim();
+    assert_eq!(heap.stats().purged_slabs as usize, slabs - 2);
+    for &(i, &p) in &held {
+        check(p, 64, i as u8 | 1);
+    }
+    // One call per run of neighbouring slots in one segment, and fewer calls than slabs.
+    let freed_slots: Vec<usize> = slots.iter().copied().filter(|s| !kept.contains(s)).collect();
+    let same_segment = |a: usize, b: usize| (a << SMALL_SLAB_SHIFT) / SEGMENT_SIZE == (b << SMALL_SLAB_SHIFT) / SEGMENT_SIZE;
+    let runs = 1 + freed_slots.windows(2).filter(|w| w[1] != w[0] + 1 || !same_segment(w[0], w[1])).count();
+    assert_eq!(heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed), runs);
+    assert!(runs < slabs - 2, "a fresh segment's slabs lie side by side: {freed_slots:x?}");
+    // The purged slabs come back zeroed.
+    let mut again = vec![core::ptr::null_mut(); 16 * (slabs - 2)];
+    assert_eq!(heap.refill(class, &mut again), again.len());
+    assert_eq!(zero_blocks(&again, 64), again.len());
+    // SAFETY: each freed once.
+    unsafe {
+        heap.flush(class, &again);
+        let held: Vec<*mut u8> = held.iter().map(|&(_, &p)| p).collect();
+        heap.flush(class, &held);
+    }
 }
 
 #[test]
