@@ -26,7 +26,7 @@
 
 use core::mem::MaybeUninit;
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::cache::hint_owner;
 use crate::lock::SpinLock;
@@ -82,6 +82,11 @@ pub const PURGES_PER_CHECK: usize = 8;
 
 /// The most slabs [`SlabPool::purge_taken`] purges at once: a stack array of pointers.
 pub const PURGE_BATCH: usize = 64;
+
+/// The huge-page epoch: bumped after [`SlabPool::advise_huge_all`] has given existing segments the
+/// huge-page advice again, which undoes the `MADV_NOHUGEPAGE` their purges left. A segment's
+/// `left_huge` record counts only under the epoch it was made in (see [`SlabPool::purge_all`]).
+pub static HUGE_EPOCH: AtomicU32 = AtomicU32::new(0);
 
 /// One class's share of the central heap.
 #[repr(C, align(128))]
@@ -787,6 +792,7 @@ impl SlabPool {
                 data_offset: 0,
                 usable: 0,
                 next: ptr::null_mut(),
+                left_huge: AtomicU64::new(0),
             });
             crate::segment::init_granules(seg, shift);
             let slabs = crate::segment::slabs_of(seg);
@@ -955,7 +961,7 @@ impl SlabPool {
             // reservation of `SEGMENT_SIZE` bytes that `get` made from `source` (segments are never
             // released while their pool lives); nothing uses the slots' memory (the slabs are ours).
             unsafe {
-                source.leave_huge(seg.cast(), SEGMENT_SIZE, start, len);
+                leave_huge_once(source, seg, start, len);
                 source.decommit(start, len);
             }
             rest = rest.get(n..).unwrap_or_default();
@@ -995,7 +1001,8 @@ impl SlabPool {
     }
 
     /// Gives every segment of this pool reserved so far the huge-page advice for what it holds (see
-    /// [`PageSource::dense_mark_passed`]).
+    /// [`PageSource::dense_mark_passed`]), then bumps [`HUGE_EPOCH`]: the advice undid what purges
+    /// left, so their records no longer count.
     pub fn advise_huge_all<P: PageSource>(&self, source: &P) {
         let mut seg = self.inner.lock().all;
         while !seg.is_null() {
@@ -1008,6 +1015,9 @@ impl SlabPool {
                 seg = (*seg).next;
             }
         }
+        // After every advice above (Release: a purge that reads the new epoch makes its own advice
+        // after them).
+        HUGE_EPOCH.fetch_add(1, Ordering::Release);
     }
 
     /// Takes the clean slab at the tail, for the caller to [`SlabPool::purge`] (which files it at the
@@ -1037,6 +1047,56 @@ impl SlabPool {
         }
         v
     }
+}
+
+/// Leaves huge pages for `start..start + len` in `seg` ([`PageSource::leave_huge`]), unless every huge
+/// page the range touches was left already under the current [`HUGE_EPOCH`] (the segment's
+/// `left_huge`): `MADV_NOHUGEPAGE` takes the process's memory-map lock for writing, which every page
+/// fault of every thread waits on, and a segment's purges would otherwise repeat it for each of the 32
+/// small slabs a huge page holds.
+///
+/// Why a record can be trusted: it is written after the advice it records, under the epoch read before
+/// that advice. The only advice that undoes `MADV_NOHUGEPAGE` on a segment in use is
+/// [`SlabPool::advise_huge_all`]'s (a segment's own, at its creation, comes before any slab of it
+/// exists), and the epoch moves on after it. A purge that read the old epoch made a record that stops
+/// counting when it moves; one that read the new epoch made its advice after `advise_huge_all`'s. A
+/// record written under an old epoch over a newer one loses nothing but the newer bits (those huge pages
+/// are advised again by the next purge that touches them).
+///
+/// # Safety
+///
+/// As for [`PageSource::leave_huge`]: `seg` is a small or medium segment of `source`, one whole
+/// reservation of `SEGMENT_SIZE` bytes, and `start..start + len` lies in it.
+unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, start: *mut u8, len: usize) {
+    let huge = crate::platform::huge_page_size();
+    let from = start.addr() - seg.addr();
+    let (first, last) = (from / huge, (from + len).div_ceil(huge));
+    // Only where one bit a huge page fits (a 4 MiB segment holds 2 of 2 MiB; with 64 KiB base pages a
+    // huge page is 512 MiB and the source leaves nothing anyway).
+    let bits = if last <= 32 && first < last {
+        ((1u64 << last) - 1) & !((1u64 << first) - 1)
+    } else {
+        0
+    };
+    let epoch = u64::from(HUGE_EPOCH.load(Ordering::Acquire));
+    // SAFETY: per the caller, `seg` is a live segment header (headers are never unmapped while the
+    // pool lives); `left_huge` is an atomic.
+    let record = unsafe { &(*seg).left_huge };
+    let seen = record.load(Ordering::Acquire);
+    if bits != 0 && seen >> 32 == epoch && seen & bits == bits {
+        return;
+    }
+    // Recorded only where the source gives advice at all (once it has advised any huge pages, it
+    // does for good); read before the call, so a record never stands for a call that did nothing.
+    let advising = source.huge_pages_used();
+    // SAFETY: per the caller.
+    unsafe { source.leave_huge(seg.cast(), SEGMENT_SIZE, start, len) };
+    if bits == 0 || !advising {
+        return;
+    }
+    let _ = record.fetch_update(Ordering::Release, Ordering::Relaxed, |cur| {
+        Some(if cur >> 32 == epoch { cur | bits } else { epoch << 32 | bits })
+    });
 }
 
 /// Sorts slabs by their slots' addresses: an insertion sort, for the at most [`PURGE_BATCH`] slabs a

@@ -129,10 +129,13 @@ fn slabs_emptied_and_refilled_within_the_delay_are_not_purged() {
     );
 }
 
-/// `SystemPages` that counts its `decommit` calls: how many calls a purge pass makes.
+/// `SystemPages` that counts its `decommit` and `leave_huge` calls: how many calls a purge pass makes.
+/// With `huge`, it says it has advised huge pages (as `OsPages` does past the 64 MiB mark).
 #[derive(Default)]
 struct CountingPages {
     decommits: core::sync::atomic::AtomicUsize,
+    leaves: core::sync::atomic::AtomicUsize,
+    huge: bool,
 }
 
 // SAFETY: every call goes to `SystemPages`, which keeps the contract; counting changes nothing.
@@ -151,6 +154,57 @@ unsafe impl PageSource for CountingPages {
         // SAFETY: forwarded: the caller keeps `decommit`'s contract.
         unsafe { SystemPages.decommit(ptr, size) }
     }
+
+    unsafe fn leave_huge(&self, _base: *mut u8, _size: usize, _ptr: *mut u8, _len: usize) {
+        self.leaves.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn huge_pages_used(&self) -> bool {
+        self.huge
+    }
+}
+
+#[test]
+fn a_huge_page_is_left_once_until_the_huge_page_advice_is_given_again() {
+    let heap = Heap::new(CountingPages {
+        huge: true,
+        ..Default::default()
+    });
+    heap.set_purge_delay_ms(0);
+    let class = class_for(4096, 8).unwrap();
+    let slabs = 8;
+    let mut blocks = vec![core::ptr::null_mut(); 16 * slabs];
+    assert_eq!(heap.refill(class, &mut blocks), blocks.len());
+    let slot_of = |p: *mut u8| p.addr() >> SMALL_SLAB_SHIFT;
+    blocks.sort_unstable_by_key(|&p| p.addr());
+    let huge = crate::platform::huge_page_size();
+    let huge_pages = |bs: &[*mut u8]| {
+        let mut h: Vec<usize> = bs.iter().map(|&p| p.addr() / huge).collect();
+        h.dedup();
+        h.len()
+    };
+    let leaves = || heap.source.leaves.load(core::sync::atomic::Ordering::Relaxed);
+    // One slab at a time: with no delay each put purges the one before it on its own.
+    let (first, second) = blocks.split_at(16 * slabs / 2);
+    for slab in first.chunks(16) {
+        assert!(slab.iter().all(|&p| slot_of(p) == slot_of(slab[0])));
+        // SAFETY: each freed once.
+        unsafe { heap.flush(class, slab) };
+    }
+    let purged = heap.stats().purged_slabs;
+    assert!(purged >= 2, "{purged}");
+    assert_eq!(leaves(), huge_pages(first), "each huge page left once, not once a slab");
+    // The huge-page advice again (the 64 MiB mark): what was left counts no more.
+    for pool in heap.pools() {
+        pool.advise_huge_all(&heap.source);
+    }
+    let before = leaves();
+    for slab in second.chunks(16) {
+        // SAFETY: each freed once.
+        unsafe { heap.flush(class, slab) };
+    }
+    assert!(heap.stats().purged_slabs >= purged + 2);
+    assert_eq!(leaves() - before, huge_pages(second), "left again after the advice, once a huge page");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! `large` rely on; the layout of a large block's header.
 
 use core::ptr;
-use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::{AtomicU64, AtomicUsize};
 
 use super::arena::{Arena, SLICE};
 use crate::lock::SpinLock;
@@ -95,6 +95,7 @@ pub(super) const fn large_header(len: usize, off: usize, usable: usize) -> Segme
         data_offset: off,
         usable,
         next: ptr::null_mut(),
+        left_huge: AtomicU64::new(0),
     }
 }
 

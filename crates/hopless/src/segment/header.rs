@@ -59,6 +59,10 @@ pub struct SegmentHeader {
     pub usable: usize,
     /// Small and medium segments: the pool's next segment (so a dropped heap can release them all).
     pub next: *mut SegmentHeader,
+    /// Small and medium segments: which of the segment's huge pages a purge already advised
+    /// `MADV_NOHUGEPAGE` (bit i: the i-th), in the low 32 bits, under the huge-page epoch in the high
+    /// 32 (`central::HUGE_EPOCH`); see `SlabPool::purge_all`. Zero in a new segment.
+    pub left_huge: AtomicU64,
 }
 
 /// One 64 KiB granule of a small or medium segment in its granule table (see [`GRANULES_OFFSET`]): the
