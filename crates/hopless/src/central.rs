@@ -80,12 +80,12 @@ pub const PURGE_DELAY_MS: u32 = 100;
 /// all that are due).
 pub const PURGES_PER_CHECK: usize = 8;
 
-/// The most slabs [`SlabPool::purge_taken`] purges at once: a stack array of pointers.
+/// The most slabs [`SlabPool::purge_up_to`] purges at once: a stack array of pointers.
 pub const PURGE_BATCH: usize = 64;
 
 /// The huge-page epoch: bumped after [`SlabPool::advise_huge_all`] has given existing segments the
 /// huge-page advice again, which undoes the `MADV_NOHUGEPAGE` their purges left. A segment's
-/// `left_huge` record counts only under the epoch it was made in (see [`SlabPool::purge_all`]).
+/// `left_huge` record counts only under the epoch it was made in (see [`leave_huge_once`]).
 pub static HUGE_EPOCH: AtomicU32 = AtomicU32::new(0);
 
 /// One class's share of the central heap.
@@ -864,47 +864,51 @@ impl SlabPool {
         }
     }
 
-    /// Purges up to `max` dirty slabs that waited out the delay or stand beyond the first `cap`, in
-    /// batches ([`SlabPool::purge_taken`]); the caller holds no lock.
+    /// Purges up to `max` dirty slabs that waited out the delay or stand beyond the first `cap`
+    /// ([`SlabPool::purge_up_to`]); the caller holds no lock.
     pub fn purge_expired<P: PageSource>(&self, source: &P, keep_last_page: bool, max: usize, cap: usize) {
-        let mut left = max;
-        while left > 0 {
-            // SAFETY: `take_expired` hands over slabs of this pool to purge; the caller holds no lock.
-            let n = unsafe { self.purge_taken(source, keep_last_page, left, || self.take_expired(cap)) };
-            if n == 0 {
-                return;
-            }
-            left -= n;
-        }
+        // SAFETY: `take_expired` hands over slabs of this pool to purge; the caller holds no lock.
+        unsafe { self.purge_up_to(source, keep_last_page, max, || self.take_expired(cap)) };
     }
 
-    /// Takes up to `max` slabs (at most [`PURGE_BATCH`]) with `take`, until it answers null, and purges
-    /// them together ([`SlabPool::purge_all`]); returns how many.
+    /// Takes slabs with `take` until it answers null or `max` were taken, and purges them in batches of
+    /// up to [`PURGE_BATCH`] ([`SlabPool::purge_all`]); returns how many.
     ///
     /// # Safety
     ///
     /// `take` hands over slabs of this pool to purge (`take_expired`, `take_dirty`, `take_clean`), each
     /// once; the caller holds no lock.
-    pub unsafe fn purge_taken<P: PageSource>(
+    pub unsafe fn purge_up_to<P: PageSource>(
         &self,
         source: &P,
         keep_last_page: bool,
         max: usize,
         mut take: impl FnMut() -> *mut Slab,
     ) -> usize {
-        let mut batch = [ptr::null_mut::<Slab>(); PURGE_BATCH];
-        let mut n = 0;
-        for slot in batch.iter_mut().take(max) {
-            let v = take();
-            if v.is_null() {
+        let mut done = 0;
+        while done < max {
+            let mut batch = [ptr::null_mut::<Slab>(); PURGE_BATCH];
+            let mut n = 0;
+            for slot in batch.iter_mut().take(max - done) {
+                let v = take();
+                if v.is_null() {
+                    break;
+                }
+                *slot = v;
+                n += 1;
+            }
+            if n == 0 {
                 break;
             }
-            *slot = v;
-            n += 1;
+            // SAFETY: per the caller, the first `n` were handed over to purge, each once.
+            unsafe { self.purge_all(source, batch.get_mut(..n).unwrap_or_default(), keep_last_page) };
+            done += n;
+            if n < PURGE_BATCH {
+                // `take` answered null, or `max` is reached.
+                break;
+            }
         }
-        // SAFETY: per the caller, the first `n` were handed over to purge, each once.
-        unsafe { self.purge_all(source, batch.get_mut(..n).unwrap_or_default(), keep_last_page) };
-        n
+        done
     }
 
     /// Purges a slab [`SlabPool::put`] handed back, then files it as clean.

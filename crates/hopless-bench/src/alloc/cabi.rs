@@ -92,6 +92,17 @@ struct Lib {
     env: Vec<(String, String)>,
 }
 
+impl Lib {
+    /// A library with nothing added to its children's environment.
+    fn plain(name: &str, path: Option<PathBuf>) -> Lib {
+        Lib {
+            name: name.to_string(),
+            path,
+            env: Vec::new(),
+        }
+    }
+}
+
 /// A `--variant`: another `libhopless.so` column, with one variable set in its children's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Variant {
@@ -142,13 +153,8 @@ fn installed_libs(
     let mut libs = Vec::new();
     let mut skipped = Vec::new();
     for (name, file) in LIBS {
-        let name = name.to_string();
         let Some(file) = file else {
-            libs.push(Lib {
-                name,
-                path: None,
-                env: Vec::new(),
-            });
+            libs.push(Lib::plain(name, None));
             continue;
         };
         let path = if name == "hopless" {
@@ -157,11 +163,7 @@ fn installed_libs(
             system.join(file)
         };
         if path.exists() {
-            libs.push(Lib {
-                name,
-                path: Some(path),
-                env: Vec::new(),
-            });
+            libs.push(Lib::plain(name, Some(path)));
         } else {
             let hint = if name == "hopless" {
                 "cargo build --release -p hopless-malloc"
@@ -173,11 +175,7 @@ fn installed_libs(
     }
     if let Some(b) = before {
         if b.exists() {
-            libs.push(Lib {
-                name: "before".to_string(),
-                path: Some(b.to_path_buf()),
-                env: Vec::new(),
-            });
+            libs.push(Lib::plain("before", Some(b.to_path_buf())));
         } else {
             skipped.push(format!("before: {} not found", b.display()));
         }
@@ -185,9 +183,8 @@ fn installed_libs(
     if let Some(hopless) = libs.iter().find(|l| l.name == "hopless").cloned() {
         for v in variants {
             libs.push(Lib {
-                name: v.name.clone(),
-                path: hopless.path.clone(),
                 env: vec![(v.key.clone(), v.value.clone())],
+                ..Lib::plain(&v.name, hopless.path.clone())
             });
         }
     }

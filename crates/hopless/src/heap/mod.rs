@@ -489,21 +489,15 @@ impl<P: PageSource> Heap<P> {
         for pool in self.pools() {
             // In batches, so that neighbouring slots go in one call (`SlabPool::purge_all`).
             // SAFETY: `take_dirty` hands over slabs of this pool to purge; no lock held.
-            while unsafe { pool.purge_taken(&self.source, keep_last_page, usize::MAX, || pool.take_dirty()) } > 0 {}
+            unsafe { pool.purge_up_to(&self.source, keep_last_page, usize::MAX, || pool.take_dirty()) };
             // Where segments asked for huge pages, a slab never used can be resident: the first touch
             // of its neighbour made the whole huge page resident, and purging the neighbour split it
             // into small pages that stay. That happens only when a clean slab is taken into use; then
             // each clean slab is purged once (the purge files it at the other end of the list).
             if self.source.huge_pages_used() && pool.clean_taken.swap(false, Ordering::Relaxed) {
-                let mut left = pool.clean_len();
-                while left > 0 {
-                    // SAFETY: `take_clean` hands over slabs of this pool to purge; no lock held.
-                    let n = unsafe { pool.purge_taken(&self.source, keep_last_page, left, || pool.take_clean()) };
-                    if n == 0 {
-                        break;
-                    }
-                    left -= n;
-                }
+                let clean = pool.clean_len();
+                // SAFETY: `take_clean` hands over slabs of this pool to purge; no lock held.
+                unsafe { pool.purge_up_to(&self.source, keep_last_page, clean, || pool.take_clean()) };
             }
         }
         self.large.clear(&self.source);

@@ -254,6 +254,25 @@ fn a_trim_purges_neighbouring_slabs_in_one_call_and_never_a_slab_in_use() {
 }
 
 #[test]
+fn a_trim_purges_more_slabs_than_one_batch_holds() {
+    let heap = Heap::new(SystemPages);
+    heap.set_purge_delay_ms(u32::MAX);
+    let class = class_for(4096, 8).unwrap();
+    // Past two batches of `PURGE_BATCH` (64), and not a multiple of it.
+    let slabs = 2 * crate::central::PURGE_BATCH + 5;
+    let touched = scaled(4096, 16);
+    fill_and_empty_slabs(&heap, slabs, touched);
+    assert_eq!(heap.stats().purged_slabs, 0);
+    heap.trim();
+    assert_eq!(heap.stats().purged_slabs as usize, slabs, "every emptied slab, the class's kept one too");
+    let mut again = vec![core::ptr::null_mut(); 16 * slabs];
+    assert_eq!(heap.refill(class, &mut again), again.len());
+    assert_eq!(zero_blocks(&again, touched), again.len());
+    // SAFETY: freed once.
+    unsafe { heap.flush(class, &again) };
+}
+
+#[test]
 fn slabs_that_waited_out_the_delay_are_purged_at_the_next_put() {
     let heap = Heap::new(SystemPages);
     heap.set_purge_delay_ms(0);
