@@ -451,3 +451,75 @@ fn a_fixed_hash_seed_gives_the_same_layout_in_every_store() {
     // The default (None) draws a seed for each store.
     assert_ne!(scan_all(None), scan_all(None));
 }
+
+/// A clock that counts its reads.
+#[derive(Default)]
+struct CountingClock {
+    at: ManualClock,
+    reads: AtomicUsize,
+}
+
+impl hopless_kv::Clock for CountingClock {
+    fn now_ms(&self) -> u64 {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.at.now_ms()
+    }
+}
+
+#[test]
+fn writes_and_reads_of_keys_without_a_ttl_never_read_the_clock_and_due_keys_still_go() {
+    let clock = Arc::new(CountingClock::default());
+    clock.at.set(START);
+    let s = Store::new(Config {
+        shards: 16,
+        active_expiry: false,
+        clock: clock.clone(),
+        ..Config::default()
+    });
+    let reads = || clock.reads.load(Ordering::SeqCst);
+    // The clock (a vDSO call, 20-50 ns) was read twice by every plain SET: the store's workload is
+    // mostly such writes.
+    let before = reads();
+    for i in 0..100 {
+        let k = format!("k{i}");
+        s.set_simple(k.as_bytes(), b"v").unwrap();
+        s.set_simple(k.as_bytes(), b"w").unwrap();
+        assert_eq!(s.get(k.as_bytes()).unwrap().as_deref(), Some(&b"w"[..]));
+        s.append(k.as_bytes(), b"x").unwrap();
+        assert_eq!(s.getdel(k.as_bytes()).unwrap().as_deref(), Some(&b"wx"[..]));
+    }
+    assert_eq!(reads(), before, "no key had a TTL");
+
+    // A key with a TTL is still found dead by each write once due (SET NX and GET, APPEND, GETDEL),
+    // never read back.
+    let px = |ms| SetOptions {
+        ttl: Ttl::Px(ms),
+        ..Default::default()
+    };
+    let nx_get = SetOptions {
+        cond: SetCond::IfAbsent,
+        get: true,
+        ..Default::default()
+    };
+    for k in [&b"a"[..], b"b", b"c"] {
+        s.set(k, b"old", px(10)).unwrap();
+    }
+    assert!(reads() > before, "a relative TTL reads the clock");
+    clock.at.advance(10);
+    assert!(
+        s.set(b"a", b"new", nx_get).unwrap().0,
+        "SET NX on a due key writes"
+    );
+    assert_eq!(s.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(
+        s.append(b"b", b"x").unwrap(),
+        1,
+        "APPEND to a due key starts afresh"
+    );
+    assert!(
+        s.getdel(b"c").unwrap().is_none(),
+        "GETDEL of a due key finds nothing"
+    );
+    assert_eq!(s.stats().expired, 3);
+    assert_eq!(s.stats().keys_with_ttl, 0);
+}

@@ -53,7 +53,8 @@ impl<A: KvAlloc> Store<A> {
         let mut g = self.slot(l).lock.write();
         self.expire_if_due(&mut g, l, key);
         self.make_room(&mut g, l, 0)?;
-        let existing = g.table.find(l.hash, key).map(|i| g.table.item(i));
+        let slot = g.table.find(l.hash, key);
+        let existing = slot.map(|i| g.table.item(i));
         if let Some(it) = existing {
             // SAFETY: the table's item, under the shard's write lock.
             if unsafe { value::kind(it) } != Kind::String {
@@ -89,7 +90,7 @@ impl<A: KvAlloc> Store<A> {
         .map_err(|_| Error::AllocFailed)?;
         // SAFETY: the new item is ours until installed.
         unsafe { value::set_str_enc(item, StrEnc::Raw) };
-        self.store_item(g, l, key, item, |current| current)?;
+        self.store_item(g, l, key, slot, item, |current| current)?;
         Ok(r.expect("edited"))
     }
 

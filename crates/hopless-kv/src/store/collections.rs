@@ -137,7 +137,7 @@ impl<A: KvAlloc> Store<A> {
                 return Ok(Some(r));
             }
             let item = value::new_coll_item(&self.inner.alloc, key, coll).map_err(|_| Error::AllocFailed)?;
-            self.store_item(g, l, key, item, |_| None)?;
+            self.store_item(g, l, key, None, item, |_| None)?;
             return Ok(Some(r));
         };
         let item = g.table.item(i);
@@ -175,7 +175,7 @@ impl<A: KvAlloc> Store<A> {
         }
         let l = self.loc(key);
         let mut g = self.slot(l).lock.write();
-        self.make_room(&mut g, l, 0)
+        self.make_room(&mut g, l, 0).map(|_| ())
     }
 
     /// WRONGTYPE if `key` is live and holds something other than `kind`.

@@ -59,13 +59,15 @@ impl<A: KvAlloc> Store<A> {
             .sum()
     }
 
-    /// Makes room for `need` more bytes under the shard's write lock (maxmemory and policy).
-    pub(super) fn make_room(&self, g: &mut Shard<A>, l: Loc, need: u64) -> Result<()> {
+    /// Makes room for `need` more bytes under the shard's write lock (maxmemory and policy). Returns
+    /// whether it evicted a key of this shard (the caller's slot indices are stale then).
+    pub(super) fn make_room(&self, g: &mut Shard<A>, l: Loc, need: u64) -> Result<bool> {
         let max = self.maxmemory();
         if max == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let c = &self.slot(l).c;
+        let mut evicted = false;
         while self.total_used() + need > max {
             if self.policy() == Policy::NoEviction || g.table.is_empty() {
                 return Err(Error::OutOfMemory);
@@ -88,7 +90,8 @@ impl<A: KvAlloc> Store<A> {
             let old = g.remove_slot(victim.expect("sampled"), &c.used);
             c.evicted.fetch_add(1, Ordering::Relaxed);
             self.release(old);
+            evicted = true;
         }
-        Ok(())
+        Ok(evicted)
     }
 }

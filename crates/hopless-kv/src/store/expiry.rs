@@ -22,20 +22,31 @@ impl<A: KvAlloc> Store<A> {
             .is_some_and(|&d| d <= now)
     }
 
-    /// Under the write lock: deletes `key` if it is present and past its deadline.
-    pub(super) fn expire_if_due(&self, g: &mut RwLockWriteGuard<'_, Shard<A>>, l: Loc, key: &[u8]) -> bool {
-        let Some(i) = g.table.find(l.hash, key) else {
-            return false;
-        };
+    /// Under the write lock: the slot of `key` if it is present and live. A key past its deadline is
+    /// deleted on the way (and counted as expired), so its slot is never returned. The clock is read only
+    /// for a key that has a deadline (its header's flag mirrors the expiry map).
+    pub(super) fn live_slot(
+        &self,
+        g: &mut RwLockWriteGuard<'_, Shard<A>>,
+        l: Loc,
+        key: &[u8],
+    ) -> Option<usize> {
+        let i = g.table.find(l.hash, key)?;
         let item = g.table.item(i);
-        if !self.is_expired(g, item, self.now()) {
-            return false;
+        // SAFETY: the table's item, under the shard's write lock.
+        if !unsafe { value::has_ttl(item) } || !self.is_expired(g, item, self.now()) {
+            return Some(i);
         }
         let c = &self.slot(l).c;
         let old = g.remove_slot(i, &c.used);
         c.expired.fetch_add(1, Ordering::Relaxed);
         self.release(old);
-        true
+        None
+    }
+
+    /// Under the write lock: deletes `key` if it is present and past its deadline.
+    pub(super) fn expire_if_due(&self, g: &mut RwLockWriteGuard<'_, Shard<A>>, l: Loc, key: &[u8]) {
+        self.live_slot(g, l, key);
     }
 
     /// Turns the background thread's passes off or on (Redis's DEBUG SET-ACTIVE-EXPIRE); keys past

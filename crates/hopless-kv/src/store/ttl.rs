@@ -12,15 +12,16 @@ use crate::value::{self, ItemPtr, Value};
 
 impl<A: KvAlloc> Store<A> {
     /// The deadline (ms since the epoch) a TTL option asks for, None for the options that set none. A
-    /// TTL that is not positive, or a deadline past `i64::MAX`, is [`Error::InvalidExpire`].
-    pub(super) fn deadline(&self, ttl: Ttl, now: u64) -> Result<Option<u64>> {
+    /// TTL that is not positive, or a deadline past `i64::MAX`, is [`Error::InvalidExpire`]. The clock is
+    /// read only for a relative TTL (`EX`, `PX`).
+    pub(super) fn deadline(&self, ttl: Ttl) -> Result<Option<u64>> {
         let d = match ttl {
             Ttl::None | Ttl::Keep | Ttl::Persist => return Ok(None),
             Ttl::Ex(s) => s
                 .checked_mul(1000)
-                .and_then(|ms| ms.checked_add(now))
+                .and_then(|ms| ms.checked_add(self.now()))
                 .filter(|_| s > 0),
-            Ttl::Px(ms) => now.checked_add(ms).filter(|_| ms > 0),
+            Ttl::Px(ms) => self.now().checked_add(ms).filter(|_| ms > 0),
             Ttl::ExAt(s) => s.checked_mul(1000).filter(|_| s > 0),
             Ttl::PxAt(ms) => Some(ms).filter(|&ms| ms > 0),
         };
@@ -44,8 +45,7 @@ impl<A: KvAlloc> Store<A> {
         let l = self.loc(key);
         self.count(Op::Expire);
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.hash, key) else {
+        let Some(i) = self.live_slot(&mut g, l, key) else {
             return Ok(false);
         };
         let item = g.table.item(i);
@@ -100,8 +100,7 @@ impl<A: KvAlloc> Store<A> {
         let l = self.loc(key);
         self.count(Op::Persist);
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.hash, key) else {
+        let Some(i) = self.live_slot(&mut g, l, key) else {
             return false;
         };
         let item = g.table.item(i);
@@ -166,10 +165,9 @@ impl<A: KvAlloc> Store<A> {
     pub fn getex(&self, key: &[u8], ttl: Ttl) -> Result<Option<Value<A>>> {
         let l = self.loc(key);
         self.count(Op::GetEx);
-        let d = self.deadline(ttl, self.now())?;
+        let d = self.deadline(ttl)?;
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        let Some(i) = g.table.find(l.hash, key) else {
+        let Some(i) = self.live_slot(&mut g, l, key) else {
             drop(g);
             self.hit_or_miss(false);
             return Ok(None);

@@ -83,12 +83,10 @@ impl<A: KvAlloc> Store<A> {
         self.check_value(val.len())?;
         let l = self.loc(key);
         self.count(Op::Set);
-        let now = self.now();
-        let new_deadline = self.deadline(opts.ttl, now)?;
+        let new_deadline = self.deadline(opts.ttl)?;
         let item = self.new_item(key, val.len(), |b| b.copy_from_slice(val))?;
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        let existing = g.table.find(l.hash, key);
+        let existing = self.live_slot(&mut g, l, key);
         // SAFETY: the table's item, under the write lock.
         if opts.get && existing.is_some_and(|i| unsafe { value::kind(g.table.item(i)) } != Kind::String) {
             drop(g);
@@ -115,36 +113,41 @@ impl<A: KvAlloc> Store<A> {
             return Ok((false, old_val));
         }
         let keep = opts.ttl == Ttl::Keep;
-        self.store_item(
-            g,
-            l,
-            key,
-            item,
-            |current| if keep { current } else { new_deadline },
-        )?;
+        self.store_item(g, l, key, existing, item, |current| {
+            if keep {
+                current
+            } else {
+                new_deadline
+            }
+        })?;
         Ok((true, old_val))
     }
 
     /// The end of every single-key write, under the shard's write lock: makes room for `item` (maxmemory),
     /// puts it in the key's slot with the deadline `deadline(current deadline)`, releases the lock, then
     /// drops the old item's table reference. On failure the new item is released and nothing changes.
+    /// `existing` is the key's live slot, found under this same lock.
     pub(super) fn store_item(
         &self,
         mut g: RwLockWriteGuard<'_, Shard<A>>,
         l: Loc,
         key: &[u8],
+        existing: Option<usize>,
         item: ItemPtr,
         deadline: impl FnOnce(Option<u64>) -> Option<u64>,
     ) -> Result<()> {
         // SAFETY: the item is ours until installed.
         let need = unsafe { value::charged_size::<A>(item) } as u64;
-        if let Err(e) = self.make_room(&mut g, l, need) {
-            drop(g);
-            self.release(item);
-            return Err(e);
-        }
-        // make_room may have evicted the key itself.
-        let existing = g.table.find(l.hash, key);
+        let existing = match self.make_room(&mut g, l, need) {
+            Ok(false) => existing,
+            // An eviction may have taken the key itself, or moved its slot.
+            Ok(true) => g.table.find(l.hash, key),
+            Err(e) => {
+                drop(g);
+                self.release(item);
+                return Err(e);
+            }
+        };
         let current = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
         let old = self.install(&mut g, l, existing, item, deadline(current));
         drop(g);
@@ -213,8 +216,7 @@ impl<A: KvAlloc> Store<A> {
             for (i, (k, _)) in pairs.iter().enumerate() {
                 let l = locs[i];
                 let g = &mut guards.iter_mut().find(|(s, _)| *s == l.shard).expect("locked").1;
-                self.expire_if_due(g, l, k);
-                any |= g.table.find(l.hash, k).is_some();
+                any |= self.live_slot(g, l, k).is_some();
             }
             if any {
                 drop(guards);
@@ -269,10 +271,7 @@ impl<A: KvAlloc> Store<A> {
         let l = self.loc(key);
         self.count(op);
         let mut g = self.slot(l).lock.write();
-        if self.expire_if_due(&mut g, l, key) {
-            return Ok(None);
-        }
-        let Some(i) = g.table.find(l.hash, key) else {
+        let Some(i) = self.live_slot(&mut g, l, key) else {
             return Ok(None);
         };
         // SAFETY: the table's item, under the write lock.
@@ -303,8 +302,7 @@ impl<A: KvAlloc> Store<A> {
         let l = self.loc(key);
         self.count(op);
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        let existing = g.table.find(l.hash, key);
+        let existing = self.live_slot(&mut g, l, key);
         // SAFETY: the table's item, read under the write lock.
         if existing.is_some_and(|i| unsafe { value::kind(g.table.item(i)) } != Kind::String) {
             return Err(Error::WrongType);
@@ -316,7 +314,7 @@ impl<A: KvAlloc> Store<A> {
         let item = self.new_item(key, new.len(), |b| b.copy_from_slice(&new))?;
         // SAFETY: the new item is ours until installed.
         unsafe { value::set_str_enc(item, enc(existing.is_some())) };
-        self.store_item(g, l, key, item, |current| current)?;
+        self.store_item(g, l, key, existing, item, |current| current)?;
         Ok(r)
     }
 
