@@ -1,7 +1,9 @@
 //! The magazine: per thread, per class, a stack of free block pointers, and [`ThreadCache`], a thread's
 //! magazines of every class.
 //!
-//! Alloc is `slots[--count]`, free is `slots[count++] = p`. Nothing here takes a lock or does an atomic
+//! Alloc is `slots[--count]`, free is `slots[count++] = p` (the block alloc hands out is read from a
+//! copy of the top slot, [`Magazine::top`], so that it need not wait for the count's load, then checked
+//! against the slot). Nothing here takes a lock or does an atomic
 //! read-modify-write, and allocation never loads or stores the memory of a block: "what is free next" is
 //! in this metadata, not inside the free block (the SLUB "extra hop" this project exists to remove). A
 //! free writes one word into the block it takes back, its free key (below), as glibc's tcache does: the
@@ -68,8 +70,24 @@ pub struct Magazine {
     /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
     /// in its epoch bits), or 0 before the first flush.
     pub epoch_step: u32,
+    /// A copy of the top slot, `slots[count - 1]`, that pushes and pops keep, so that a pop's result
+    /// does not wait for the count. In a free-then-malloc chain (a program freeing a block and
+    /// allocating again at once) the count is a store a moment old, and the top slot's address needs
+    /// it: `slots[--count]` waits for two store-to-load forwards in a row (the count's, then the
+    /// slot's), where `top` waits for one. A pop still loads the slot, and hands that out whenever the
+    /// two differ (a refill or flush leaves `top` as it was when that is cheaper), so `top` is only a
+    /// guess a predicted branch confirms: 9.7 ns a `malloc`/`free` pair of 16 B on the 2-core Intel
+    /// VM without it, 5.8 with it. Right below `slots` (asserted), where `slots[-1]` would be: the
+    /// pop's refresh from `slots[count - 1]` needs no test when the count reaches 0 (it reads `top`).
+    /// Only the owner reads or writes it.
+    pub top: *mut u8,
     pub slots: [*mut u8; MAG_MAX],
 }
+
+// `top` is where `slots[-1]` would be (see `ThreadCache::try_pop_in`).
+const _: () = assert!(
+    core::mem::offset_of!(Magazine, slots) == core::mem::offset_of!(Magazine, top) + core::mem::size_of::<*mut u8>()
+);
 
 /// One thread's cache. Allocated from the page source, never through the allocator's public path; parked
 /// for the next thread when its thread exits (its magazine pages given back), or unmapped past a limit.
@@ -86,6 +104,7 @@ impl Magazine {
             refill_filter: [0; 2],
             flushed_from: 0,
             epoch_step: 0,
+            top: core::ptr::null_mut(),
             slots: [core::ptr::null_mut(); MAG_MAX],
         }
     }
@@ -249,6 +268,16 @@ impl ThreadCache {
         unsafe { AtomicPtr::from_ptr((&raw mut (*m).slots).cast::<*mut u8>().add(i)) }
     }
 
+    /// `slots[i - 1]`, or `top` when `i` is 0: the top slot of a magazine holding `i` blocks, or the
+    /// copy itself when it holds none.
+    #[inline(always)]
+    fn slot_below(m: *mut Magazine, i: usize) -> &'static AtomicPtr<u8> {
+        // SAFETY: as for `count_of`; `i <= MAG_MAX` is the callers' contract, and `top` is right below
+        // `slots` (asserted at `Magazine`), so the word is `slots[i - 1]`, or `top` at 0, inside the
+        // magazine. The owner accesses `top` alone, plainly or through this, never at once.
+        unsafe { AtomicPtr::from_ptr((&raw mut (*m).top).add(i)) }
+    }
+
     /// `tag`, `epoch_step` and `flushed_from`, which another thread's double-free check reads
     /// ([`ThreadCache::may_have_flushed`]): the owner writes them atomically (and reads them plainly).
     #[inline(always)]
@@ -316,7 +345,8 @@ impl ThreadCache {
     }
 
     /// Pops a block; `None` when the magazine is empty. The fast path's form: the answer is the count
-    /// test alone, with no test of the slot's value.
+    /// test alone (whatever the slot holds), handed out from the `top` copy after a predicted test
+    /// against the slot (see [`Magazine::top`]).
     ///
     /// # Safety
     ///
@@ -341,9 +371,17 @@ impl ThreadCache {
             return None;
         }
         let n = n - 1;
-        count.store(n, Ordering::Relaxed);
+        // SAFETY: the owner's own field (see `top`), read before the refresh below writes it.
+        let guess = unsafe { (*m).top };
         // n < count <= MAG_MAX.
-        Some(Self::slot_of(m, n as usize).load(Ordering::Relaxed))
+        let p = Self::slot_of(m, n as usize).load(Ordering::Relaxed);
+        count.store(n, Ordering::Relaxed);
+        // SAFETY: as above; the new top slot (or `top` itself when the magazine is now empty).
+        unsafe { (*m).top = Self::slot_below(m, n as usize).load(Ordering::Relaxed) };
+        if guess != p {
+            return Some(stale_top(p));
+        }
+        Some(guess)
     }
 
     /// Pushes a block; false when the magazine is full (and nothing was written).
@@ -372,6 +410,8 @@ impl ThreadCache {
             return false;
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
+        // SAFETY: the owner's own field.
+        unsafe { (*m).top = p };
         count.store(n + 1, Ordering::Release);
         true
     }
@@ -422,6 +462,8 @@ impl ThreadCache {
             write_key(p, key);
         }
         Self::slot_of(m, n as usize).store(p, Ordering::Relaxed);
+        // SAFETY: the owner's own field.
+        unsafe { (*m).top = p };
         count.store(n + 1, Ordering::Release);
         Push::Done
     }
@@ -529,6 +571,7 @@ impl ThreadCache {
             (*m).refilled = n as u32;
             (*m).refill_filter = [0; 2];
             (*m).looks = 0;
+            (*m).top = Self::slot_below(m, n).load(Ordering::Relaxed);
         }
         Self::count_of(m).store(n as u32, Ordering::Release);
     }
@@ -564,8 +607,11 @@ impl ThreadCache {
         // there, and the owner's check of an earlier epoch's key tells a block popped from a slot from
         // one flushed from it (`own_key_says`).
         count.store((n - k) as u32, Ordering::Release);
-        // SAFETY: per the caller, `tc` is the calling thread's cache.
-        unsafe { Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32) };
+        // SAFETY: per the caller, `tc` is the calling thread's cache; `top` is its own field.
+        unsafe {
+            (*m).top = Self::slot_below(m, n - k).load(Ordering::Relaxed);
+            Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32);
+        }
         // `k <= out.len()`: one bound for the loop.
         for (i, o) in out.get_mut(..k).unwrap_or_default().iter_mut().enumerate() {
             let slot = Self::slot_of(m, n - k + i);
@@ -1134,4 +1180,13 @@ mod tests {
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
         }
     }
+}
+
+/// A pop's way out when the magazine's `top` copy was stale (a refill or flush left it): the top slot's
+/// block. Out of line, so that the test stays a branch: as a select, the pop's result would wait for the
+/// slot's load again (see `Magazine::top`).
+#[cold]
+#[inline(never)]
+fn stale_top(p: *mut u8) -> *mut u8 {
+    core::hint::black_box(p)
 }

@@ -246,3 +246,76 @@ fn a_flush_writes_no_block_and_tags_the_slots_it_took() {
         heap.retire_thread_cache(tc);
     }
 }
+
+/// A magazine's `top` copy of its top slot (which lets a pop's result skip the wait for the count) is
+/// kept by pushes, pops, refills and flushes; and a pop hands out the top slot's block even when the copy
+/// says something else.
+#[test]
+fn a_pop_hands_out_the_top_slot_whatever_its_copy_says() {
+    let heap = Heap::new(SystemPages);
+    let tc = heap.new_thread_cache(1);
+    let class = class_for(64, 8).unwrap();
+    let cap = MAG_CAPACITY[class] as usize;
+    // SAFETY: `tc` is this test's cache; every block is freed once; `top` is written only by this thread.
+    unsafe {
+        let m = ThreadCache::mag(tc, class);
+        let top_is_top_slot = move |what: &str| {
+            let n = (*m).count as usize;
+            assert!(n > 0, "{what}: an empty magazine");
+            let top = (&raw const (*m).top).read();
+            assert_eq!(top, ThreadCache::slot(tc, class, n - 1), "{what}: top is slots[{}]", n - 1);
+        };
+        // A refill (the first allocation), then pushes up to a flush, then the pops after it.
+        let first = heap.alloc(tc, 64, 8, false);
+        top_is_top_slot("after the refill");
+        let mut blocks = vec![first];
+        blocks.extend((0..cap * 2).map(|_| heap.alloc(tc, 64, 8, false)));
+        for (i, &p) in blocks.iter().enumerate() {
+            heap.free_checked(tc, class, p);
+            top_is_top_slot(&format!("after free {i}"));
+        }
+        assert!(heap.stats().classes[class].flushes >= 1, "the frees flushed");
+        // A flush alone (as a thread's exit or a trim takes blocks), with no push after it.
+        let mut buf = crate::scratch::buffer::<*mut u8, 8>();
+        let n = ThreadCache::take_newest(tc, class, 3, &mut buf);
+        assert_eq!(n, 3);
+        heap.flush_from_magazine(tc, class, crate::scratch::written(&buf, n));
+        top_is_top_slot("after a flush");
+        // Every pop hands out the top slot, in the order a stack would.
+        let mut popped = Vec::new();
+        while (*m).count > 1 {
+            let n = (*m).count as usize;
+            let want = ThreadCache::slot(tc, class, n - 1);
+            // A stale copy, as a refill or flush could leave it: the slot wins.
+            if n % 3 == 0 {
+                (&raw mut (*m).top).write(blocks[0].wrapping_add(64 * 1000));
+            }
+            assert_eq!(ThreadCache::pop(tc, class), want, "the pop at count {n}");
+            top_is_top_slot(&format!("after the pop at count {n}"));
+            popped.push(want);
+        }
+        // The last pop: the copy refreshed from `slots[-1]`, itself, harmlessly.
+        let last = ThreadCache::slot(tc, class, 0);
+        assert_eq!(ThreadCache::pop(tc, class), last);
+        assert_eq!((*m).count, 0);
+        assert!(ThreadCache::pop(tc, class).is_null(), "an empty magazine pops nothing");
+        popped.push(last);
+        // A refill into the empty magazine.
+        let mut more = vec![core::ptr::null_mut(); 4];
+        assert_eq!(heap.refill(class, &mut more), 4);
+        ThreadCache::fill(tc, class, &more);
+        top_is_top_slot("after a fill");
+        for &p in more.iter().rev() {
+            assert_eq!(ThreadCache::pop(tc, class), p);
+            popped.push(p);
+        }
+        let mut seen = popped.clone();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), popped.len(), "no block handed out twice");
+        for p in popped {
+            heap.free_checked(tc, class, p);
+        }
+        heap.retire_thread_cache(tc);
+    }
+}
