@@ -938,6 +938,15 @@ impl ThreadCache {
     }
 }
 
+/// A pop's way out when the magazine's `top` copy was stale (a refill or flush left it): the top slot's
+/// block. Out of line, so that the test stays a branch: as a select, the pop's result would wait for the
+/// slot's load again (see `Magazine::top`).
+#[cold]
+#[inline(never)]
+fn stale_top(p: *mut u8) -> *mut u8 {
+    core::hint::black_box(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1180,13 +1189,4 @@ mod tests {
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
         }
     }
-}
-
-/// A pop's way out when the magazine's `top` copy was stale (a refill or flush left it): the top slot's
-/// block. Out of line, so that the test stays a branch: as a select, the pop's result would wait for the
-/// slot's load again (see `Magazine::top`).
-#[cold]
-#[inline(never)]
-fn stale_top(p: *mut u8) -> *mut u8 {
-    core::hint::black_box(p)
 }
