@@ -70,16 +70,18 @@ pub struct Magazine {
     /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
     /// in its epoch bits), or 0 before the first flush.
     pub epoch_step: u32,
-    /// A copy of the top slot, `slots[count - 1]`, that pushes and pops keep, so that a pop's result
+    /// A copy of the top slot, `slots[count - 1]`, so that a pop's result
     /// does not wait for the count. In a free-then-malloc chain (a program freeing a block and
     /// allocating again at once) the count is a store a moment old, and the top slot's address needs
     /// it: `slots[--count]` waits for two store-to-load forwards in a row (the count's, then the
-    /// slot's), where `top` waits for one. A pop still loads the slot, and hands that out whenever the
-    /// two differ (a refill or flush leaves `top` as it was when that is cheaper), so `top` is only a
-    /// guess a predicted branch confirms: 9.7 ns a `malloc`/`free` pair of 16 B on the 2-core Intel
-    /// VM without it, 5.8 with it. Right below `slots` (asserted), where `slots[-1]` would be: the
-    /// pop's refresh from `slots[count - 1]` needs no test when the count reaches 0 (it reads `top`).
-    /// Only the owner reads or writes it.
+    /// slot's), where `top` waits for one. Pushes, pops, refills ([`ThreadCache::fill`]) and flushes
+    /// ([`ThreadCache::take_newest`]) all keep it. A pop still loads the slot and hands that out
+    /// whenever the two differ, so `top` is only a guess a predicted branch confirms: a path that
+    /// changed the slots and forgot the copy would cost a mispredict, never a wrong block. A
+    /// `malloc`/`free` pair of 16 B in a C loop on the 2-core Intel VM: 9.7 ns without it, 5.8 with
+    /// it (4.9 in `bench alloc --c-abi`'s `pair-16`). Right below `slots` (asserted), where
+    /// `slots[-1]` would be: the pop's refresh from `slots[count - 1]` needs no test when the count
+    /// reaches 0 (it reads `top`). Only the owner reads or writes it.
     pub top: *mut u8,
     pub slots: [*mut u8; MAG_MAX],
 }
@@ -938,8 +940,8 @@ impl ThreadCache {
     }
 }
 
-/// A pop's way out when the magazine's `top` copy was stale (a refill or flush left it): the top slot's
-/// block. Out of line, so that the test stays a branch: as a select, the pop's result would wait for the
+/// A pop's way out when the magazine's `top` copy was stale (a path changed the slots without it): the
+/// top slot's block. Out of line, so that the test stays a branch: as a select, the pop's result would wait for the
 /// slot's load again (see `Magazine::top`).
 #[cold]
 #[inline(never)]
