@@ -53,7 +53,7 @@ impl<A: KvAlloc> Store<A> {
         let item = g.table.item(i);
         // SAFETY: the table's item, under the read lock.
         unsafe {
-            if value::has_ttl(item) && self.is_expired(&g, item, self.now()) {
+            if self.is_due(&g, item) {
                 return None;
             }
             match value::kind(item) {
@@ -83,7 +83,7 @@ impl<A: KvAlloc> Store<A> {
             // SAFETY: the table holds the item while we hold the read lock; writers to its collection
             // hold the write lock, so the shared borrow `f` gets is not aliased by a change.
             unsafe {
-                let due = value::has_ttl(item) && self.is_expired(&g, item, self.now());
+                let due = self.is_due(&g, item);
                 if !due {
                     if value::kind(item) != kind {
                         return Err(Error::WrongType);

@@ -33,7 +33,7 @@ impl<A: KvAlloc> Store<A> {
             };
             let item = g.table.item(i);
             // SAFETY: the table holds a reference while we hold the read lock.
-            let dead = unsafe { value::has_ttl(item) } && self.is_expired(&g, item, self.now());
+            let dead = self.is_due(&g, item);
             // SAFETY: as above.
             if !dead && string_only && unsafe { value::kind(item) } != Kind::String {
                 return Err(Error::WrongType);
@@ -175,8 +175,8 @@ impl<A: KvAlloc> Store<A> {
             pos = g.table.scan_step(pos, |item| {
                 visited += 1;
                 // SAFETY: the table holds a reference while we hold the read lock.
-                let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
-                if ttl && self.is_expired(&g, item, now) {
+                let k = unsafe { value::key(item) };
+                if self.is_expired(&g, item, now) {
                     return;
                 }
                 // SAFETY: the same live item under the same read lock; its kind bits never change after
@@ -210,8 +210,8 @@ impl<A: KvAlloc> Store<A> {
             while pos < crate::table::SCAN_END {
                 pos = g.table.scan_step(pos, |item| {
                     // SAFETY: the table holds a reference while we hold the read lock.
-                    let (k, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
-                    if ttl && self.is_expired(&g, item, now) {
+                    let k = unsafe { value::key(item) };
+                    if self.is_expired(&g, item, now) {
                         return;
                     }
                     if all || glob_match(pattern, k) {
@@ -244,8 +244,8 @@ impl<A: KvAlloc> Store<A> {
                 };
                 let item = g.table.item(i);
                 // SAFETY: the table holds a reference while we hold the read lock.
-                let (key, ttl) = unsafe { (value::key(item), value::has_ttl(item)) };
-                if !(ttl && self.is_expired(&g, item, now)) {
+                let key = unsafe { value::key(item) };
+                if !self.is_expired(&g, item, now) {
                     return Some(key.to_vec());
                 }
             }
@@ -261,7 +261,7 @@ impl<A: KvAlloc> Store<A> {
         let item = g.table.item(g.table.find(l.hash, key)?);
         // SAFETY: the table's item, read (a collection too) under the read lock.
         let (size, ttl) = unsafe { (value::charged_size::<A>(item), value::has_ttl(item)) };
-        if ttl && self.is_expired(&g, item, self.now()) {
+        if self.is_due(&g, item) {
             return None;
         }
         Some(size + 8 + if ttl { 17 + 16 } else { 0 })
