@@ -523,3 +523,100 @@ fn writes_and_reads_of_keys_without_a_ttl_never_read_the_clock_and_due_keys_stil
     assert_eq!(s.stats().expired, 3);
     assert_eq!(s.stats().keys_with_ttl, 0);
 }
+
+/// Threads own the counters' stripes and count with a load and a store, and the shard byte counts change
+/// with a load and a store under the shard's lock: neither may lose a count. More threads at once than
+/// there are stripes to own (the rest share one with atomic adds), in rounds, so that stripes pass from
+/// exited threads to new ones, all writing and reading the same few keys.
+#[test]
+fn counts_stay_exact_with_more_racing_threads_than_stripes_to_own() {
+    let clock = Arc::new(ManualClock::new(START));
+    let s = store_with(clock, |_| {});
+    let base = s.stats().bytes_used;
+    let (threads, rounds, per) = if cfg!(miri) { (3, 2, 20) } else { (40, 3, 400) };
+    let hits = AtomicUsize::new(0);
+    for _ in 0..rounds {
+        let barrier = std::sync::Barrier::new(threads);
+        std::thread::scope(|sc| {
+            for t in 0..threads {
+                let (s, barrier, hits) = (&s, &barrier, &hits);
+                sc.spawn(move || {
+                    barrier.wait();
+                    for i in 0..per {
+                        let k = format!("key{}", (t * 7 + i) % 24);
+                        s.set_simple(k.as_bytes(), &vec![b'v'; 1 + (t + i) % 200])
+                            .unwrap();
+                        if s.get(format!("key{}", (t + i) % 24).as_bytes())
+                            .unwrap()
+                            .is_some()
+                        {
+                            hits.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if i % 3 == 0 {
+                            s.del(&[k.as_bytes()]);
+                        }
+                    }
+                });
+            }
+        });
+    }
+    let n = (threads * rounds * per) as u64;
+    let st = s.stats();
+    assert_eq!(st.ops[hopless_kv::Op::Set as usize], n);
+    assert_eq!(st.ops[hopless_kv::Op::Get as usize], n);
+    assert_eq!(
+        st.ops[hopless_kv::Op::Del as usize],
+        (threads * rounds * per.div_ceil(3)) as u64
+    );
+    assert_eq!(
+        (st.hits, st.hits + st.misses),
+        (hits.load(Ordering::Relaxed) as u64, n)
+    );
+    let keys: Vec<String> = (0..24).map(|k| format!("key{k}")).collect();
+    s.del(&keys.iter().map(|k| k.as_bytes()).collect::<Vec<_>>());
+    assert_eq!(s.dbsize(), 0);
+    assert_eq!(
+        s.stats().bytes_used,
+        base,
+        "every item's bytes counted in and out"
+    );
+}
+
+/// A key's deadline lives in the expiry map, and the item's header flag says whether it has one, so that
+/// writes to keys without one skip the map: overwriting, renaming, copying and deleting keys with and
+/// without deadlines leave no entry behind (a stale one would hand its deadline to the next item at that
+/// address) and lose none.
+#[test]
+fn deadlines_follow_their_keys_through_overwrites_renames_and_deletes() {
+    let clock = Arc::new(ManualClock::new(START));
+    let s = store_with(clock.clone(), |_| {});
+    let ex = |secs| SetOptions {
+        ttl: Ttl::Ex(secs),
+        ..Default::default()
+    };
+    for round in 0..200u64 {
+        let (a, b) = (format!("a{}", round % 7), format!("b{}", round % 5));
+        s.set(a.as_bytes(), b"with", ex(100)).unwrap();
+        s.set_simple(a.as_bytes(), b"without").unwrap();
+        assert_eq!(s.ttl(a.as_bytes()), -1, "a plain SET drops the deadline");
+        s.set(b.as_bytes(), b"with", ex(50)).unwrap();
+        s.set(b.as_bytes(), b"again", ex(60)).unwrap();
+        assert_eq!(s.ttl(b.as_bytes()), 60);
+        // A key without a deadline written where one with a deadline was just freed.
+        s.set_simple(format!("c{round}").as_bytes(), b"with").unwrap();
+        assert_eq!(s.ttl(format!("c{round}").as_bytes()), -1);
+    }
+    assert_eq!(s.stats().keys_with_ttl, 5, "only the b keys have deadlines");
+    s.rename(b"b0", b"moved", false).unwrap();
+    assert_eq!(s.ttl(b"moved"), 60);
+    assert!(s.copy(b"moved", b"copied", false).unwrap());
+    assert_eq!(s.ttl(b"copied"), 60);
+    s.rename(b"a0", b"b1", false).unwrap();
+    assert_eq!(s.ttl(b"b1"), -1, "RENAME over a key with a deadline drops it");
+    assert_eq!(s.stats().keys_with_ttl, 5);
+    assert_eq!(s.del(&[b"moved", b"copied", b"b2", b"b3", b"b4"]), 5);
+    assert_eq!(s.stats().keys_with_ttl, 0);
+    clock.advance(1_000_000);
+    assert_eq!(s.run_active_expiry(), 0);
+    assert_eq!(s.dbsize(), 7 + 200);
+}

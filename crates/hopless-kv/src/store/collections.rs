@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::RwLockWriteGuard;
 
-use super::counters::Op;
+use super::counters::{LockedBytes, Op};
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -20,8 +20,9 @@ use crate::types::{Collection, Kind, Limits};
 use crate::value::{self, ItemPtr, StrEnc};
 
 /// Adds a signed change to a byte counter.
-fn add_signed(c: &std::sync::atomic::AtomicU64, before: usize, after: usize) {
-    c.fetch_add((after as u64).wrapping_sub(before as u64), Ordering::Relaxed);
+/// The caller holds the write lock of `c`'s shard.
+fn add_signed(c: &LockedBytes, before: usize, after: usize) {
+    c.add((after as u64).wrapping_sub(before as u64));
 }
 
 impl<A: KvAlloc> Store<A> {

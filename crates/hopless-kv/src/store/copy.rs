@@ -21,7 +21,7 @@ impl<A: KvAlloc> Store<A> {
             return Ok(false);
         }
         let item = pair.of(ls).table.item(si);
-        let deadline = pair.of(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        let deadline = pair.of(ls).deadline_of(item);
         // SAFETY: the table's item, read (a collection too) under its shard's write lock.
         let copied = unsafe {
             match value::kind(item) {

@@ -52,11 +52,7 @@ impl<A: KvAlloc> Store<A> {
 
     /// Bytes of items and tables over all shards (what `maxmemory` is checked against).
     pub(super) fn total_used(&self) -> u64 {
-        self.inner
-            .shards
-            .iter()
-            .map(|s| s.c.used.load(Ordering::Relaxed))
-            .sum()
+        self.inner.shards.iter().map(|s| s.c.used.get()).sum()
     }
 
     /// Makes room for `need` more bytes under the shard's write lock (maxmemory and policy). Returns

@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 use hashbrown::HashMap;
 use parking_lot::RwLock;
 
-use super::counters::{Counters, OpCounters, STRIPES};
+use super::counters::{Counters, LockedBytes, OpCounters, STRIPES};
 use super::expiry_thread::ExpiryThread;
 use super::options::Config;
 use crate::alloc::KvAlloc;
@@ -34,13 +34,40 @@ impl<A: KvAlloc> Shard<A> {
     /// its table (DEL, GETDEL, lazy and active expiry, EXPIRE to a past time, eviction; FLUSH and the
     /// store's drop empty whole tables); the caller holds the shard's write lock. The item's deadline-heap
     /// entry, if any, goes stale and is skipped when popped.
-    pub(super) fn remove_slot(&mut self, i: usize, used: &AtomicU64) -> ItemPtr {
+    pub(super) fn remove_slot(&mut self, i: usize, used: &LockedBytes) -> ItemPtr {
         let item = self.table.remove(i);
-        self.expires.remove(&(item.as_ptr() as usize));
+        self.forget_deadline(item);
         // SAFETY: the reference just removed from the table is ours.
         let size = unsafe { value::charged_size::<A>(item) } as u64;
-        used.fetch_sub(size, Ordering::Relaxed);
+        used.add(0u64.wrapping_sub(size));
         item
+    }
+
+    /// Drops `item`'s entry from the expiry map, if it has one: an item whose header says it has no
+    /// deadline has none ([`set_deadline`](Store::set_deadline) sets the flag with every entry, and
+    /// only the removals that clear the flag take entries out), so most writes skip the map's hashing
+    /// and probe. The item is, or was until now, in this shard's table, whose write lock the caller holds.
+    pub(super) fn forget_deadline(&mut self, item: ItemPtr) {
+        // SAFETY: the caller's item is live (see above) and its flag changes only under our lock.
+        if unsafe { value::has_ttl(item) } {
+            self.expires.remove(&(item.as_ptr() as usize));
+        } else {
+            debug_assert!(
+                !self.expires.contains_key(&(item.as_ptr() as usize)),
+                "a deadline without the flag"
+            );
+        }
+    }
+
+    /// `item`'s deadline (ms since the epoch), if it has one; as for [`Shard::forget_deadline`], the
+    /// header's flag answers for most items without the map.
+    pub(super) fn deadline_of(&self, item: ItemPtr) -> Option<u64> {
+        // SAFETY: as in `forget_deadline`: the caller's item is in this shard's table, under its lock.
+        if unsafe { value::has_ttl(item) } {
+            self.expires.get(&(item.as_ptr() as usize)).copied()
+        } else {
+            None
+        }
     }
 }
 
@@ -115,7 +142,7 @@ impl<A: KvAlloc> Store<A> {
                     rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64).wrapping_mul(0xff51_afd7_ed55_8ccd),
                 };
                 let c = Counters::default();
-                c.used.store(shard.table.bytes() as u64, Ordering::Relaxed);
+                c.used.set(shard.table.bytes() as u64);
                 CachePadded::new(ShardSlot {
                     lock: RwLock::new(shard),
                     c,

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::counters::{stripe, Op};
+use super::counters::{stripe, Op, OpCounters};
 use super::shard::Store;
 use crate::alloc::KvAlloc;
 
@@ -23,16 +23,14 @@ pub struct Stats {
 
 impl<A: KvAlloc> Store<A> {
     pub(super) fn count(&self, op: Op) {
-        self.inner.stripes[stripe()].ops[op as usize].fetch_add(1, Ordering::Relaxed);
+        let s = stripe();
+        OpCounters::bump(&self.inner.stripes[s].ops[op as usize], s);
     }
 
     pub(super) fn hit_or_miss(&self, hit: bool) {
-        let c = &self.inner.stripes[stripe()];
-        if hit {
-            c.hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            c.misses.fetch_add(1, Ordering::Relaxed);
-        }
+        let s = stripe();
+        let c = &self.inner.stripes[s];
+        OpCounters::bump(if hit { &c.hits } else { &c.misses }, s);
     }
 
     /// A snapshot of the counters.
@@ -43,8 +41,7 @@ impl<A: KvAlloc> Store<A> {
                 let g = s.lock.read();
                 st.keys += g.table.len() as u64;
                 st.keys_with_ttl += g.expires.len() as u64;
-                st.bytes_used += s.c.used.load(Ordering::Relaxed)
-                    + (g.expires.capacity() * 17 + g.deadlines.bytes()) as u64;
+                st.bytes_used += s.c.used.get() + (g.expires.capacity() * 17 + g.deadlines.bytes()) as u64;
             }
             st.expired += s.c.expired.load(Ordering::Relaxed);
             st.evicted += s.c.evicted.load(Ordering::Relaxed);

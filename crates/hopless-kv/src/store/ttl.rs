@@ -49,7 +49,7 @@ impl<A: KvAlloc> Store<A> {
             return Ok(false);
         };
         let item = g.table.item(i);
-        let current = g.expires.get(&(item.as_ptr() as usize)).copied();
+        let current = g.deadline_of(item);
         let d = deadline_ms.max(0) as u64;
         let ok = match cond {
             ExpireCond::Always => true,

@@ -46,9 +46,8 @@ impl<A: KvAlloc> Store<A> {
         deadline: Option<u64>,
     ) -> Option<ItemPtr> {
         // SAFETY: `item` is ours until published below.
-        let size = unsafe { value::charged_size::<A>(item) } as u64;
+        let mut delta = unsafe { value::charged_size::<A>(item) } as u64;
         let c = &self.slot(l).c;
-        c.used.fetch_add(size, Ordering::Relaxed);
         if self.tracks_lru() {
             // SAFETY: as above.
             unsafe { value::touch(item, c.clock.fetch_add(1, Ordering::Relaxed)) };
@@ -56,21 +55,21 @@ impl<A: KvAlloc> Store<A> {
         let old = match existing {
             Some(i) => {
                 let old = g.table.replace(i, item);
-                g.expires.remove(&(old.as_ptr() as usize));
+                g.forget_deadline(old);
                 // SAFETY: the table's reference to `old` is ours now, so the item is live; a collection in
                 // it is read under the shard's write lock, which we still hold (charged_size's contract).
-                c.used
-                    .fetch_sub(unsafe { value::charged_size::<A>(old) } as u64, Ordering::Relaxed);
+                delta = delta.wrapping_sub(unsafe { value::charged_size::<A>(old) } as u64);
                 Some(old)
             }
             None => {
                 let before = g.table.bytes();
                 g.table.insert_new(l.hash, item);
-                let grown = g.table.bytes() - before;
-                c.used.fetch_add(grown as u64, Ordering::Relaxed);
+                delta = delta.wrapping_add((g.table.bytes() - before) as u64);
                 None
             }
         };
+        // One change of the count, under the lock (LockedBytes: no locked instruction).
+        c.used.add(delta);
         if let Some(d) = deadline {
             self.set_deadline(g, item, d);
         }
@@ -148,7 +147,7 @@ impl<A: KvAlloc> Store<A> {
                 return Err(e);
             }
         };
-        let current = existing.and_then(|i| g.expires.get(&(g.table.item(i).as_ptr() as usize)).copied());
+        let current = existing.and_then(|i| g.deadline_of(g.table.item(i)));
         let old = self.install(&mut g, l, existing, item, deadline(current));
         drop(g);
         if let Some(o) = old {
@@ -445,7 +444,7 @@ impl<A: KvAlloc> Store<A> {
             return Ok(false);
         }
         let item = pair.of(ls).table.item(si);
-        let deadline = pair.of(ls).expires.get(&(item.as_ptr() as usize)).copied();
+        let deadline = pair.of(ls).deadline_of(item);
         let old_src = pair.of(ls).remove_slot(si, &self.slot(ls).c.used);
         // SAFETY: the item just taken out of its table, under its shard's write lock (a collection goes
         // with it).
@@ -478,7 +477,7 @@ impl<A: KvAlloc> Store<A> {
                 g.expires.clear();
                 g.expires.shrink_to_fit();
                 g.deadlines.clear();
-                s.c.used.store(g.table.bytes() as u64, Ordering::Relaxed);
+                s.c.used.set(g.table.bytes() as u64);
             }
             for it in items {
                 self.release(it);
