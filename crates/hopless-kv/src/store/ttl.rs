@@ -161,11 +161,12 @@ impl<A: KvAlloc> Store<A> {
         }
     }
 
-    /// GETEX: GET, and set (EX/PX/EXAT/PXAT) or remove (PERSIST) the TTL; `Ttl::None` leaves it alone.
+    /// GETEX: GET, and set (EX/PX/EXAT/PXAT) or remove (PERSIST) the TTL; `Ttl::None` leaves it alone. An
+    /// EXAT/PXAT time already past deletes the key (its value is still returned). Errors in Redis's order:
+    /// WRONGTYPE, then a time out of range.
     pub fn getex(&self, key: &[u8], ttl: Ttl) -> Result<Option<Value<A>>> {
         let l = self.loc(key);
         self.count(Op::GetEx);
-        let d = self.deadline(ttl)?;
         let mut g = self.slot(l).lock.write();
         let Some(i) = self.live_slot(&mut g, l, key) else {
             drop(g);
@@ -177,18 +178,28 @@ impl<A: KvAlloc> Store<A> {
         if unsafe { value::kind(item) } != Kind::String {
             return Err(Error::WrongType);
         }
+        // The time is checked after the key and its kind, as Redis checks it.
+        let d = self.deadline(ttl)?;
         // SAFETY: the table's item; the new reference is the caller's.
         unsafe { value::retain(item) };
+        let mut gone = None;
         match (ttl, d) {
             (Ttl::Persist, _) => {
                 g.expires.remove(&(item.as_ptr() as usize));
                 // SAFETY: as above.
                 unsafe { value::set_has_ttl(item, false) };
             }
+            // An absolute time already past deletes the key, once its value is read (as Redis does).
+            (Ttl::ExAt(_) | Ttl::PxAt(_), Some(d)) if d <= self.now() => {
+                gone = Some(g.remove_slot(i, &self.slot(l).c.used));
+            }
             (_, Some(d)) => self.set_deadline(&mut g, item, d),
             _ => {}
         }
         drop(g);
+        if let Some(old) = gone {
+            self.release(old);
+        }
         self.hit_or_miss(true);
         Ok(Some(self.value(item)))
     }

@@ -373,14 +373,15 @@ impl<A: KvAlloc> Store<A> {
         if patch.is_empty() {
             return self.strlen(key);
         }
-        if offset.checked_add(patch.len()).is_none_or(|end| end > max) {
-            return Err(Error::TooLarge);
-        }
         self.rewrite(
             key,
             Op::Set,
             |_| StrEnc::Raw,
             |old| {
+                // After the key's kind is checked (WRONGTYPE first), as in Redis.
+                if offset.checked_add(patch.len()).is_none_or(|end| end > max) {
+                    return Err(Error::TooLarge);
+                }
                 let old = old.unwrap_or(&[]);
                 let mut v = Vec::with_capacity(old.len().max(offset + patch.len()));
                 v.extend_from_slice(old);

@@ -2,7 +2,7 @@
 //! DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX LCS.
 
 use bytes::Bytes;
-use hopless_kv::{SetCond, SetOptions, Ttl};
+use hopless_kv::{Kind, SetCond, SetOptions, Ttl};
 
 use super::command::{int_arg, Command, Ctx};
 use crate::errors::{invalid_expire, wrong_args, CmdError, CmdResult, SYNTAX};
@@ -233,7 +233,21 @@ fn getex(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         }
         i += 1;
     }
-    let ttl = ttl_of(c, ttl, ttl_arg)?;
+    let ttl = match ttl_of(c, ttl, ttl_arg) {
+        Ok(t) => t,
+        // Redis looks the key up before it reads the time: a missing key is nil and another kind
+        // WRONGTYPE, whatever the time says; only a string's GETEX reports a bad one.
+        Err(e) => {
+            return match c.shared.store.key_type(&a[1]) {
+                None => {
+                    c.out.null();
+                    Ok(())
+                }
+                Some(Kind::String) => Err(e),
+                Some(_) => Err(hopless_kv::Error::WrongType.into()),
+            };
+        }
+    };
     match c.shared.store.getex(&a[1], ttl)? {
         Some(v) => c.out.bulk(&v),
         None => c.out.null(),

@@ -97,8 +97,9 @@ fn times_power_of_two(mut v: f64, mut e: i32) -> f64 {
 }
 
 /// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `getDoubleFromObject` reads it: the whole
-/// argument one number, no leading space, neither NaN nor out of range. `-0` reads as `0` (Redis prints
-/// it so).
+/// argument one number, no leading space, neither NaN nor out of range. `-0` stays negative zero, as in
+/// Redis: ZINCRBY and ZADD INCR reply it for a new member, and the large form keeps it (the compact one
+/// stores `0`: [`SortedSet`](super::SortedSet)).
 pub fn parse_score(s: &[u8]) -> Option<f64> {
     if s.first().is_some_and(|&c| is_c_space(c)) {
         return None;
@@ -107,7 +108,7 @@ pub fn parse_score(s: &[u8]) -> Option<f64> {
     if range || v.is_nan() {
         return None;
     }
-    Some(v + 0.0)
+    Some(v)
 }
 
 /// One end of a score range as Redis's `zslParseRange` reads it: an optional `(` (exclusive), then C's
@@ -129,7 +130,7 @@ pub fn parse_bound(s: &[u8]) -> Option<(f64, bool)> {
 }
 
 /// A score as Redis replies it (`addReplyDouble`): `inf`, `-inf`, `nan`, else as `%.17g` prints it
-/// (integers plainly, `-0` for negative zero, which a stored score never is).
+/// (integers plainly, `-0` for negative zero, which only the large form stores).
 pub fn format_score(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
@@ -205,7 +206,7 @@ mod tests {
             ("Infinity", Some(f64::INFINITY)),
             ("0x10", Some(16.0)),
             ("0x1p-2", Some(0.25)),
-            ("-0", Some(0.0)),
+            ("-0", Some(-0.0)),
             ("4e-320", Some(4e-320)),
             ("nan", None),
             ("1e400", None),
@@ -220,6 +221,10 @@ mod tests {
         ] {
             assert_eq!(parse_score(s.as_bytes()), want, "{s:?}");
         }
+        assert!(
+            parse_score(b"-0").is_some_and(|v| v.is_sign_negative()),
+            "-0 keeps its sign"
+        );
     }
 
     #[test]

@@ -163,7 +163,7 @@ impl<A: KvAlloc> ZSet<A> {
         match &mut self.form {
             Form::Listpack(p) => {
                 listpack::remove_at(p, at);
-                listpack::insert(p, member, score);
+                listpack::insert(p, member, score + 0.0);
             }
             Form::Skiplist(l) => l.rescore(at as u32, score),
         }
@@ -173,14 +173,15 @@ impl<A: KvAlloc> ZSet<A> {
     fn insert_new(&mut self, member: &[u8], score: f64, limits: &Limits) {
         self.grow_for(member.len(), limits);
         match &mut self.form {
-            Form::Listpack(p) => listpack::insert(p, member, score),
+            // The compact form stores negative zero as `0`, the large form as it is: Redis's listpack
+            // and skiplist do the same (ZSCORE reads `0` from one and `-0` from the other).
+            Form::Listpack(p) => listpack::insert(p, member, score + 0.0),
             Form::Skiplist(l) => l.insert(member, score),
         }
     }
 
     /// Sets `member`'s score, adding it if new; whether it was new. `score` is not NaN.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> bool {
-        let score = score + 0.0;
         match self.locate(member) {
             Some((at, old)) => {
                 if old != score {
@@ -218,7 +219,6 @@ impl<A: KvAlloc> ZSet<A> {
                 if (flags.lt && score >= cur) || (flags.gt && score <= cur) {
                     return Ok(Added::Nop);
                 }
-                let score = score + 0.0;
                 if score == cur {
                     return Ok(Added::Same(score));
                 }
@@ -227,7 +227,7 @@ impl<A: KvAlloc> ZSet<A> {
             }
             None if flags.xx => Ok(Added::Nop),
             None => {
-                let score = score + 0.0;
+                // The reply is the score as given (`-0` too), whatever the form stores.
                 self.insert_new(member, score, limits);
                 Ok(Added::Added(score))
             }
