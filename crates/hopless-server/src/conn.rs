@@ -271,6 +271,9 @@ async fn wait_unblocked(
     conn.entry.blocked.store(false, Ordering::Relaxed);
     match reply {
         Some(r) => {
+            if let Some((args, micros)) = wait.slow.take() {
+                crate::cmd::log_slow(shared, &conn.entry, micros, &args);
+            }
             if wait.silenced {
                 // CLIENT REPLY OFF or SKIP: the timeout's null, written above, goes too.
                 out.buf.truncate(at);

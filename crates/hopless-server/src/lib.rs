@@ -46,6 +46,7 @@
 //! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::monitor` | MONITOR |
+//! | `cmd::slowlog` | SLOWLOG (GET, LEN, RESET, HELP) |
 //! | `cmd::admin` | SHUTDOWN, DEBUG (OBJECT through `cmd::object`), TIME |
 //! | `cmd::object` | OBJECT, and a value's encoding and refcount as DEBUG OBJECT reads them |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
@@ -55,6 +56,7 @@
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
 //! | `watch` | WATCH: who watches which key, marked by writes |
 //! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
+//! | `slowlog` | the slow log: entries, its two settings, arguments cut and passwords redacted as Redis does |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
@@ -81,6 +83,7 @@ mod footprint;
 mod monitor;
 mod pubsub;
 mod server;
+mod slowlog;
 mod state;
 mod watch;
 mod words;

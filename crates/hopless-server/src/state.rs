@@ -108,6 +108,9 @@ pub struct BlockWait {
     pub deadline: Option<tokio::time::Instant>,
     /// The blocked command's reply is not sent (CLIENT REPLY OFF or SKIP was in force when it ran).
     pub silenced: bool,
+    /// The command and how long its first try ran (µs), for the slow log once it is served or times out
+    /// (filled in by the dispatcher).
+    pub slow: Option<(Vec<Bytes>, u64)>,
 }
 
 /// CLIENT REPLY's state for a connection, as Redis keeps it in three flags: OFF silences every reply
@@ -193,6 +196,8 @@ pub struct Shared {
     pub monitors: crate::monitor::Monitors,
     /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
     pub errors: Arc<ErrorStats>,
+    /// SLOWLOG's entries and settings.
+    pub slowlog: crate::slowlog::SlowLog,
 }
 
 impl Shared {
@@ -227,6 +232,7 @@ impl Shared {
             blocked: Blocked::default(),
             pubsub: Arc::default(),
             monitors: Default::default(),
+            slowlog: Default::default(),
         }
     }
 

@@ -166,6 +166,7 @@ fn pop_or_block(c: &mut Ctx<'_>, keys: &[Bytes], timeout: Option<Duration>, pop:
             reply,
             deadline,
             silenced: false,
+            slow: None,
         });
     }
     Ok(())

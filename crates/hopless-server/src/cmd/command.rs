@@ -35,6 +35,8 @@ pub struct Traits {
     pub transaction_control: bool,
     /// EXEC: runs without its loop's gate, holding every loop's.
     pub alone: bool,
+    /// `skip_slowlog` (EXEC: the commands it runs are logged, not it).
+    pub skip_slowlog: bool,
     /// For a write command: whether, from its arguments and reply, it changed nothing (`DEL` of absent
     /// keys: `:0`; `SET ... NX` refused: a null). Such a write touches no watch and serves no blocked
     /// client, as in Redis, which signals only real changes. Commands whose reply cannot tell (ZADD
@@ -229,6 +231,7 @@ impl Table {
                     "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
                 ),
                 alone: c.name == "exec",
+                skip_slowlog: c.has_flag("skip_slowlog"),
                 unchanged: unchanged_test(c.name),
             })
             .collect();

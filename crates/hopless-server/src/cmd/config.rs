@@ -43,6 +43,8 @@ const PARAMS: &[&str] = &[
     "cluster-enabled",
     "client-output-buffer-limit",
     "list-compress-depth",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -88,6 +90,8 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "cluster-enabled" => "no".into(),
         "client-output-buffer-limit" => c.shared.pubsub.limits().to_string(),
         "list-compress-depth" => s.list_compress_depth.to_string(),
+        "slowlog-log-slower-than" => c.shared.slowlog.slower_than().to_string(),
+        "slowlog-max-len" => c.shared.slowlog.max_len().to_string(),
         _ => String::new(),
     }
 }
@@ -119,7 +123,21 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
         sh.store.set_limit(i, n);
         return Ok(());
     }
+    // A signed integer in `min..=i64::MAX`, as Redis's numeric parameters are checked.
+    let ranged = |min: i64| {
+        let n = hopless_kv::store::parse_i64(v.as_bytes())
+            .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+        if n < min {
+            return Err(format!(
+                "argument must be between {min} and {} inclusive",
+                i64::MAX
+            ));
+        }
+        Ok(n)
+    };
     match p {
+        "slowlog-log-slower-than" => sh.slowlog.set_slower_than(ranged(-1)?),
+        "slowlog-max-len" => sh.slowlog.set_max_len(ranged(0)? as u64),
         "maxmemory" => sh.store.set_maxmemory(mem()?),
         "maxmemory-policy" => sh.store.set_policy(
             parse_policy(&v).ok_or("argument(s) must be one of the following: noeviction, allkeys-lru")?,

@@ -60,6 +60,7 @@ mod pubsub;
 mod scan_args;
 mod scripting;
 mod set;
+mod slowlog;
 mod string;
 mod transaction;
 mod zset;
@@ -91,6 +92,7 @@ pub fn table() -> &'static Table {
             admin::COMMANDS,
             monitor::COMMANDS,
             scripting::COMMANDS,
+            slowlog::COMMANDS,
         ])
     })
 }
@@ -246,14 +248,37 @@ fn run(
         }
         Ok(()) => {}
     }
+    let micros = start.elapsed().as_micros() as u64;
     stat.calls.fetch_add(1, Ordering::Relaxed);
-    stat.usec
-        .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    stat.usec.fetch_add(micros, Ordering::Relaxed);
+    if !traits.skip_slowlog {
+        match ctx.conn.block.as_mut() {
+            // A blocked command goes in once it is served or times out (`conn.rs`), as in Redis.
+            Some(wait) => wait.slow = Some((args.to_vec(), micros)),
+            None => log_slow(shared, &ctx.conn.entry, micros, args),
+        }
+    }
     shared.counters.commands_processed.fetch_add(1, Ordering::Relaxed);
     let e = &conn.entry;
     e.last_ms
         .store(e.created.elapsed().as_millis() as u64, Ordering::Relaxed);
     action
+}
+
+/// Puts a command that ran `micros` in the slow log if it is as slow as `slowlog-log-slower-than`, with
+/// its passwords redacted (AUTH, HELLO's AUTH, CONFIG SET requirepass) and its client's address and name.
+pub fn log_slow(shared: &Shared, client: &crate::state::ClientEntry, micros: u64, args: &[Bytes]) {
+    if !shared.slowlog.wants(micros) {
+        return;
+    }
+    let hidden = crate::slowlog::redacted(args);
+    let name = Bytes::from(client.name.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    shared.slowlog.push(
+        micros,
+        hidden.as_deref().unwrap_or(args),
+        client.addr.to_string(),
+        name,
+    );
 }
 
 /// After a write command to `args`'s keys (still under the loop's gate): serves the clients blocked on
