@@ -56,11 +56,12 @@
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
 //! | `watch` | WATCH: who watches which key, marked by writes |
 //! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
-//! | `slowlog` | the slow log: entries, its two settings, arguments cut and passwords redacted as Redis does |
+//! | `slowlog` | the slow log: entries, its two settings, arguments cut as Redis cuts them |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
 //! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
+//! | `redact` | passwords in a command's arguments, hidden as Redis hides them from MONITOR and SLOWLOG |
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
 //! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
@@ -82,6 +83,7 @@ mod exec_gate;
 mod footprint;
 mod monitor;
 mod pubsub;
+mod redact;
 mod server;
 mod slowlog;
 mod state;

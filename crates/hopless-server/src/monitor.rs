@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 
 use crate::pubsub::{Message, Outbox, OutputLimit};
+use crate::redact::redacted;
 
 /// The server's monitors, by client id.
 #[derive(Default)]
@@ -50,7 +51,8 @@ impl Monitors {
     /// Sends every monitor the line for a command `args` that client `addr` ran; passwords (AUTH's,
     /// HELLO's AUTH) read `(redacted)`, as Redis shows them.
     pub fn feed(&self, addr: &SocketAddr, args: &[Bytes]) {
-        let line = Bytes::from(line(now_micros(), addr, &redacted(args)));
+        let shown = redacted(args);
+        let line = Bytes::from(line(now_micros(), addr, shown.as_deref().unwrap_or(args)));
         // A monitor's output is a normal client's: Redis's `client-output-buffer-limit normal` is
         // unlimited by default, and so is this.
         let unlimited = OutputLimit {
@@ -62,26 +64,6 @@ impl Monitors {
             outbox.push(Message::Monitor(line.clone()), &unlimited);
         }
     }
-}
-
-/// `args` with what Redis redacts replaced by `(redacted)`: every argument of AUTH, and the user name
-/// and password after HELLO's AUTH.
-fn redacted(args: &[Bytes]) -> Vec<Bytes> {
-    const HIDDEN: Bytes = Bytes::from_static(b"(redacted)");
-    let mut out = args.to_vec();
-    let is = |a: &Bytes, w: &str| a.eq_ignore_ascii_case(w.as_bytes());
-    if out.first().is_some_and(|n| is(n, "auth")) {
-        for a in out.iter_mut().skip(1) {
-            *a = HIDDEN;
-        }
-    } else if out.first().is_some_and(|n| is(n, "hello")) {
-        if let Some(j) = out.iter().skip(2).position(|a| is(a, "auth")) {
-            for a in out.iter_mut().skip(j + 3).take(2) {
-                *a = HIDDEN;
-            }
-        }
-    }
-    out
 }
 
 fn now_micros() -> u128 {

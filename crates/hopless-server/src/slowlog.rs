@@ -15,9 +15,6 @@ use bytes::Bytes;
 const MAX_ARGS: usize = 32;
 const MAX_ARG_BYTES: usize = 128;
 
-/// What an argument that must not be shown (a password) is logged as.
-pub const REDACTED: &[u8] = b"(redacted)";
-
 /// One logged command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -142,45 +139,6 @@ fn trimmed(args: &[Bytes]) -> Vec<Bytes> {
         .collect()
 }
 
-/// `args` with the passwords in it (AUTH's arguments, HELLO's AUTH pair, CONFIG SET's `requirepass`
-/// value) replaced by [`REDACTED`], as Redis logs them; None when there is nothing to hide.
-pub fn redacted(args: &[Bytes]) -> Option<Vec<Bytes>> {
-    let is = |b: &Bytes, w: &str| b.eq_ignore_ascii_case(w.as_bytes());
-    let name = args.first()?;
-    let hide: Vec<usize> = if is(name, "auth") {
-        (1..args.len()).collect()
-    } else if is(name, "hello") {
-        // HELLO [protover [AUTH username password] [SETNAME clientname]]
-        let mut at = Vec::new();
-        let mut j = 2;
-        while j < args.len() {
-            if is(&args[j], "auth") && j + 2 < args.len() {
-                at.extend([j + 1, j + 2]);
-                j += 3;
-            } else {
-                j += if is(&args[j], "setname") { 2 } else { 1 };
-            }
-        }
-        at
-    } else if is(name, "config") && args.get(1).is_some_and(|s| is(s, "set")) {
-        (2..args.len())
-            .step_by(2)
-            .filter(|&j| is(&args[j], "requirepass") || is(&args[j], "masterauth"))
-            .map(|j| j + 1)
-            .filter(|&j| j < args.len())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    (!hide.is_empty()).then(|| {
-        let mut out = args.to_vec();
-        for j in hide {
-            out[j] = Bytes::from_static(REDACTED);
-        }
-        out
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,33 +193,5 @@ mod tests {
         assert_eq!(t[3], format!("{}... (1 more bytes)", "A".repeat(128)));
         let exact = "B".repeat(128);
         assert_eq!(trimmed(&args(&[&exact]))[0], exact.as_str());
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        let r = |w: &[&str]| {
-            redacted(&args(w)).map(|v| {
-                v.iter()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-        };
-        assert_eq!(r(&["AUTH", "pw"]).as_deref(), Some("AUTH (redacted)"));
-        assert_eq!(
-            r(&["auth", "user", "pw"]).as_deref(),
-            Some("auth (redacted) (redacted)")
-        );
-        assert_eq!(
-            r(&["HELLO", "3", "AUTH", "u", "p", "SETNAME", "n"]).as_deref(),
-            Some("HELLO 3 AUTH (redacted) (redacted) SETNAME n")
-        );
-        assert_eq!(
-            r(&["config", "set", "maxmemory", "1mb", "requirepass", "x"]).as_deref(),
-            Some("config set maxmemory 1mb requirepass (redacted)")
-        );
-        assert_eq!(r(&["HELLO", "3"]), None);
-        assert_eq!(r(&["config", "get", "requirepass"]), None);
-        assert_eq!(r(&["get", "auth"]), None);
     }
 }

@@ -80,6 +80,11 @@ impl LockedBytes {
         self.set(self.get().wrapping_add(delta));
     }
 
+    /// Takes `n` off. The caller holds the shard's write lock.
+    pub(super) fn sub(&self, n: u64) {
+        self.add(n.wrapping_neg());
+    }
+
     /// The caller holds the shard's write lock, or is building the shard.
     pub(super) fn set(&self, v: u64) {
         self.0.store(v, Ordering::Relaxed);

@@ -15,9 +15,7 @@ use crate::value::{self, ItemPtr};
 pub const ACTIVE_EXPIRY_BUDGET: usize = 1000;
 
 impl<A: KvAlloc> Store<A> {
-    /// Whether `item` (in `sh`'s table, read under its lock) has a deadline at or before `now`. The
-    /// header's flag (which mirrors the expiry map) answers for an item without one, the map for the
-    /// rest.
+    /// Whether `item` (in `sh`'s table, read under its lock) has a deadline at or before `now`.
     pub(super) fn is_expired(&self, sh: &Shard<A>, item: ItemPtr, now: u64) -> bool {
         self.is_expired_at(sh, item, || now)
     }
@@ -29,14 +27,7 @@ impl<A: KvAlloc> Store<A> {
     }
 
     fn is_expired_at(&self, sh: &Shard<A>, item: ItemPtr, now: impl FnOnce() -> u64) -> bool {
-        // SAFETY: the callers' item is in `sh`'s table, which holds a reference to it, and they hold
-        // the shard's lock while they ask.
-        let has_deadline = unsafe { value::has_ttl(item) };
-        has_deadline
-            && sh
-                .expires
-                .get(&(item.as_ptr() as usize))
-                .is_some_and(|&d| d <= now())
+        sh.deadline_of(item).is_some_and(|d| d <= now())
     }
 
     /// Under the write lock: the slot of `key` if it is present and live. A key past its deadline is

@@ -39,16 +39,40 @@ impl<A: KvAlloc> Shard<A> {
         self.forget_deadline(item);
         // SAFETY: the reference just removed from the table is ours.
         let size = unsafe { value::charged_size::<A>(item) } as u64;
-        used.add(0u64.wrapping_sub(size));
+        used.sub(size);
         item
     }
 
-    /// Drops `item`'s entry from the expiry map, if it has one: an item whose header says it has no
-    /// deadline has none ([`set_deadline`](Store::set_deadline) sets the flag with every entry, and
-    /// only the removals that clear the flag take entries out), so most writes skip the map's hashing
-    /// and probe. The item is, or was until now, in this shard's table, whose write lock the caller holds.
+    // A key's deadline: an entry in `expires` (and one in the deadline heap), mirrored by the item
+    // header's flag so that most items, which have none, are answered without the map's hashing and
+    // probe. These four are the only places that change or read the pair: `set_deadline` sets the flag
+    // with every entry, `clear_deadline` clears it with its entry, `forget_deadline` takes the entry of
+    // an item that leaves the table (its flag goes with it). Each takes an item that is (or was until
+    // now) in this shard's table, under its lock: the write lock to change, either to read.
+
+    /// Gives `item` the deadline `d` (ms since the epoch), replacing any it had.
+    pub(super) fn set_deadline(&mut self, item: ItemPtr, d: u64) {
+        self.expires.insert(item.as_ptr() as usize, d);
+        self.deadlines.push((d, item.as_ptr() as usize));
+        // SAFETY: the caller's item is live and its header's flag changes only under our write lock.
+        unsafe { value::set_has_ttl(item, true) };
+    }
+
+    /// Takes `item`'s deadline away (PERSIST); whether it had one.
+    pub(super) fn clear_deadline(&mut self, item: ItemPtr) -> bool {
+        // SAFETY: as in `set_deadline`.
+        if !unsafe { value::has_ttl(item) } {
+            return false;
+        }
+        let had = self.expires.remove(&(item.as_ptr() as usize)).is_some();
+        // SAFETY: as in `set_deadline`.
+        unsafe { value::set_has_ttl(item, false) };
+        had
+    }
+
+    /// Drops the expiry-map entry of `item`, which leaves the table, if it has one.
     pub(super) fn forget_deadline(&mut self, item: ItemPtr) {
-        // SAFETY: the caller's item is live (see above) and its flag changes only under our lock.
+        // SAFETY: as in `set_deadline`.
         if unsafe { value::has_ttl(item) } {
             self.expires.remove(&(item.as_ptr() as usize));
         } else {
@@ -59,10 +83,9 @@ impl<A: KvAlloc> Shard<A> {
         }
     }
 
-    /// `item`'s deadline (ms since the epoch), if it has one; as for [`Shard::forget_deadline`], the
-    /// header's flag answers for most items without the map.
+    /// `item`'s deadline (ms since the epoch), if it has one.
     pub(super) fn deadline_of(&self, item: ItemPtr) -> Option<u64> {
-        // SAFETY: as in `forget_deadline`: the caller's item is in this shard's table, under its lock.
+        // SAFETY: the caller's item is live, and read under the shard's lock, which its flag's writers hold.
         if unsafe { value::has_ttl(item) } {
             self.expires.get(&(item.as_ptr() as usize)).copied()
         } else {

@@ -4,11 +4,11 @@
 
 use super::counters::Op;
 use super::options::{ExpireCond, Ttl};
-use super::shard::{Shard, Store};
+use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::types::Kind;
-use crate::value::{self, ItemPtr, Value};
+use crate::value::{self, Value};
 
 impl<A: KvAlloc> Store<A> {
     /// The deadline (ms since the epoch) a TTL option asks for, None for the options that set none. A
@@ -28,14 +28,6 @@ impl<A: KvAlloc> Store<A> {
         d.filter(|&d| d <= i64::MAX as u64)
             .map(Some)
             .ok_or(Error::InvalidExpire)
-    }
-
-    /// Gives `item` (in the table, under the write lock) the deadline `d`, replacing any it had.
-    pub(super) fn set_deadline(&self, g: &mut Shard<A>, item: ItemPtr, d: u64) {
-        g.expires.insert(item.as_ptr() as usize, d);
-        g.deadlines.push((d, item.as_ptr() as usize));
-        // SAFETY: the item is in the table and we hold the write lock.
-        unsafe { value::set_has_ttl(item, true) };
     }
 
     /// PEXPIREAT with a condition: the core of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT. Returns whether
@@ -68,7 +60,7 @@ impl<A: KvAlloc> Store<A> {
             self.release(old);
             return Ok(true);
         }
-        self.set_deadline(&mut g, item, d);
+        g.set_deadline(item, d);
         Ok(true)
     }
 
@@ -104,10 +96,7 @@ impl<A: KvAlloc> Store<A> {
             return false;
         };
         let item = g.table.item(i);
-        let had = g.expires.remove(&(item.as_ptr() as usize)).is_some();
-        // SAFETY: the table's item, under the write lock.
-        unsafe { value::set_has_ttl(item, false) };
-        had
+        g.clear_deadline(item)
     }
 
     /// PTTL: -2 if the key does not exist, -1 if it has no TTL, else milliseconds left.
@@ -185,15 +174,13 @@ impl<A: KvAlloc> Store<A> {
         let mut gone = None;
         match (ttl, d) {
             (Ttl::Persist, _) => {
-                g.expires.remove(&(item.as_ptr() as usize));
-                // SAFETY: as above.
-                unsafe { value::set_has_ttl(item, false) };
+                g.clear_deadline(item);
             }
             // An absolute time already past deletes the key, once its value is read (as Redis does).
             (Ttl::ExAt(_) | Ttl::PxAt(_), Some(d)) if d <= self.now() => {
                 gone = Some(g.remove_slot(i, &self.slot(l).c.used));
             }
-            (_, Some(d)) => self.set_deadline(&mut g, item, d),
+            (_, Some(d)) => g.set_deadline(item, d),
             _ => {}
         }
         drop(g);

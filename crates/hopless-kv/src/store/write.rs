@@ -71,7 +71,7 @@ impl<A: KvAlloc> Store<A> {
         // One change of the count, under the lock (LockedBytes: no locked instruction).
         c.used.add(delta);
         if let Some(d) = deadline {
-            self.set_deadline(g, item, d);
+            g.set_deadline(item, d);
         }
         old
     }

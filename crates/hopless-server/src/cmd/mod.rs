@@ -271,7 +271,7 @@ pub fn log_slow(shared: &Shared, client: &crate::state::ClientEntry, micros: u64
     if !shared.slowlog.wants(micros) {
         return;
     }
-    let hidden = crate::slowlog::redacted(args);
+    let hidden = crate::redact::redacted(args);
     let name = Bytes::from(client.name.lock().unwrap_or_else(|e| e.into_inner()).clone());
     shared.slowlog.push(
         micros,
