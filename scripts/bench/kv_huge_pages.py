@@ -3,7 +3,7 @@
 (2 threads, 1 M keys, 2 M measured ops, the fixed hash seed), one fresh process per run, configurations
 alternating (forward, then backward), each peer at its own default.
 
-    scripts/bench_kv_huge_pages.py [--runs N] [--only a,b,...] [--exe PATH]
+    scripts/bench/kv_huge_pages.py [--runs N] [--only a,b,...] [--exe PATH]
 
 Configurations: system, jemalloc, mimalloc (each with its huge-page variable removed), hl-off
 (HOPLESS_HUGE_PAGES=0), hl-auto (the default), hl-on (HOPLESS_HUGE_PAGES=1), and the same three for
@@ -35,7 +35,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--only", default="system,jemalloc,mimalloc,hl-off,hl-auto,hl-on")
-    ap.add_argument("--exe", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "hopless"))
+    ap.add_argument("--exe", default=os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "hopless"))
     a = ap.parse_args()
     only = a.only.split(",")
     configs = [c for c in CONFIGS if c[0] in only]

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The CPython case of issue 26, scaled down: two producer threads make bytes of 0.5-20 KiB that the
+"""A CPython queue workload, scaled down: two producer threads make bytes of 0.5-20 KiB that the
 main thread consumes from a queue, while three more threads churn objects of 0.6-70 KiB.
 
 Count what the allocator costs the process, e.g. with hopless and mimalloc preloaded in turn:
-  LD_PRELOAD=target/release/libhopless.so strace -f -c -e trace=madvise python3 scripts/cpython_queue_churn.py
-  LD_PRELOAD=target/release/libhopless.so /usr/bin/time -f "%e s %R faults %w switches %M KB" python3 scripts/cpython_queue_churn.py
+  LD_PRELOAD=target/release/libhopless.so strace -f -c -e trace=madvise python3 scripts/repro/cpython_queue_churn.py
+  LD_PRELOAD=target/release/libhopless.so /usr/bin/time -f "%e s %R faults %w switches %M KB" python3 scripts/repro/cpython_queue_churn.py
 Argument: the number of blocks through the queue (default 40000).
 """
 import queue, random, sys, threading

@@ -33,7 +33,7 @@
 #   NO_PANIC_ROOTS="a b"       walk from these functions instead (exported names or demangled names)
 #   NO_PANIC_SELFTEST_ROOTS="a b"  the self-test's roots
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${HOPLESS_SO:-}" ]; then
   cargo build --release -p hopless-malloc --quiet
   target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')

@@ -2,7 +2,7 @@
  * their first word written, then the older half freed oldest first and the newer half newest first),
  * over a range of its 16 sizes, so that each size's cost can be told apart.
  *
- *   cc -O2 -o /tmp/fifo_lifo_sizes scripts/fifo_lifo_sizes.c
+ *   cc -O2 -o /tmp/fifo_lifo_sizes scripts/repro/fifo_lifo_sizes.c
  *   LD_PRELOAD=target/release/libhopless.so /tmp/fifo_lifo_sizes N OPS [FIRST LAST]
  *
  * N live blocks per size, at least OPS allocations (each with its free), sizes FIRST..LAST-1 of

@@ -9,7 +9,7 @@
 Each round runs every configuration once (`bench alloc --quick --rounds 1 --peers hopless`), the order
 rotating; the table shows each workload's median ns/op and its ratio to `plain`.
 
-    scripts/bench_debug_cost.py [--rounds N] [--json PATH]
+    scripts/bench/debug_cost.py [--rounds N] [--json PATH]
 """
 import argparse
 import json
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def build(target_dir, features):

@@ -5,7 +5,7 @@ client for both, servers alternating: each run starts a fresh server process on 
 runs redis-benchmark once per pipeline depth, and stops it. Prints requests per second per test,
 median [min-max] over the runs, and hopless/redis ratios of the medians.
 
-    scripts/bench_redis_benchmark.py [--runs 3] [--requests 100000] [--pipelines 1,16] [--threads 1]
+    scripts/bench/redis_benchmark.py [--runs 3] [--requests 100000] [--pipelines 1,16] [--threads 1]
                                      [--hopless target/release/hopless] [--json PATH]
 
 Needs redis-server and redis-benchmark (Debian's redis-server and redis-tools) and a release build of
@@ -75,7 +75,7 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--pipelines", default="1,16")
     ap.add_argument("--threads", type=int, default=1, help="hopless serve --threads (Redis runs commands on one)")
-    ap.add_argument("--hopless", default=str(Path(__file__).resolve().parent.parent / "target/release/hopless"))
+    ap.add_argument("--hopless", default=str(Path(__file__).resolve().parents[2] / "target/release/hopless"))
     ap.add_argument("--json")
     args = ap.parse_args()
     pipelines = [int(p) for p in args.pipelines.split(",")]

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The benches at 1 to N threads on a many-core machine, from binaries built elsewhere (the machine needs
-# no Rust): the C-ABI table with thread-owned slabs beside the default (`--variant`), and the seed's KV
-# workload at several thread counts, owned slabs on and off alternating at all cores. Each part's table
-# and JSON go into a results folder that OUT/results.tgz packs again after each part: one file to fetch
-# back, and a run cut short keeps what it finished.
+# no Rust): the C-ABI table with thread-owned slabs beside the default (`--variant`), and the KV
+# workload (Zipf 0.99, 60% SET / 40% GET) at several thread counts, owned slabs on and off alternating
+# at all cores. Each part's table and JSON go into a results folder that OUT/results.tgz packs again
+# after each part: one file to fetch back, and a run cut short keeps what it finished.
 #
-#   scripts/bench_many_cores.sh --pack DIR [BEFORE]       # here: the release binaries and peers into DIR
-#   scripts/bench_many_cores.sh DIR OUT [RUNS [PARTS]]    # there: results into OUT
+#   scripts/bench/many_cores.sh --pack DIR [BEFORE]       # here: the release binaries and peers into DIR
+#   scripts/bench/many_cores.sh DIR OUT [RUNS [PARTS]]    # there: results into OUT
 #
 # BEFORE: a folder with another build's `hopless` and `libhopless.so` (say, a checkout of the commit
 # before a change, built), packed as DIR/before: the C-ABI tables then have its library as the column
@@ -26,7 +26,7 @@ set -uo pipefail
 if [[ ${1:-} == --pack ]]; then
     dir=${2:?usage: $0 --pack DIR [BEFORE]}
     before=${3:-}
-    root=$(cd "$(dirname "$0")/.." && pwd)
+    root=$(cd "$(dirname "$0")/../.." && pwd)
     sys=/usr/lib/$(uname -m)-linux-gnu
     rm -rf "$dir" && mkdir -p "$dir/lib"
     cp "$root/target/release/hopless" "$root/target/release/libhopless.so" "$dir/" || exit 1

@@ -239,7 +239,7 @@ def top_layer(m: str, table: list[str]) -> str | None:
 
 
 def main() -> int:
-    top = Path(__file__).resolve().parent.parent
+    top = Path(__file__).resolve().parents[2]
     failed = False
     for root in sorted((top / "crates").iterdir()):
         if not (root / "src").is_dir():

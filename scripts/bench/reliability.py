@@ -3,7 +3,7 @@
 2000 joined threads leave and the cost of a short-lived thread, under glibc, jemalloc, mimalloc and
 hopless (each preloaded, alternating).
 
-    scripts/bench_reliability.py [--rounds N] [--so PATH] [--before PATH]
+    scripts/bench/reliability.py [--rounds N] [--so PATH] [--before PATH]
 
 Runs three cases of crates/hopless-malloc/tests/c/reliability.c (compiled with -O2):
   realloc_grow  a buffer grown from 1 byte to 64 MiB in 4 KiB steps, every new byte written, then shrunk
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
 

@@ -2,7 +2,7 @@
  * malloc_trim(0) twice; prints how long each trim took. Under `strace -f -c -e trace=madvise` it counts
  * the allocator's madvise calls for a mass free and a trim (docs/central-heap.md, "Purges in batches").
  *
- *   cc -O2 -o /tmp/free_and_trim scripts/free_and_trim.c
+ *   cc -O2 -o /tmp/free_and_trim scripts/repro/free_and_trim.c
  *   LD_PRELOAD=target/release/libhopless.so strace -f -c -e trace=madvise /tmp/free_and_trim 3000000 100
  */
 #include <malloc.h>

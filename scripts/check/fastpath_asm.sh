@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed's "look at the assembly": the fast path must not load from the block it hands out.
+# A look at the assembly: the fast path must not load from the block it hands out.
 # Builds libhopless.so and the SLUB experiment's libhopless_lab.so (release) and reads the machine code of
 # the experiment's two out-of-line probes:
 #   hopless_probe_fast_pop       the global allocator's magazine pop: must pass;
@@ -11,11 +11,11 @@
 # from memory (a count, or a block pointer). A memory operand based on such a register is a load through
 # a pointer the code read: the extra hop.
 #
-# `scripts/check_fastpath_asm.sh aarch64` does the same for aarch64 Linux (cross-built: the linker
+# `scripts/check/fastpath_asm.sh aarch64` does the same for aarch64 Linux (cross-built: the linker
 # aarch64-linux-gnu-gcc and binutils-aarch64-linux-gnu's objdump and nm): arguments in x0/x1, loads and
 # stores through `[xN, ...]`, the thread pointer read with `mrs tpidr_el0`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 arch=${1:-x86_64}
 case "$arch" in
   x86_64) target_args=(); subdir=release; tools="" ;;
@@ -182,17 +182,15 @@ print("ok: the fast path reads only its metadata; the intrusive pop loads throug
 
 # The exported malloc and free: the thread's cache pointer (and, for free, the remembered segment next to
 # it) are %fs-relative loads (initial-exec TLS), never a call to __tls_get_addr, and the code from the
-# entry to the first `ret` (the magazine pop or push, laid out first) calls nothing. The count is of that code in layout order, so it is an upper bound
-# on one call's path. free measures 41 (a pointer outside the thread's remembered segment goes out of
-# line to the segment map first; 42 until the slab header and the magazine came from the segment's
-# granule table rather than through its slab shift, 41 before the free key's test became a 32-bit
-# mask, 40 until it kept the magazine's `top` copy), malloc 23 (18 until the `top` copy: a pop loads
-# the copy, checks it against the slot, and refreshes it, for a result the count's load does not gate;
-# a malloc/free pair of 16 B through the C ABI took 9.7 ns before, 4.9 after, on the 2-core Intel VM).
-# Bounds keep the paths from growing unnoticed.
+# entry to the first `ret` (the magazine pop or push, laid out first) calls nothing. The count is of
+# that code in layout order, so it is an upper bound on one call's path. On x86-64 free measures 41 (a
+# pointer outside the thread's remembered segment goes out of line to the segment map first) and malloc
+# 23: a pop loads the magazine's `top` copy, checks it against the slot and refreshes it, five
+# instructions that keep a free-then-malloc chain off a second store-to-load forward (`hopless bench
+# alloc --c-abi`, pair-16: 4.9 ns with the copy, 9.7 ns without, on a 2-core Intel VM).
 # On aarch64 (fixed-width instructions; the thread pointer read with `mrs`, the words' offset with an
-# `adrp`/`ldr` pair from the GOT) malloc measures 28 (21 before the `top` copy) and free 47 (46 before
-# it, 45 before the granule table, 44 before the 32-bit mask) the same way.
+# `adrp`/`ldr` pair from the GOT) malloc measures 28 and free 47 the same way.
+# The limits keep the paths from growing unnoticed.
 LIMITS = {"malloc": 23, "free": 43} if arch == "x86_64" else {"malloc": 28, "free": 49}
 tls_read = "%fs:" if arch == "x86_64" else "tpidr_el0"
 for name, limit in LIMITS.items():

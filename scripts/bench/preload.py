@@ -9,7 +9,7 @@ than it in every round. The table shows
 the median wall time and the median peak RSS (ru_maxrss of the measured process, from wait4), each with
 its ratio to mimalloc, and checks that every run printed exactly what the glibc run printed.
 
-    scripts/bench_preload.py [--quick] [--rounds N] [--json PATH] [--so PATH] [--before PATH] [--scratch DIR]
+    scripts/bench/preload.py [--quick] [--rounds N] [--json PATH] [--so PATH] [--before PATH] [--scratch DIR]
 
 The programs' files (git's repositories, sort's input, redis's directory) go in a fresh directory under
 --scratch, by default /dev/shm when it is a writable tmpfs: on a virtual disk, git's writes and their
@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 PEERS = {
     "glibc": None,

@@ -9,7 +9,7 @@
 # 60 s: a deadlock) fails the run; the input is left in fuzz/artifacts/TARGET/ (cargo fuzz prints the actions it
 # decodes to).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 secs=${FUZZ_SECONDS:-60}
 targets=${FUZZ_TARGETS:-alloc_ops resp_codec commands}
 
