@@ -29,6 +29,7 @@ HISTORY = [
     (re.compile(r"\bissues? #?\d+", re.I), "an issue number"),
     (re.compile(r"\b(?:this|that|the \w+|earlier|previous|next) session\b", re.I), "a work session"),
     (re.compile(r"\bstop \d+\b", re.I), "a stop number"),
+    (re.compile(r"\bused to be\b|\buntil commit\b|\bas [\w-]+ did until\b", re.I), "what the code did before"),
     (re.compile(r"\bthe seed(?:'s)?\b|\bseed(?:'s)? (?:KV|kv|write-up|pool|workload|design|constants?)\b"),
      "the write-ups named as 'the seed'"),
 ]
