@@ -7,7 +7,7 @@
  *
  * N live blocks per size, at least OPS allocations (each with its free), sizes FIRST..LAST-1 of
  * 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096 (all by default).
- * Prints ns per op. Used for the per-size figures in docs/central-heap.md and the README; under
+ * Prints ns per op: the per-size figures of docs/benchmarks.md come from it; under
  * `valgrind --tool=callgrind --trace-children=yes env LD_PRELOAD=...` for instruction counts. */
 #include <stdint.h>
 #include <stdio.h>

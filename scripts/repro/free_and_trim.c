@@ -1,6 +1,6 @@
 /* Allocate N blocks of SIZE bytes (the first word of each written), free them all in order, then call
  * malloc_trim(0) twice; prints how long each trim took. Under `strace -f -c -e trace=madvise` it counts
- * the allocator's madvise calls for a mass free and a trim (docs/central-heap.md, "Purges in batches").
+ * the allocator's madvise calls for a mass free and a trim (docs/central-heap.md, "Memory back to the OS").
  *
  *   cc -O2 -o /tmp/free_and_trim scripts/repro/free_and_trim.c
  *   LD_PRELOAD=target/release/libhopless.so strace -f -c -e trace=madvise /tmp/free_and_trim 3000000 100
