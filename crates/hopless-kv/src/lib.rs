@@ -30,13 +30,14 @@
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
-//! | `store::write` | SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
-//! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
+//! | `store::write` | SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH |
+//! | `store::ttl` | EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX |
+//! | `store::pair` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
+//! | `store::slot` | the write primitives under the commands: key and value checks, a TTL's deadline, a new item, a key's live slot, installing an item with its deadline (`store_item`, `install`) |
 //! | `store::expiry` | lazy expiry on access, and the active expiry's pass over the deadline heaps |
 //! | `store::evict` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `store::stats` | the [`Stats`] snapshot, and counting an operation |
-//! | `store::pair` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
-//! | `store::shard` | [`Store`] over its shards: construction, where a key lives, the one removal path (delete, expiry, eviction) |
+//! | `store::shard` | [`Store`] over its shards: construction, where a key lives, a key's deadline, the one removal path (delete, expiry, eviction) |
 //! | `store::expiry_thread` | the background thread that runs the active expiry every 100 ms |
 //! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |
 //! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |

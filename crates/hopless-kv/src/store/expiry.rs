@@ -1,13 +1,11 @@
-//! Removing keys past their deadline: lazily, when an operation finds one under its shard's write lock
-//! ([`Store::expire_if_due`]), and actively, by draining each shard's deadline heap (a pass the background
+//! Removing keys past their deadline: lazily, when an operation finds one under its shard's lock
+//! ([`Store::is_due`], which `slot.rs`'s [`Store::live_slot`] acts on), and actively, by draining each shard's deadline heap (a pass the background
 //! thread of `expiry_thread.rs` runs every 100 ms, or [`Store::run_active_expiry`]).
 
 use core::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 
-use parking_lot::RwLockWriteGuard;
-
-use super::shard::{Inner, Loc, Shard, Store};
+use super::shard::{Inner, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::value::{self, ItemPtr};
 
@@ -28,30 +26,6 @@ impl<A: KvAlloc> Store<A> {
 
     fn is_expired_at(&self, sh: &Shard<A>, item: ItemPtr, now: impl FnOnce() -> u64) -> bool {
         sh.deadline_of(item).is_some_and(|d| d <= now())
-    }
-
-    /// Under the write lock: the slot of `key` if it is present and live. A key past its deadline is
-    /// deleted on the way (and counted as expired), so its slot is never returned.
-    pub(super) fn live_slot(
-        &self,
-        g: &mut RwLockWriteGuard<'_, Shard<A>>,
-        l: Loc,
-        key: &[u8],
-    ) -> Option<usize> {
-        let i = g.table.find(l.hash, key)?;
-        if !self.is_due(g, g.table.item(i)) {
-            return Some(i);
-        }
-        let c = &self.slot(l).c;
-        let old = g.remove_slot(i, &c.used);
-        c.expired.fetch_add(1, Ordering::Relaxed);
-        self.release(old);
-        None
-    }
-
-    /// Under the write lock: deletes `key` if it is present and past its deadline.
-    pub(super) fn expire_if_due(&self, g: &mut RwLockWriteGuard<'_, Shard<A>>, l: Loc, key: &[u8]) {
-        self.live_slot(g, l, key);
     }
 
     /// Turns the background thread's passes off or on (Redis's DEBUG SET-ACTIVE-EXPIRE); keys past

@@ -23,18 +23,19 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `hash.rs`, `list.rs`, `set.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
+//! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
-//! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH; the install path |
-//! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX, and setting a key's deadline |
+//! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH |
+//! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX |
+//! | `pair.rs` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
+//! | `slot.rs` | the write primitives: key and value checks, a TTL's deadline, a new item, a key's live slot, installing an item (`store_item`, `install`) |
 //! | `expiry.rs` | removing keys past their deadline: lazily on access, actively (the background thread) |
 //! | `evict.rs` | `maxmemory`: making room, sampled LRU, changing the limit and policy at run time |
 //! | `stats.rs` | the [`Stats`] snapshot, and counting an operation |
-//! | `pair.rs` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
-//! | `shard.rs` | the skeleton: [`Store`] over its shards, construction, where a key lives, the one removal path |
+//! | `shard.rs` | the skeleton: [`Store`] over its shards, construction, where a key lives, a key's deadline, the one removal path |
 //! | `expiry_thread.rs` | the background thread that runs the active expiry's passes |
 //! | `counters.rs` | what is counted, per shard and per operation ([`Op`], [`OP_NAMES`]) |
 //! | `options.rs` | [`Config`], [`Policy`]; options: [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
@@ -53,6 +54,7 @@ mod pair;
 mod read;
 mod set;
 mod shard;
+mod slot;
 mod stats;
 mod ttl;
 mod write;

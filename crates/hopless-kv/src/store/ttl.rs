@@ -1,6 +1,5 @@
 //! TTL commands (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with their conditions; PERSIST; PTTL and TTL;
-//! GETEX) and the deadline bookkeeping the writes share: turning a [`Ttl`] option into a deadline and
-//! giving a key one (expiry map, deadline heap, header flag).
+//! GETEX). A key's deadline itself (expiry map, deadline heap, header flag) is `Shard`'s (`shard.rs`).
 
 use super::counters::Op;
 use super::options::{ExpireCond, Ttl};
@@ -11,25 +10,6 @@ use crate::types::Kind;
 use crate::value::{self, Value};
 
 impl<A: KvAlloc> Store<A> {
-    /// The deadline (ms since the epoch) a TTL option asks for, None for the options that set none. A
-    /// TTL that is not positive, or a deadline past `i64::MAX`, is [`Error::InvalidExpire`]. The clock is
-    /// read only for a relative TTL (`EX`, `PX`).
-    pub(super) fn deadline(&self, ttl: Ttl) -> Result<Option<u64>> {
-        let d = match ttl {
-            Ttl::None | Ttl::Keep | Ttl::Persist => return Ok(None),
-            Ttl::Ex(s) => s
-                .checked_mul(1000)
-                .and_then(|ms| ms.checked_add(self.now()))
-                .filter(|_| s > 0),
-            Ttl::Px(ms) => self.now().checked_add(ms).filter(|_| ms > 0),
-            Ttl::ExAt(s) => s.checked_mul(1000).filter(|_| s > 0),
-            Ttl::PxAt(ms) => Some(ms).filter(|&ms| ms > 0),
-        };
-        d.filter(|&d| d <= i64::MAX as u64)
-            .map(Some)
-            .ok_or(Error::InvalidExpire)
-    }
-
     /// PEXPIREAT with a condition: the core of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT. Returns whether
     /// the TTL was set (false: no such key, or the condition failed). A deadline not in the future deletes
     /// the key (and returns true), as Redis does.

@@ -1,14 +1,9 @@
-//! Writes: SET (and plain SET), MSET, DEL, GETDEL, APPEND, INCRBY and friends, FLUSH; and the path every
-//! single-key write ends in ([`Store::store_item`]: make room, install the new item, release the old one
-//! after the lock).
-
-use std::sync::atomic::Ordering;
-
-use parking_lot::RwLockWriteGuard;
+//! The string and keyspace writes: SET (and plain SET), MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCRBY
+//! and friends, INCRBYFLOAT, RENAME, FLUSH; each over the write primitives of `slot.rs`.
 
 use super::counters::Op;
 use super::options::{SetCond, SetOptions, Ttl};
-use super::shard::{Loc, Shard, Store};
+use super::shard::{Loc, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::long_double::{self, LongDouble, Parsed};
@@ -17,65 +12,6 @@ use crate::types::Kind;
 use crate::value::{self, ItemPtr, StrEnc, Value};
 
 impl<A: KvAlloc> Store<A> {
-    pub(super) fn check_key(&self, key: &[u8]) -> Result<()> {
-        if key.len() > self.inner.cfg.max_key_len {
-            return Err(Error::TooLarge);
-        }
-        Ok(())
-    }
-
-    fn check_value(&self, len: usize) -> Result<()> {
-        if len > self.inner.cfg.max_value_len {
-            return Err(Error::TooLarge);
-        }
-        Ok(())
-    }
-
-    fn new_item(&self, key: &[u8], val_len: usize, fill: impl FnOnce(&mut [u8])) -> Result<ItemPtr> {
-        value::new_item(&self.inner.alloc, key, val_len, fill).map_err(|_| Error::AllocFailed)
-    }
-
-    /// Installs `item` for `key` under the write lock with the given deadline (None: no TTL), replacing
-    /// slot `existing` if given. Returns the old item's reference, if any.
-    pub(super) fn install(
-        &self,
-        g: &mut Shard<A>,
-        l: Loc,
-        existing: Option<usize>,
-        item: ItemPtr,
-        deadline: Option<u64>,
-    ) -> Option<ItemPtr> {
-        // SAFETY: `item` is ours until published below.
-        let mut delta = unsafe { value::charged_size::<A>(item) } as u64;
-        let c = &self.slot(l).c;
-        if self.tracks_lru() {
-            // SAFETY: as above.
-            unsafe { value::touch(item, c.clock.fetch_add(1, Ordering::Relaxed)) };
-        }
-        let old = match existing {
-            Some(i) => {
-                let old = g.table.replace(i, item);
-                g.forget_deadline(old);
-                // SAFETY: the table's reference to `old` is ours now, so the item is live; a collection in
-                // it is read under the shard's write lock, which we still hold (charged_size's contract).
-                delta = delta.wrapping_sub(unsafe { value::charged_size::<A>(old) } as u64);
-                Some(old)
-            }
-            None => {
-                let before = g.table.bytes();
-                g.table.insert_new(l.hash, item);
-                delta = delta.wrapping_add((g.table.bytes() - before) as u64);
-                None
-            }
-        };
-        // One change of the count, under the lock (LockedBytes: no locked instruction).
-        c.used.add(delta);
-        if let Some(d) = deadline {
-            g.set_deadline(item, d);
-        }
-        old
-    }
-
     /// SET with Redis's options. Returns whether it wrote, and the old value when `opts.get`.
     pub fn set(&self, key: &[u8], val: &[u8], opts: SetOptions) -> Result<(bool, Option<Value<A>>)> {
         self.check_key(key)?;
@@ -120,40 +56,6 @@ impl<A: KvAlloc> Store<A> {
             }
         })?;
         Ok((true, old_val))
-    }
-
-    /// The end of every single-key write, under the shard's write lock: makes room for `item` (maxmemory),
-    /// puts it in the key's slot with the deadline `deadline(current deadline)`, releases the lock, then
-    /// drops the old item's table reference. On failure the new item is released and nothing changes.
-    /// `existing` is the key's live slot, found under this same lock.
-    pub(super) fn store_item(
-        &self,
-        mut g: RwLockWriteGuard<'_, Shard<A>>,
-        l: Loc,
-        key: &[u8],
-        existing: Option<usize>,
-        item: ItemPtr,
-        deadline: impl FnOnce(Option<u64>) -> Option<u64>,
-    ) -> Result<()> {
-        // SAFETY: the item is ours until installed.
-        let need = unsafe { value::charged_size::<A>(item) } as u64;
-        let existing = match self.make_room(&mut g, l, need) {
-            Ok(false) => existing,
-            // An eviction may have taken the key itself, or moved its slot.
-            Ok(true) => g.table.find(l.hash, key),
-            Err(e) => {
-                drop(g);
-                self.release(item);
-                return Err(e);
-            }
-        };
-        let current = existing.and_then(|i| g.deadline_of(g.table.item(i)));
-        let old = self.install(&mut g, l, existing, item, deadline(current));
-        drop(g);
-        if let Some(o) = old {
-            self.release(o);
-        }
-        Ok(())
     }
 
     /// Plain SET.
