@@ -24,7 +24,7 @@
 //! | `store` | the [`store`] module's face: declares its files, re-exports [`Store`] and its options |
 //! | `store::hash` | the hash commands (HSET, HGET, HINCRBY, HRANDFIELD, HSCAN...) |
 //! | `store::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
-//! | `store::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
+//! | `store::sets` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |

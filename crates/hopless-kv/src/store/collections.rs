@@ -5,7 +5,7 @@
 //! key whose collection became empty (as Redis does), and keeps the shard's `used` bytes in step with
 //! the collection's blocks.
 //!
-//! The type commands themselves live in `hash.rs`, `list.rs`, `set.rs` and `zset.rs` beside this file,
+//! The type commands themselves live in `hash.rs`, `list.rs`, `sets.rs` and `zset.rs` beside this file,
 //! over these three calls; the data structures in `crate::types`.
 
 use std::sync::atomic::Ordering;

@@ -23,7 +23,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `hash.rs`, `list.rs`, `set.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
+//! | `hash.rs`, `list.rs`, `sets.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
@@ -52,7 +52,7 @@ mod list;
 mod options;
 mod pair;
 mod read;
-mod set;
+mod sets;
 mod shard;
 mod slot;
 mod stats;
@@ -66,7 +66,7 @@ pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
-pub use self::set::Moved;
+pub use self::sets::Moved;
 pub use self::shard::Store;
 pub use self::stats::Stats;
 pub use crate::redis_util::{glob_match, parse_i64};
