@@ -66,6 +66,7 @@
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
 //! | `codec` | RESP without I/O: the request [`Decoder`](codec::Decoder), the reply writer, [`Frame`](codec::Frame) |
 //! | `error_stats` | INFO's error counts (errorstats, total_error_replies), counted where the reply writer writes an error |
+//! | `version` | the server's constants: [`REDIS_VERSION`], the Redis version the replies follow, and [`VERSION`] |
 //!
 //! The connection loop runs on tokio: `--threads` single-threaded event loops, each on its own thread,
 //! with every connection pinned to one (`server`). The store is synchronous and its operations take a
@@ -87,14 +88,10 @@ mod redact;
 mod server;
 mod slowlog;
 mod state;
+mod version;
 mod watch;
 mod words;
 
 pub use args::ServeArgs;
 pub use server::{run, ServeOptions, Server};
-
-/// The Redis version the replies follow (INFO's `redis_version`, HELLO's `version`): clients gate
-/// features on it.
-pub const REDIS_VERSION: &str = "7.0.0";
-/// This server's own version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use version::{REDIS_VERSION, VERSION};

@@ -302,8 +302,8 @@ pub fn run(opts: ServeOptions) -> io::Result<()> {
     let addrs: Vec<String> = server.addrs().iter().map(|a| a.to_string()).collect();
     println!(
         "hopless-server {} (Redis {} protocol, RESP2/RESP3), allocator: hopless{}",
-        crate::VERSION,
-        crate::REDIS_VERSION,
+        crate::version::VERSION,
+        crate::version::REDIS_VERSION,
         if cfg!(feature = "stats") {
             " (with stats)"
         } else {

@@ -176,7 +176,7 @@ fn hello(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     o.bulk(b"server");
     o.bulk(b"hopless");
     o.bulk(b"version");
-    o.bulk(crate::REDIS_VERSION.as_bytes());
+    o.bulk(crate::version::REDIS_VERSION.as_bytes());
     o.bulk(b"proto");
     o.int(if proto == Proto::Resp3 { 3 } else { 2 });
     o.bulk(b"id");

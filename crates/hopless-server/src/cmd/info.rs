@@ -76,8 +76,8 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                  arch_bits:64\r\nmultiplexing_api:epoll (tokio)\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\n\
                  server_time_usec:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\nhz:10\r\n\
                  executable:{}\r\nconfig_file:\r\nbind:{}\r\nthreads:{}\r\n",
-                crate::REDIS_VERSION,
-                crate::VERSION,
+                crate::version::REDIS_VERSION,
+                crate::version::VERSION,
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::process::id(),
