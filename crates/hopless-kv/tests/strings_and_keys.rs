@@ -1,5 +1,6 @@
-//! The operations the Redis-protocol server needs beyond the seed's: SETRANGE, INCRBYFLOAT, RENAME(NX),
-//! MSETNX, KEYS, RANDOMKEY, MEMORY USAGE, (P)EXPIRETIME, and maxmemory / policy changed at run time.
+//! The string and keyspace operations beyond GET, SET, DEL, INCR and EXPIRE: SETRANGE, INCRBYFLOAT,
+//! RENAME(NX), MSETNX, KEYS, RANDOMKEY, MEMORY USAGE, (P)EXPIRETIME; and maxmemory / policy changed at
+//! run time.
 
 use std::sync::Arc;
 
