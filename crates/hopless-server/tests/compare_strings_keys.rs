@@ -1,6 +1,7 @@
-//! Differential test: the same commands against real Redis (`redis-server`, when installed) and against
-//! hopless, replies compared byte for byte (errors included). Skipped without `redis-server` (failed under
-//! `CI=true`).
+//! Differential test of the string and keyspace commands (and the connection and server commands a
+//! client sends around them: CONFIG, CLIENT, AUTH, HELLO, SCAN, OBJECT): the same commands against real
+//! Redis (`redis-server`, when installed) and against hopless, replies compared byte for byte (errors
+//! included). Skipped without `redis-server` (failed under `CI=true`).
 
 mod common;
 
