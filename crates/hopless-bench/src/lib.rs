@@ -12,7 +12,7 @@
 //! the benches share sits below them all and names no bench.
 //!
 //! Layers, top to bottom: a module names only modules listed below it, and its own children
-//! (`scripts/check_layers.py` checks this).
+//! (`scripts/check/layers.py` checks this).
 //!
 //! | module | what it holds |
 //! |---|---|

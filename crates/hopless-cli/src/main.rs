@@ -132,7 +132,7 @@ mod tests {
         for args in [
             "",
             "stats",
-            // scripts/bench_debug_cost.py
+            // scripts/bench/debug_cost.py
             "bench alloc --quick --rounds 1 --peers hopless --json x.json",
             "bench alloc --with-call --peers mimalloc,hopless --rounds 11",
             "bench alloc --workloads pair-16,lifo-100",

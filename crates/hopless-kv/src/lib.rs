@@ -16,7 +16,7 @@
 //!
 //! # Layout
 //!
-//! Layers, top to bottom: a module imports only modules listed below it (`scripts/check_layers.py`
+//! Layers, top to bottom: a module imports only modules listed below it (`scripts/check/layers.py`
 //! checks this).
 //!
 //! | module | what it holds |

@@ -121,7 +121,7 @@ pub struct CellResult {
 /// The scenarios' loops. [`timed`] and [`untimed`] call them, out of line, so that callgrind can collect
 /// inside the timed calls only.
 mod loops {
-    // `super` spelled out: it is this file's module, which scripts/check_layers.py (reading files, not
+    // `super` spelled out: it is this file's module, which scripts/check/layers.py (reading files, not
     // inline modules) would take for `fastpath`.
     use crate::fastpath::cell::*;
 
