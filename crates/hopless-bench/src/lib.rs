@@ -44,7 +44,7 @@
 //! | `progress` | the progress bar |
 //! | `stats` | median, min and max of samples |
 //! | `rss` | a process's RSS and peak RSS |
-//! | `seed_mix` | the seed's operation mix (Zipf keys, 60% SET) |
+//! | `kv_mix` | the KV workload's operation mix (Zipf 0.99 keys, 60% SET / 40% GET, 32-512 B values) |
 
 pub mod alloc;
 pub mod chart;
@@ -54,10 +54,10 @@ pub mod fastpath;
 pub mod headline;
 pub mod json;
 pub mod kv;
+pub mod kv_mix;
 pub mod peers;
 pub mod progress;
 pub mod rss;
-pub mod seed_mix;
 pub mod server;
 pub mod stats;
 pub mod via;

@@ -166,7 +166,7 @@ struct Plan {
 fn plans(p: &Params, n_ops: usize, seed: u64) -> Vec<Plan> {
     (0..p.threads)
         .map(|t| Plan {
-            ops: crate::seed_mix::seed_ops(p.keys, n_ops / p.threads, seed + t as u64),
+            ops: crate::kv_mix::kv_ops(p.keys, n_ops / p.threads, seed + t as u64),
         })
         .collect()
 }

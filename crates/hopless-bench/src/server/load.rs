@@ -200,7 +200,7 @@ fn over_connections(
 /// One connection's pre-drawn requests: key index, value length (0 = GET).
 fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
     let n = l.ops / l.connections / l.pipeline * l.pipeline;
-    crate::seed_mix::seed_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
+    crate::kv_mix::kv_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
 }
 
 /// Runs the measured load of the seed's mix: every connection draws its requests, then
@@ -351,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_is_the_seed_mix() {
+    fn the_plan_is_the_kv_mix() {
         let l = Load {
             connections: 2,
             pipeline: 16,

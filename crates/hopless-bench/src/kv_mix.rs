@@ -1,8 +1,9 @@
-//! The seed's operation mix, shared by the store bench and the server bench's load generator.
+//! The KV workload's operation mix (Zipf 0.99 keys, 60% SET / 40% GET, 32-512 B values), shared by the
+//! store bench and the server bench's load generator.
 
-/// `n` operations of the seed's mix over `keys` keys: a Zipf(0.99) key index, scattered over the
+/// `n` operations of the KV mix over `keys` keys: a Zipf(0.99) key index, scattered over the
 /// keyspace so hot keys do not share a shard, and a value length (60% SETs of 32..=512 B; 0: a GET).
-pub fn seed_ops(keys: usize, n: usize, seed: u64) -> Vec<(u32, u16)> {
+pub fn kv_ops(keys: usize, n: usize, seed: u64) -> Vec<(u32, u16)> {
     use rand::{rngs::SmallRng, Rng, SeedableRng};
     use rand_distr::{Distribution, Zipf};
     let zipf = Zipf::new(keys as u64, 0.99).expect("valid zipf");
