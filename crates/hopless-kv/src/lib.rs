@@ -1,6 +1,6 @@
 //! # hopless-kv
 //!
-//! The seed's concurrent in-memory key-value store, safe by construction: values stay alive while a reader
+//! A concurrent in-memory key-value store, safe by construction: values stay alive while a reader
 //! holds them (counted handles), a key deleted and expired at once is freed exactly once (both paths remove
 //! it under the same shard lock), and every byte of the store (tables, keys, values, expiry structures) is
 //! allocated through the allocator it is given: hopless by default, any `allocator_api2` allocator in

@@ -3,7 +3,7 @@
 //!
 //! The table owns one reference to each item; a reader that gets a value takes another ([`Value`] is a
 //! counted handle, like `Arc`), so the value stays alive after the shard lock is released and after the
-//! key is overwritten, deleted or expired: the seed's use-after-free cannot happen. An item is freed when
+//! key is overwritten, deleted or expired: a reader never uses a freed value. An item is freed when
 //! its last reference is dropped, exactly once.
 
 use core::alloc::Layout;

@@ -1,5 +1,5 @@
-//! TTL, eviction, bad input, and the seed's two crashes (a reader using a freed value; a key freed twice by
-//! racing delete and expiry), on a manual clock.
+//! TTL, eviction, bad input, and the two crashes the store's design rules out (a reader using a freed
+//! value; a key freed twice by racing delete and expiry), on a manual clock.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -255,7 +255,7 @@ fn a_value_read_stays_valid_after_overwrite_delete_and_expiry() {
     assert_eq!(&*w, b"second");
 }
 
-/// The seed's use-after-free: readers keep values while writers overwrite and delete the same keys.
+/// No use-after-free: readers keep values while writers overwrite and delete the same keys.
 #[test]
 fn readers_holding_values_race_writers_and_deleters() {
     let clock = Arc::new(ManualClock::new(START));
@@ -298,7 +298,7 @@ fn readers_holding_values_race_writers_and_deleters() {
     });
 }
 
-/// The seed's double free: the same keys deleted by one thread while the expiry removes them in another
+/// No double free: the same keys deleted by one thread while the expiry removes them in another
 /// (and readers hit them lazily). Each key must go exactly once; a second free would abort the process.
 #[test]
 fn delete_racing_expiry_frees_each_key_exactly_once() {
@@ -477,8 +477,8 @@ fn writes_and_reads_of_keys_without_a_ttl_never_read_the_clock_and_due_keys_stil
         ..Config::default()
     });
     let reads = || clock.reads.load(Ordering::SeqCst);
-    // The clock (a vDSO call, 20-50 ns) was read twice by every plain SET: the store's workload is
-    // mostly such writes.
+    // A write or read of a key without a TTL never reads the clock (a vDSO call): the store's workload
+    // is mostly such writes.
     let before = reads();
     for i in 0..100 {
         let k = format!("k{i}");

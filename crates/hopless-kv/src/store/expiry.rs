@@ -19,7 +19,7 @@ impl<A: KvAlloc> Store<A> {
     }
 
     /// [`Store::is_expired`] now: the clock is read only for an item whose header says it has a
-    /// deadline (a read is a vDSO call of about 22 ns, and most keys have none).
+    /// deadline (a read is a vDSO call, and most keys have none).
     pub(super) fn is_due(&self, sh: &Shard<A>, item: ItemPtr) -> bool {
         self.is_expired_at(sh, item, || self.now())
     }
