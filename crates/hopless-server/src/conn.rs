@@ -173,7 +173,7 @@ async fn run(
         if buf.capacity() - buf.len() < 4096 {
             buf.reserve(BUFFER);
         }
-        // Pub/sub (issue 29): a subscriber is never idle-closed, as in Redis.
+        // Pub/sub: a subscriber is never idle-closed, as in Redis.
         let timeout = if conn.pubsub.is_some() {
             0
         } else {
@@ -191,7 +191,7 @@ async fn run(
             _ = conn.entry.kill.notified() => return Ok(()),
             _ = crate::state::stopped(&mut stop) => return Ok(()),
             r = sock.read_buf(&mut buf) => r?,
-            // Pub/sub (issue 29): messages published for this subscriber, written even while it sends
+            // Pub/sub: messages published for this subscriber, written even while it sends
             // nothing.
             _ = crate::pubsub::delivery(conn.pubsub.as_deref().map(|s| s.outbox())) => {
                 if let Some(s) = &conn.pubsub {

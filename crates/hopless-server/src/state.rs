@@ -153,7 +153,7 @@ pub struct ConnState {
     pub watch_dirty: Arc<AtomicBool>,
     /// Set by a blocking command that blocked: the connection waits for it before its next command.
     pub block: Option<BlockWait>,
-    /// Pub/sub (issue 29): its subscriptions; `Some` while it has any (subscribed mode).
+    /// Pub/sub: its subscriptions; `Some` while it has any (subscribed mode).
     pub pubsub: Option<Box<crate::pubsub::ClientSubs>>,
     pub qbuf_free: usize,
     /// CLIENT REPLY ON/OFF/SKIP.
@@ -190,7 +190,7 @@ pub struct Shared {
     pub gate: ExecGate,
     pub watches: Watches,
     pub blocked: Blocked,
-    /// Pub/sub (issue 29): channels, patterns and their subscribers' outboxes.
+    /// Pub/sub: channels, patterns and their subscribers' outboxes.
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// MONITOR's connections.
     pub monitors: crate::monitor::Monitors,

@@ -308,7 +308,7 @@ const SCRIPT: &[&str] = &[
 /// Replies that differ on purpose (see the README's list of differences): skipped.
 fn differs(cmd: &str) -> bool {
     // The HELLO map names the server ("hopless") and its id; CONFIG GET * lists different parameters;
-    // one database (SELECT 1 is an error, as the issue asks); DEBUG SLEEP is allowed.
+    // one database (SELECT 1 is an error); DEBUG SLEEP is allowed.
     cmd == "SELECT 1"
         || cmd.starts_with("DEBUG")
         || cmd.starts_with("HELLO 3")

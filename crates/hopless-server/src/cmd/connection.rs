@@ -34,7 +34,7 @@ pub(super) const COMMANDS: &[Command] = &[
 const WRONGPASS: CmdError = CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");
 
 fn ping(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    // Pub/sub (issue 29): in RESP2's subscribed mode, PING answers as a message would: ["pong", text].
+    // Pub/sub: in RESP2's subscribed mode, PING answers as a message would: ["pong", text].
     if c.conn.pubsub.is_some() && !c.out.resp3() && a.len() <= 2 {
         c.out.array(2);
         c.out.bulk(b"pong");
@@ -82,7 +82,7 @@ fn set_proto(c: &mut Ctx<'_>, p: Proto) {
 
 fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     end_transaction(c.shared, c.conn);
-    c.conn.pubsub = None; // pub/sub (issue 29): leaves every channel and pattern, and subscribed mode
+    c.conn.pubsub = None; // pub/sub: leaves every channel and pattern, and subscribed mode
     set_proto(c, Proto::Resp2);
     c.conn
         .entry

@@ -157,7 +157,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 k.unknown_commands.load(Ordering::Relaxed),
                 sh.errors.total(),
             );
-            // Pub/sub (issue 29).
+            // Pub/sub.
             let _ = write!(
                 t,
                 "pubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",

@@ -160,7 +160,7 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
         }
         return Action::Continue;
     }
-    // Pub/sub (issue 29): a subscriber's queued messages go out before this reply; RESP2's subscribed
+    // Pub/sub: a subscriber's queued messages go out before this reply; RESP2's subscribed
     // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
     // Redis's EXECABORT, and discards any).
     if conn.pubsub.is_some() && !pubsub::admit(conn, out, cmd, args) {

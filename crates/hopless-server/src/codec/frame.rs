@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn blob_errors_with_line_breaks_and_odd_verbatim_formats_round_trip_or_are_refused() {
-        // Found by the fuzz target: a blob error holding CRLF was re-encoded as a simple error.
+        // A blob error holding CRLF stays a blob error, never a simple one (a case from the fuzz target).
         let blob = b"!7\r\nERR a\r\n\r\n";
         let (f, n) = Frame::parse(blob).unwrap();
         assert_eq!((f.clone(), n), (Frame::Error("ERR a\r\n".into()), blob.len()));

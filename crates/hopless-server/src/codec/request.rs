@@ -378,7 +378,7 @@ mod tests {
     fn malformed_input_gets_redis_protocol_errors() {
         assert_eq!(err(b"*1\r\n+PING\r\n"), "Protocol error: expected '$', got '+'");
         assert_eq!(err(b"*1\r\n:4\r\n"), "Protocol error: expected '$', got ':'");
-        // Found by the fuzzer (a slice panic): an empty line where a `$` line was due.
+        // An empty line where a `$` line is due: an error, not a slice panic (a case from the fuzzer).
         assert_eq!(err(b"*7\r\r\r\r"), "Protocol error: expected '$', got '\r'");
         assert_eq!(err(b"*abc\r\n"), "Protocol error: invalid multibulk length");
         assert_eq!(err(b"*+1\r\n"), "Protocol error: invalid multibulk length");

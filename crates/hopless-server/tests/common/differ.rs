@@ -70,8 +70,8 @@ pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
 }
 
 /// `INFO server` from whatever listens at `addr`; None when nothing does, or the connection is reset or
-/// closed before the reply (a redis-server that lost the port to another and is exiting: the CI run of
-/// 2026-12-02 failed on such a reset when this panicked).
+/// closed before the reply (a redis-server that lost the port to another and is exiting: a panic here
+/// would fail the test on such a reset).
 fn info_server(addr: SocketAddr) -> Option<Frame> {
     use std::io::Write;
     let sock = std::net::TcpStream::connect(addr).ok()?;
