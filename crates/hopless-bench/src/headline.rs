@@ -20,7 +20,7 @@ pub const JSON: &str = "target/hopless-report/headline.json";
 /// Runs both quick benches (the kv one without the eviction comparison), prints the headline table and
 /// writes its JSON.
 pub fn run() -> Result<(), String> {
-    println!("hopless: the seed's KV workload and the allocator micro-benchmarks, quick runs (full: `hopless bench kv`, `hopless bench alloc`)\n");
+    println!("hopless: the KV workload (Zipf 0.99, 60% SET / 40% GET, 32-512 B values) and the allocator micro-benchmarks, quick runs (full: `hopless bench kv`, `hopless bench alloc`)\n");
     let quick = Common {
         quick: true,
         ..Common::default()
@@ -120,13 +120,13 @@ pub fn headline_rows(kv: &[KvResult], alloc: &[AllocResult]) -> Vec<HeadlineRow>
         .collect()
 }
 
-/// The headline: the seed's staged table redone here, allocator → OPS, p99, memory, with ratios; hopless
+/// The headline: hopless-kv under the KV workload by allocator → OPS, p99, memory, with ratios; hopless
 /// inlined and hopless-call side by side.
 pub fn headline(rows: &[HeadlineRow], kv_runs: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "== headline: hopless-kv under the seed's workload, by allocator (medians of {kv_runs} runs) =="
+        "== headline: hopless-kv under the KV workload (Zipf 0.99, 60% SET / 40% GET, 32-512 B values), by allocator (medians of {kv_runs} runs) =="
     );
     let _ = writeln!(
         out,

@@ -1,8 +1,8 @@
-//! `hopless bench kv`, the command: the seed's workload on the store (`workload`), one configuration at a
-//! time, each in a fresh child process (so RSS and its growth belong to that configuration alone),
-//! `--runs` times, the configurations alternating; then each configuration's median with its [min–max] as
-//! a table and a chart (`report`), the eviction comparison (`eviction`) and the JSON (the medians and
-//! every run).
+//! `hopless bench kv`, the command: the KV workload (Zipf 0.99, 60% SET / 40% GET, 32-512 B values) on
+//! the store (`workload`), one configuration at a time, each in a fresh child process (so RSS and its
+//! growth belong to that configuration alone), `--runs` times, the configurations alternating; then each
+//! configuration's median with its [min–max] as a table and a chart (`report`), the eviction comparison
+//! (`eviction`) and the JSON (the medians and every run).
 //!
 //! The child is this same executable, run as `hopless bench kv --child STORE:ALLOCATOR --threads T --keys K
 //! --ops N --hash-seed S` (`crate::child`): it runs [`child`] and prints its [`RunResult`] as one line of

@@ -28,7 +28,7 @@
 //! | `kv::report` | a configuration's row (medians and every run), the table and the chart |
 //! | `kv::hash_seed` | `--hash-seed`: fixed or random per store |
 //! | `kv::eviction` | sampled LRU against exact LRU, on one trace |
-//! | `kv::workload` | the seed's store workload in one process (the child side) |
+//! | `kv::workload` | the KV workload on the store, in one process (the child side) |
 //! | `kv::purge` | asking each allocator to give memory back |
 //! | `fastpath` | `hopless bench fastpath`: the SLUB experiment's rounds, then the report |
 //! | `fastpath::report` | a cell's row, the markdown report and the chart |

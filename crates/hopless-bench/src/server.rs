@@ -1,5 +1,5 @@
 //! `hopless bench server`: `hopless serve` against `redis-server` over the Redis protocol, with a built-in
-//! pipelined load generator (`load`): the seed's mix (Zipf 0.99 keys, 60% SET / 40% GET, values
+//! pipelined load generator (`load`): the KV workload's mix (Zipf 0.99 keys, 60% SET / 40% GET, values
 //! 32..=512 B) over C connections at pipeline depths 1 and 16.
 //!
 //! Each run starts a fresh server child process on a free loopback port (`target`): this executable as
@@ -58,11 +58,11 @@ pub struct Options {
 /// A request mix of `hopless bench server`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Workload {
-    /// The seed's: Zipf keys, 60% SET / 40% GET of 32..=512-byte values.
+    /// The KV workload's mix: Zipf keys, 60% SET / 40% GET of 32..=512-byte values.
     Strings,
     /// Hashes, a list, a sorted set and sets ([`types_mix`]).
     Types,
-    /// The seed's mix, [`TX_COMMANDS`] requests to a MULTI ... EXEC transaction.
+    /// The KV mix, [`TX_COMMANDS`] requests to a MULTI ... EXEC transaction.
     Transactions,
 }
 
@@ -243,7 +243,7 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
     ))
 }
 
-/// One run of `kind` at `pipeline` (transactions a batch), of the seed's mix in transactions of
+/// One run of `kind` at `pipeline` (transactions a batch), of the KV mix in transactions of
 /// [`TX_COMMANDS`] commands.
 pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads)?;
@@ -266,7 +266,7 @@ pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<
     Ok(RunResult::of(&m, [rss_start, rss_preloaded], after, p.keys, None))
 }
 
-/// One run of `kind` at `pipeline`, of the seed's string mix.
+/// One run of `kind` at `pipeline`, of the KV (strings) mix.
 pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads)?;
     let (rss_start, _) = server.rss();

@@ -37,8 +37,9 @@ pub struct ServerArgs {
     /// Benchmark hopless alone even when redis-server is installed.
     #[arg(long)]
     no_redis: bool,
-    /// The mixes to run, comma-separated: `strings` (the seed's SET/GET), `types` (hashes, a list, a
-    /// sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC). Default: all.
+    /// The mixes to run, comma-separated: `strings` (the KV workload's SET/GET mix), `types` (hashes, a
+    /// list, a sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC).
+    /// Default: all.
     #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
     workload: Option<Vec<server::Workload>>,
 }

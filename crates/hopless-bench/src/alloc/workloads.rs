@@ -32,8 +32,8 @@
 //!   8..=1024 bytes and hand the array to the next thread every 256 replacements: a server whose
 //!   requests are freed by other threads;
 //! - `queue-churn`: two producers allocate 512 B..20 KiB blocks into a queue the main thread frees, while
-//!   three threads churn 64 live blocks each of 600 B..70 KiB (the CPython case of issue 26: slabs
-//!   emptied and needed again at once);
+//!   three threads churn 64 live blocks each of 600 B..70 KiB (the CPython case,
+//!   `scripts/repro/cpython_queue_churn.py`: slabs emptied and needed again at once);
 //! - `large-churn`: 32 live large blocks; each op frees a random one and allocates 256 KiB..8 MiB in its
 //!   place, writing every page (a fixed sequence): what the allocator does with freed large memory
 //!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost.

@@ -12,10 +12,11 @@
 //! - `hot`: allocate, write, free the same block; an op is the pair;
 //! - `cold`: allocate [`COLD_OBJECTS`] blocks, write them, free them in random order, then evict the caches
 //!   (write one byte per line of a buffer three times the last-level cache), then time allocating and
-//!   writing them all again (the seed's "freed, then allocated while cold"); an op is one allocation;
+//!   writing them all again ("freed, then allocated while cold"); an op is one allocation;
 //! - `work`: the allocator as a small part of each op: free a random one of [`WORK_RING`] live blocks,
 //!   allocate, fill the block, then two dependent random reads from the same large buffer mixed into it
-//!   (a few hundred ns of other work, as in the seed's 5-10% claims); an op is all of that.
+//!   (a few hundred ns of other work, so that the allocator is the 5-10% of an op claimed for real
+//!   programs); an op is all of that.
 //!
 //! The measured loops are called through [`timed`], never inlined, and set-up and warm-up through
 //! [`untimed`], so that callgrind can count the measured ones alone (`--toggle-collect`).

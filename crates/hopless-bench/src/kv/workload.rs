@@ -1,4 +1,4 @@
-//! The seed's store workload, run in this process (the child side of `hopless bench kv`).
+//! The KV workload on the store, run in this process (the child side of `hopless bench kv`).
 //!
 //! Workload: T threads over a keyspace of K keys ("key:" and 11 digits, 16 bytes), keys drawn from a Zipf
 //! distribution with s = 0.99 (ranks scattered over the keyspace by a fixed permutation), 60% SET / 40% GET,
@@ -7,7 +7,7 @@
 //! asking the allocator to give back what it can, `purge`), then warmed up, then measured. The store's
 //! hash seed is fixed (`Params::hash_seed`), so the hot keys land on the same shards in every run.
 //! All random choices are drawn before the clock starts. Each op's latency is the difference of two
-//! `Instant::now()` reads (clock_gettime(CLOCK_MONOTONIC) through the vDSO, ~20 ns, included in every
+//! `Instant::now()` reads (clock_gettime(CLOCK_MONOTONIC) through the vDSO, included in every
 //! configuration alike) recorded into an HDR histogram (3 significant digits) per thread.
 
 use std::hint::black_box;

@@ -2,9 +2,10 @@
 //! `pipeline` commands and reading the batch's replies before sending the next (a closed loop, as
 //! `redis-benchmark -P`).
 //!
-//! Workload (the seed's mix): keys "key:" and 11 digits (16 bytes), drawn from a Zipf distribution with
-//! s = 0.99 over `keys` (ranks scattered over the keyspace by a fixed permutation, as `bench kv`), 60% SET
-//! with a value of 32..=512 bytes (uniform), 40% GET. Every random choice is drawn before the clock starts.
+//! Workload (the KV mix, `crate::kv_mix`): keys "key:" and 11 digits (16 bytes), drawn from a Zipf
+//! distribution with s = 0.99 over `keys` (ranks scattered over the keyspace by a fixed permutation, as
+//! `bench kv`), 60% SET with a value of 32..=512 bytes (uniform), 40% GET. Every random choice is drawn
+//! before the clock starts.
 //!
 //! Latency, per request: from just before the `write` of its batch to the return of the `read` that
 //! completed its reply (one `Instant::now()` per read, shared by every reply that read completed). With
@@ -203,7 +204,7 @@ fn plan(l: &Load, conn: usize) -> Vec<(u32, u16)> {
     crate::kv_mix::kv_ops(l.keys, n, l.seed.wrapping_mul(1000) + conn as u64)
 }
 
-/// Runs the measured load of the seed's mix: every connection draws its requests, then
+/// Runs the measured load of the KV mix: every connection draws its requests, then
 /// [`run_encoded`] sends them.
 pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
     let l = Load {
@@ -230,7 +231,7 @@ pub fn run(addr: SocketAddr, l: &Load) -> Result<Measured, String> {
     run_encoded(addr, batches)
 }
 
-/// Runs the seed's mix as transactions: every `per_tx` requests of a connection's plan wrapped in MULTI
+/// Runs the KV mix as transactions: every `per_tx` requests of a connection's plan wrapped in MULTI
 /// ... EXEC and sent at once (as a client library's transaction pipeline sends them), `l.pipeline`
 /// transactions a batch. Each transaction is `per_tx + 2` replies; `Measured::ops` counts replies.
 pub fn run_transactions(addr: SocketAddr, l: &Load, per_tx: usize) -> Result<Measured, String> {

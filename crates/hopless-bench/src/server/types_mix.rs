@@ -1,5 +1,5 @@
-//! The data-type mix of `hopless bench server`, beside the seed's string mix: what a cache holding more
-//! than strings serves.
+//! The data-type mix of `hopless bench server`, beside the strings mix (the KV workload's): what a cache
+//! holding more than strings serves.
 //!
 //! Preload (untimed, the server's VmRSS read after each shape, so each shape gets its own bytes per
 //! element), `elements` in all, a quarter in each shape:

@@ -103,10 +103,10 @@ const QUEUE_CHURNERS: usize = 3;
 /// Live blocks each churning thread keeps.
 const CHURN_KEEP: usize = 64;
 
-/// `queue-churn`, an interpreter's pattern (the CPython case of issue 26): two producers allocate
-/// blocks of 512 B..20 KiB into one queue, which the calling thread drains and frees; beside them three
-/// threads each keep 64 blocks of 600 B..70 KiB and replace random ones. `n` blocks go through the
-/// queue and each churner makes `n / 4` replacements; ns per op over all of them.
+/// `queue-churn`, an interpreter's pattern (the CPython case, `scripts/repro/cpython_queue_churn.py`):
+/// two producers allocate blocks of 512 B..20 KiB into one queue, which the calling thread drains and
+/// frees; beside them three threads each keep 64 blocks of 600 B..70 KiB and replace random ones. `n`
+/// blocks go through the queue and each churner makes `n / 4` replacements; ns per op over all of them.
 #[inline(never)]
 pub fn queue_churn<B: Blocks, T: Touch>(b: &B, n: usize) -> f64 {
     let q = ArrayQueue::<(usize, B::Size)>::new(256);
