@@ -54,7 +54,7 @@
 //! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork |
 //! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, thread-owned slabs, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
-//! | `central` | per class, the partial slabs (refill and flush under the class lock); the pools of unused slabs, with purging |
+//! | `central` | per class, the partial slabs (`class_heap`: the refill; `flush`: blocks checked, then returned under the class lock); per segment kind, the pool of unused slabs (`pool`) and its purges (`purge`) |
 //! | `address` | what an address is to hopless (a segment, a large block, or foreign), from the address alone |
 //! | `large` | blocks above 256 KiB: arena spans up to 16 MiB, bigger ones a mapping each with a cache of recent ones; the retention budget |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |

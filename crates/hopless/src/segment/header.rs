@@ -61,7 +61,7 @@ pub struct SegmentHeader {
     pub next: *mut SegmentHeader,
     /// Small and medium segments: which of the segment's huge pages a purge already advised
     /// `MADV_NOHUGEPAGE` (bit i: the i-th), in the low 32 bits, under the huge-page epoch in the high
-    /// 32 (`central::HUGE_EPOCH`); see `central::leave_huge_once`. Zero in a new segment.
+    /// 32 (`central::purge::HUGE_EPOCH`); see `central::purge::leave_huge_once`. Zero in a new segment.
     pub left_huge: AtomicU64,
 }
 

@@ -1,0 +1,302 @@
+//! The pool of one segment kind: slabs that belong to no class, on a dirty list (touched since last
+//! purged, each waiting out the purge delay) and a clean one (purged or never touched), and the segments
+//! they are carved from. The pool lock nests inside a class lock, never the other way round.
+
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::lock::SpinLock;
+use crate::platform::{now_ms, PageSource, Reservation};
+use crate::segment::{
+    SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC,
+    SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
+};
+
+/// How long a dirty slab waits in its pool before it is purged: about the large blocks' budget window
+/// (`large::budget`), long beside a producer/consumer cycle, short beside a program's phases.
+pub const PURGE_DELAY_MS: u32 = 100;
+
+/// Slabs of one segment kind that belong to no class.
+pub struct SlabPool {
+    pub kind: SegmentKind,
+    /// What its segments hold, for the huge-page setting: [`Reservation::SparseSlabs`] for the pools of
+    /// the classes whose blocks fill part of a slab (the 8 to 48 B ones) and of the medium classes.
+    pub holds: Reservation,
+    /// Keep every dirty slab resident (no purge but `trim`): the SLUB experiment's working set stays
+    /// faulted in. Off unless a benchmark turns it on.
+    pub keep_dirty: AtomicBool,
+    /// How long a dirty slab waits before it is purged ([`PURGE_DELAY_MS`]; tests change it).
+    pub purge_delay_ms: AtomicU32,
+    /// Segments reserved so far (the large-mapping cache gives pages back as this grows).
+    pub reserved: AtomicUsize,
+    /// Whether a clean slab (or a fresh segment's first) was taken since `Heap::trim` last purged the
+    /// clean ones: only then may a huge page have made clean slabs resident, and only then does the next
+    /// trim look at them again (so that a second `malloc_trim` finds nothing to give, and a program that
+    /// trims often pays no `madvise` per clean slab each time).
+    pub clean_taken: AtomicBool,
+    pub inner: SpinLock<PoolInner>,
+}
+
+/// A pool's lists, under the pool lock. Invariants (relied on by `get`, `put` and `take_expired`):
+/// - every slab on `dirty` or `clean` is in state `Pooled` with `carved == 0`; a slab taken off to be
+///   purged is `Purging` and on no list until `purge` files it as clean;
+/// - `dirty` is ordered by the time each slab went there (kept in its `hint`), newest at the head: `get` takes the head (the warmest), the
+///   purges take the tail (the one unused longest).
+pub struct PoolInner {
+    /// Touched since last purged; most recently returned first.
+    pub dirty: SlabList,
+    /// Purged or never touched.
+    pub clean: SlabList,
+    pub segments: u64,
+    pub purged: u64,
+    /// Every segment this pool reserved.
+    pub all: *mut SegmentHeader,
+}
+
+// SAFETY: the lists and segment pointers are only followed under the pool lock.
+unsafe impl Send for PoolInner {}
+
+impl SlabPool {
+    pub const fn new(kind: SegmentKind, holds: Reservation) -> Self {
+        SlabPool {
+            kind,
+            holds,
+            keep_dirty: AtomicBool::new(false),
+            purge_delay_ms: AtomicU32::new(PURGE_DELAY_MS),
+            reserved: AtomicUsize::new(0),
+            clean_taken: AtomicBool::new(false),
+            inner: SpinLock::new(PoolInner {
+                dirty: SlabList::new(),
+                clean: SlabList::new(),
+                segments: 0,
+                purged: 0,
+                all: ptr::null_mut(),
+            }),
+        }
+    }
+
+    pub const fn slab_shift(&self) -> u32 {
+        match self.kind {
+            SegmentKind::Medium => MEDIUM_SLAB_SHIFT,
+            _ => SMALL_SLAB_SHIFT,
+        }
+    }
+
+    pub const fn slot_size(&self) -> usize {
+        1 << self.slab_shift()
+    }
+
+    /// Dirty slabs kept resident at most, however recently used: 16 MiB of each kind. A producer/consumer
+    /// program cycles about one slab per active medium class (the CPython case of issue 26 had about 16
+    /// such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
+    /// (`fifo-lifo-1600`) moves 100 small slabs through the pool. Beyond it the oldest is purged at once.
+    /// The pool of the smallest classes keeps 4 MiB of slabs (64), each of which they fill at most in
+    /// part.
+    pub const fn max_dirty(&self) -> usize {
+        match (self.kind, self.holds) {
+            (SegmentKind::Medium, _) => 32,
+            (_, Reservation::SparseSlabs) => 64,
+            _ => 256,
+        }
+    }
+
+    /// Dirty slabs kept when a thread exits (1 MiB of small slabs, 2 MiB of medium: the caps hopless had
+    /// before purges waited). A thread's exit flushes its magazines, which empties the slabs only it was
+    /// carving; a program that ends thousands of threads gives those pages back at once, as before, rather
+    /// than keeping up to [`SlabPool::max_dirty`] resident for the delay.
+    pub const fn exit_dirty(&self) -> usize {
+        match (self.kind, self.holds) {
+            (SegmentKind::Medium, _) | (_, Reservation::SparseSlabs) => 4,
+            _ => 16,
+        }
+    }
+
+    /// Whether the oldest dirty slab (the tail) should go now: the list is longer than `cap`, or the slab
+    /// has waited out the purge delay. Never while `keep_dirty` is on.
+    fn purge_due(&self, g: &PoolInner, now: u64, cap: usize) -> bool {
+        if g.dirty.tail.is_null() || self.keep_dirty.load(Ordering::Relaxed) {
+            return false;
+        }
+        let delay = self.purge_delay_ms.load(Ordering::Relaxed);
+        // SAFETY: pool lock held (`g`); the tail is a pooled slab header of this pool, whose `hint` holds
+        // when it became dirty.
+        let since = unsafe { (*g.dirty.tail).hint };
+        // Wrapping: right for any wait under 49 days (a longer one only waits for the next delay).
+        g.dirty.len > cap || (now as u32).wrapping_sub(since) >= delay
+    }
+
+    /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
+    /// the page source has no memory.
+    pub fn get<P: PageSource>(&self, source: &P) -> *mut Slab {
+        {
+            let mut g = self.inner.lock();
+            // SAFETY: we hold the pool lock, which owns both lists.
+            let s = unsafe {
+                let s = g.dirty.pop_front();
+                if s.is_null() {
+                    let c = g.clean.pop_front();
+                    if !c.is_null() {
+                        self.clean_taken.store(true, Ordering::Relaxed);
+                    }
+                    c
+                } else {
+                    s
+                }
+            };
+            if !s.is_null() {
+                return s;
+            }
+        }
+        let base = source.reserve(SEGMENT_SIZE, SEGMENT_SIZE);
+        if base.is_null() {
+            return ptr::null_mut();
+        }
+        let seg = base.cast::<SegmentHeader>();
+        if !SEGMENT_MAP.insert(seg.cast()) {
+            // SAFETY: the reservation just made, unused.
+            unsafe { source.release(base, SEGMENT_SIZE, SEGMENT_SIZE) };
+            return ptr::null_mut();
+        }
+        if self.holds == Reservation::Slabs {
+            source.note_dense_bytes((self.reserved.load(Ordering::Relaxed) + 1) * SEGMENT_SIZE);
+        }
+        // SAFETY: the whole reservation just made.
+        unsafe { source.advise_huge(base, SEGMENT_SIZE, self.holds) };
+        let shift = self.slab_shift();
+        let first_slot = HEADER_AREA.div_ceil(1 << shift);
+        let slots = SEGMENT_SIZE >> shift;
+        debug_assert!(slots <= MAX_SLABS);
+        // SAFETY: `base` is a fresh, zeroed, 4 MiB-aligned reservation that only this thread knows; the
+        // header area fits before `first_slot`.
+        unsafe {
+            seg.write(SegmentHeader {
+                magic: SEGMENT_MAGIC,
+                kind: self.kind,
+                slab_shift: shift,
+                first_slot: first_slot as u32,
+                map_len: SEGMENT_SIZE,
+                data_offset: 0,
+                usable: 0,
+                next: ptr::null_mut(),
+                left_huge: AtomicU64::new(0),
+            });
+            crate::segment::init_granules(seg, shift);
+            let slabs = crate::segment::slabs_of(seg);
+            for slot in first_slot..slots {
+                let s = slabs.add(slot);
+                (&raw mut (*s).magic).write(SLAB_POOLED);
+                (&raw mut (*s).state).write(SlabState::Pooled);
+                (&raw mut (*s).start).write(base.add(slot << shift));
+            }
+            self.reserved.fetch_add(1, Ordering::Relaxed);
+            self.clean_taken.store(true, Ordering::Relaxed);
+            let mut g = self.inner.lock();
+            g.segments += 1;
+            (*seg).next = g.all;
+            g.all = seg;
+            // Hand out the lowest slot; queue the rest so lower addresses go first.
+            for slot in (first_slot + 1..slots).rev() {
+                g.clean.push_front(slabs.add(slot));
+            }
+            slabs.add(first_slot)
+        }
+    }
+
+    /// Takes back a slab its class no longer needs. Returns a slab the caller must purge with
+    /// [`SlabPool::purge`] once it holds no lock, or null.
+    ///
+    /// # Safety
+    ///
+    /// `s` is a slab of this pool's kind that belongs to the calling class (whose lock is held) and is on
+    /// no list; no block of it is in use or in a magazine.
+    pub unsafe fn put(&self, s: *mut Slab) -> *mut Slab {
+        // SAFETY: per the caller, the header is ours until it is on the pool's list.
+        unsafe {
+            (*s).magic = SLAB_POOLED;
+            (*s).state = SlabState::Pooled;
+            // No block of a slab outside a class passes the C free path's check (see `Slab`).
+            (*s).carved.store(0, Ordering::Relaxed);
+        }
+        // Read before the pool lock (a vDSO read, a few nanoseconds: `put` runs once per emptied slab).
+        let now = now_ms();
+        let mut g = self.inner.lock();
+        // SAFETY: pool lock held; `s` is on no list.
+        unsafe {
+            (*s).hint = now as u32;
+            g.dirty.push_front(s);
+            if self.purge_due(&g, now, self.max_dirty()) {
+                let v = g.dirty.pop_back();
+                (*v).state = SlabState::Purging;
+                return v;
+            }
+        }
+        ptr::null_mut()
+    }
+
+    /// Takes the oldest dirty slab if it is due for a purge (past the delay, or the list longer than
+    /// `cap`: see [`SlabPool::put`]), or null. The caller purges it with [`SlabPool::purge`] once it holds
+    /// no lock.
+    pub fn take_expired(&self, cap: usize) -> *mut Slab {
+        let now = now_ms();
+        let mut g = self.inner.lock();
+        if !self.purge_due(&g, now, cap) {
+            return ptr::null_mut();
+        }
+        // SAFETY: pool lock held; the tail exists (`purge_due`), and off the list it is ours.
+        unsafe {
+            let v = g.dirty.pop_back();
+            (*v).state = SlabState::Purging;
+            v
+        }
+    }
+
+    /// Takes the clean slab at the tail, for the caller to [`SlabPool::purge`] (which files it at the
+    /// head), or null: `trim`'s pass over slabs that a huge page may have made resident.
+    pub fn take_clean(&self) -> *mut Slab {
+        self.take_to_purge(|g| &mut g.clean)
+    }
+
+    /// How many slabs are on the clean list.
+    pub fn clean_len(&self) -> usize {
+        self.inner.lock().clean.len
+    }
+
+    /// Takes one dirty slab to purge (for trimming), or null.
+    pub fn take_dirty(&self) -> *mut Slab {
+        self.take_to_purge(|g| &mut g.dirty)
+    }
+
+    /// Takes the slab at the tail of the list `list` picks, marked `Purging`, or null.
+    fn take_to_purge(&self, list: impl FnOnce(&mut PoolInner) -> &mut SlabList) -> *mut Slab {
+        let mut g = self.inner.lock();
+        // SAFETY: pool lock held.
+        let v = unsafe { list(&mut g).pop_back() };
+        if !v.is_null() {
+            // SAFETY: `v` is off every list; we own it now.
+            unsafe { (*v).state = SlabState::Purging };
+        }
+        v
+    }
+
+    /// Releases every segment of the pool.
+    ///
+    /// # Safety
+    ///
+    /// Nothing uses any block, slab or header of this pool any more.
+    pub unsafe fn release_all<P: PageSource>(&mut self, source: &P) {
+        let g = self.inner.get_mut();
+        let mut seg = g.all;
+        while !seg.is_null() {
+            // SAFETY: per the caller, the segment is unused; read its link before releasing it.
+            unsafe {
+                let next = (*seg).next;
+                SEGMENT_MAP.remove(seg.cast());
+                source.release(seg.cast(), SEGMENT_SIZE, SEGMENT_SIZE);
+                seg = next;
+            }
+        }
+        g.all = ptr::null_mut();
+        g.dirty = SlabList::new();
+        g.clean = SlabList::new();
+    }
+}
