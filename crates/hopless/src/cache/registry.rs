@@ -6,7 +6,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::free_key::MAX_CACHE_ID;
-use super::magazine::ThreadCache;
+use super::thread_cache::ThreadCache;
 use super::owned::token_id;
 use crate::platform::PAGE_SIZE;
 
