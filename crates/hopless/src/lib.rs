@@ -67,7 +67,7 @@
 //! | `sync` | the atomics of the lock-free pieces (swapped for loom's by `crates/hopless-loom`) |
 //! | `tls` | the thread's words: initial-exec TLS (x86-64 and aarch64 Linux) |
 //! | `mode` | which mode is on (default, debug, hardened); constants without the `debug` feature |
-//! | `platform` | the contract with the OS: pages (`PageSource`, mmap or a test source for Miri), thread keys, fork handlers, the environment, stderr, abort |
+//! | `platform` | the one contract with the OS, which the rest goes through: pages (`source`: `PageSource`; `pages`: mmap, or a test source for Miri), the huge-page policy (`huge`), threads, futexes and thread keys (`threads`), the environment, fork handlers, stderr, abort (`os`) |
 //!
 //! What benchmarks, tests, `libhopless.so` and the SLUB experiment (`crates/hopless-lab`) need from the
 //! inside is named, item by item, in `experiment`; it is not a stable API.

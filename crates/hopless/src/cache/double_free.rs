@@ -60,8 +60,8 @@ impl ThreadCache {
     }
 
     /// What the slow path makes of a block whose first word is a key other than the one the next push
-    /// into the magazine of `class` would write (a free [`Push::Suspect`] sent here), when it is this
-    /// cache's:
+    /// into the magazine of `class` would write (a free [`Push::Suspect`](super::Push::Suspect) sent
+    /// here), when it is this cache's:
     /// - [`OwnKey::Popped`]: of this epoch, or of the one before for a slot below where the last flush
     ///   started (pushed there since the last flush that could have taken it), and the slot does not
     ///   hold it below the count; or of an earlier epoch with the slot, at or above the count, holding

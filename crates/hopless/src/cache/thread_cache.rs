@@ -36,7 +36,8 @@ pub struct Magazine {
     /// [`ThreadCache::key_refilled`] gave the refill's blocks their keys.
     pub refilled: u32,
     /// Frees since the last refill whose double-free check looked through the refilled slots (a block with
-    /// a key for elsewhere or a mark, whose filter bit is set): at [`KEY_AFTER_LOOKS`], the rest of the refill is keyed
+    /// a key for elsewhere or a mark, whose filter bit is set): at
+    /// [`KEY_AFTER_LOOKS`](super::double_free::KEY_AFTER_LOOKS), the rest of the refill is keyed
     /// ([`ThreadCache::check_refilled`]). In the padding after `refilled`: the slots do not move.
     pub looks: u32,
     /// A 128-bit filter of the refilled blocks still here (bit `refill_bit(p)` set for each): a block

@@ -15,8 +15,8 @@ use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::scratch;
 use crate::segment::{
-    segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentKind, Slab, SlabState, SEGMENT_MAGIC, SEGMENT_MAP,
-    SLAB_MAGIC,
+    segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentKind, Slab, SlabState, SEGMENT_MAGIC,
+    SEGMENT_MAP, SLAB_MAGIC,
 };
 use crate::size_class::{self, is_medium, MAG_MAX};
 

@@ -8,8 +8,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 use crate::lock::SpinLock;
 use crate::platform::{now_ms, PageSource, Reservation};
 use crate::segment::{
-    SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC,
-    SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
+    SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT,
+    SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
 };
 
 /// How long a dirty slab waits in its pool before it is purged: about the large blocks' budget window
