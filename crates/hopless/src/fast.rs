@@ -12,7 +12,7 @@
 //! cache, whose magazines all have capacity 0, so its first alloc or free falls to the slow path. The
 //! checked modes keep every thread on the empty cache, so the fast path needs no mode test.
 
-use crate::cache::{class_at_mag_offset, opaque, Push, ThreadCache, MALLOC_MAG_OFFSET};
+use crate::cache::{class_at_mag_offset, opaque, ThreadCache, MALLOC_MAG_OFFSET};
 use crate::process::{current, current_or_null, segment_end, set_segment_end};
 use crate::segment::{slab_segment, SegmentHeader, Slab, SEGMENT_SIZE};
 use crate::size_class::{small_class, SMALL_MAX};
@@ -132,15 +132,15 @@ unsafe fn free_in_segment(tc: *mut ThreadCache, p: *mut u8, end: usize) {
     // SAFETY: `seg` is `p`'s segment, a live small or medium one (per the caller).
     if let Some(off) = unsafe { Slab::handed_out_in(seg, p) } {
         // SAFETY: `p` is a handed-out block start (at least 8 bytes, aligned to 8) of the class whose
-        // magazine is at `off`; whether it is free already is the key's check.
+        // magazine is at `off`; whether it is free already is the key's check. The class is worked out
+        // on each way out, not once before them: there, it would cost the push two instructions.
         unsafe {
-            match ThreadCache::push_keyed_in(tc, ThreadCache::mag_at(tc, off), p) {
-                Push::Done => {
-                    stat!((*tc).counters[class_at_mag_offset(off)].free_fast.bump());
-                }
-                Push::Suspect => free_suspect(class_at_mag_offset(off), p),
-                Push::Full => free_slow(class_at_mag_offset(off), p),
-            }
+            ThreadCache::push_keyed_in(tc, ThreadCache::mag_at(tc, off), p).settle(
+                tc,
+                class_at_mag_offset(off),
+                || free_suspect(class_at_mag_offset(off), p),
+                || free_slow(class_at_mag_offset(off), p),
+            );
             return;
         }
     }
@@ -161,12 +161,6 @@ pub(crate) unsafe fn free_sized(class: usize, p: *mut u8) {
     // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and threads
     // without a cache take the slow path); `p` per the caller.
     unsafe {
-        match ThreadCache::push_keyed(tc, class, p) {
-            Push::Done => {
-                stat!((*tc).counters[class].free_fast.bump());
-            }
-            Push::Suspect => free_suspect(class, p),
-            Push::Full => free_slow(class, p),
-        }
+        ThreadCache::push_keyed(tc, class, p).settle(tc, class, || free_suspect(class, p), || free_slow(class, p))
     }
 }

@@ -18,6 +18,7 @@ use core::sync::atomic::Ordering;
 use super::free_key::*;
 use super::thread_cache::{Magazine, ThreadCache};
 use crate::size_class::{MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+use crate::stats::stat;
 
 /// Every so many of a cache's flush epochs, each of its open magazines takes a new one
 /// ([`ThreadCache::next_epoch`]): a quarter of the 65 536 a key tells apart.
@@ -32,6 +33,29 @@ pub enum Push {
     Full,
     /// The block's first word is a key for another place: check before freeing (nothing was written).
     Suspect,
+}
+
+impl Push {
+    /// What a free does once its push is tried, the same on every free path: a block now in the
+    /// magazine is counted (`free_fast`); one whose first word is a key for another place goes to
+    /// `suspect` (the look where the key says), one that found no room to `full` (a flush first).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the cache the push went into and `class` its magazine's class; `tc` is live when the
+    /// push is [`Push::Done`] (the empty cache never takes a block).
+    #[inline(always)]
+    #[cfg_attr(not(feature = "stats"), allow(unused_variables))]
+    pub unsafe fn settle(self, tc: *mut ThreadCache, class: usize, suspect: impl FnOnce(), full: impl FnOnce()) {
+        match self {
+            Push::Done => {
+                // SAFETY: per the caller, a push that is done went into a live cache.
+                stat!(unsafe { (*tc).counters[class].free_fast.bump() });
+            }
+            Push::Suspect => suspect(),
+            Push::Full => full(),
+        }
+    }
 }
 
 /// What a flush leaves in a slot it took `p` from: `p` with its low bit set (blocks are aligned to at

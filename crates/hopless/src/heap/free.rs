@@ -1,36 +1,133 @@
-//! Checked frees. [`Heap::free_ptr`] finds what the address is (`address::locate`, exact), checks it is a
-//! block start handed out before (`Slab::check_free`), and [`Heap::free_checked`] pushes it with its
-//! free key (see `cache::free_key`); a key already there sends it to [`Heap::free_suspect`], which looks
-//! where the key says. A flush back to the slab leaves the keys as they are (see `cache::free_key`);
-//! frees that go to the slab without a magazine write the slab mark. Everything that
-//! reports goes through `report::report_bad_free`, which never allocates.
+//! The free path past the magazine push, one file read top-down. [`Heap::free_ptr`] finds what the
+//! address is (`address::locate`, exact) and checks it is a block start handed out before
+//! (`Slab::check_free`); [`Heap::free_checked`] pushes it with its free key (see `cache::free_key`), and
+//! the push's outcome ([`Push::settle`](crate::cache::Push::settle)) sends a full magazine to
+//! [`Heap::free_full`], which checks the key and goes on to [`Heap::free_flush`]: the newer half of the
+//! magazine goes back to its slabs ([`Heap::flush_from_magazine`], [`Heap::flush_from`],
+//! [`Heap::flush`]), through the class heap (`central::flush`), and the block takes its place. A flush
+//! back to the slab leaves the keys as they are (see `cache::free_key`); frees that go to the slab
+//! without a magazine write the slab mark ([`Heap::flush_marked`]).
+//!
+//! A key already in the block sends the free to [`Heap::free_suspect`], which looks where the key says;
+//! large blocks go to [`Heap::free_large`]. Everything that reports goes through
+//! `report::report_bad_free`, which never allocates.
 
 use core::ptr;
 use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::address::{locate, Located};
-use crate::cache::{
-    key_epoch, OwnKey, read_key, slab_mark, write_key, KeySays, Push, ThreadCache, CACHE_TABLE,
-};
+use crate::cache::{key_epoch, read_key, slab_mark, write_key, KeySays, OwnKey, ThreadCache, CACHE_TABLE};
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
+use crate::scratch;
 use crate::segment::{segment_of, slab_of, FreeError, SegmentHeader, Slab, SEGMENT_MAGIC};
+use crate::size_class::MAG_MAX;
 use crate::stats::stat;
 
 impl<P: PageSource> Heap<P> {
-    /// [`Heap::flush`], first marking each block as being in its slab (see `cache::free_key`).
+    /// Frees any block by its address alone: the segment header says small, medium or large, and for a
+    /// slab block the slab header says its class. Pointers that are not in-use blocks of this heap
+    /// (foreign, interior, metadata, never handed out, freed already) are reported, and the process
+    /// stops, before anything could hand the block out twice.
     ///
     /// # Safety
     ///
-    /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
-    pub(crate) unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
-        for &p in blocks {
-            // SAFETY: per the caller, a block of this heap being freed: its first word is ours.
-            unsafe { write_key(p, slab_mark(p)) };
+    /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
+    /// [`Heap::free_checked`].
+    #[inline]
+    pub(crate) unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
+        match locate(p) {
+            Located::Foreign => report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut()),
+            // SAFETY: a large block's header (mapped: `locate` found it in the map).
+            Located::Large(seg) => unsafe { self.free_large(seg, p) },
+            Located::Slab(seg) => {
+                // SAFETY: `locate` found `p` in a live small/medium segment.
+                let class = match unsafe { Slab::check_free(seg, p) } {
+                    Ok(c) => c,
+                    // SAFETY: as above.
+                    Err(e) => report_bad_free(e, p, usize::MAX, unsafe { slab_of(seg, p) }),
+                };
+                // SAFETY: `p` is a handed-out block of `class`; whether it is free already is checked.
+                unsafe { self.free_checked(tc, class, p) }
+            }
         }
-        // SAFETY: forwarded.
-        unsafe { self.flush(class, blocks) };
+    }
+
+    /// Frees a block of known class through `tc` (null: uncached), checking first that it is not free
+    /// already (its free key; see `cache::free_key`).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a block of `class` of this heap handed out at least once (a block freed already is
+    /// reported); `tc` is null or a live cache of the calling thread.
+    #[inline]
+    pub(crate) unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        if tc.is_null() {
+            // Straight to the slab: its bitmap catches a block that is free there; a key says where
+            // else it may be.
+            // SAFETY: per the caller.
+            unsafe {
+                if read_key(p) != KeySays::Nothing {
+                    return self.free_suspect(tc, class, p);
+                }
+                self.flush_marked(class, &[p]);
+            }
+            return;
+        }
+        // SAFETY: per the caller.
+        unsafe {
+            ThreadCache::push_keyed(tc, class, p).settle(
+                tc,
+                class,
+                || self.free_suspect(tc, class, p),
+                || self.free_full(tc, class, p),
+            )
+        }
+    }
+
+    /// [`ThreadCache::push_keyed`] found no room: check the key, then flush and keep the block.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Heap::free_checked`], with `tc` live.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn free_full(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        // SAFETY: per the caller.
+        unsafe {
+            if read_key(p) != KeySays::Nothing {
+                return self.free_suspect(tc, class, p);
+            }
+            self.free_flush(tc, class, p)
+        }
+    }
+
+    /// The magazine of `class` is full (or not opened yet): flush its newer half, then keep `p`, whose
+    /// double-free check is done.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live (not the empty) cache of the calling thread; `p` a block of `class` being freed.
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
+        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
+        // SAFETY: the magazine is the calling thread's own.
+        unsafe {
+            ThreadCache::open(tc, class);
+            stat!((*tc).counters[class].free_slow.bump());
+            if ThreadCache::push_checked(tc, class, p) {
+                return;
+            }
+            let half = ThreadCache::count(tc, class).div_ceil(2);
+            let n = ThreadCache::take_newest(tc, class, half, &mut buf);
+            // `take_newest` wrote the first `n`.
+            self.flush_from_magazine(tc, class, scratch::written(&buf, n));
+            if !ThreadCache::push_checked(tc, class, p) {
+                self.flush_marked(class, &[p]);
+            }
+        }
     }
 
     /// [`Heap::flush`] for blocks out of a magazine. In the default mode nothing is written into the
@@ -61,82 +158,52 @@ impl<P: PageSource> Heap<P> {
         unsafe { self.flush_from(tc, class, blocks) };
     }
 
-    /// Frees any block by its address alone: the segment header says small, medium or large, and for a
-    /// slab block the slab header says its class. Pointers that are not in-use blocks of this heap
-    /// (foreign, interior, metadata, never handed out, freed already) are reported, and the process
-    /// stops, before anything could hand the block out twice.
+    /// [`Heap::flush`] for blocks out of `tc`'s magazine: into the slabs it owns without the class
+    /// lock when it owns slabs (`owned.rs`), else as `flush`.
     ///
     /// # Safety
     ///
-    /// `p` is a block from this heap that nobody uses any more (or a fault to report); `tc` as for
-    /// [`Heap::free_checked`].
-    #[inline]
-    pub(crate) unsafe fn free_ptr(&self, tc: *mut ThreadCache, p: *mut u8) {
-        match locate(p) {
-            Located::Foreign => report_bad_free(FreeError::Foreign, p, usize::MAX, ptr::null_mut()),
-            // SAFETY: a large block's header (mapped: `locate` found it in the map).
-            Located::Large(seg) => unsafe { self.free_large(seg, p) },
-            Located::Slab(seg) => {
-                // SAFETY: `locate` found `p` in a live small/medium segment.
-                let class = match unsafe { Slab::check_free(seg, p) } {
-                    Ok(c) => c,
-                    // SAFETY: as above.
-                    Err(e) => report_bad_free(e, p, usize::MAX, unsafe { slab_of(seg, p) }),
-                };
-                // SAFETY: `p` is a handed-out block of `class`; whether it is free already is checked.
-                unsafe { self.free_checked(tc, class, p) }
+    /// As for [`Heap::flush`]; `tc` is null or a live cache of the calling thread.
+    pub(crate) unsafe fn flush_from(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
+        // SAFETY: forwarded.
+        unsafe {
+            if self.owns_slabs(tc, class) {
+                self.flush_owned(tc, class, blocks);
+            } else {
+                self.flush(class, blocks);
             }
         }
     }
 
-    /// Frees a block of known class through `tc` (null: uncached), checking first that it is not free
-    /// already (its free key; see `thread_cache`).
+    /// Returns blocks of `class` to their slabs. A block that is not an in-use block of this class is
+    /// reported (double free, wrong size, foreign pointer) and the process aborts.
     ///
     /// # Safety
     ///
-    /// `p` is a block of `class` of this heap handed out at least once (a block freed already is
-    /// reported); `tc` is null or a live cache of the calling thread.
-    #[inline]
-    pub(crate) unsafe fn free_checked(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        if tc.is_null() {
-            // Straight to the slab: its bitmap catches a block that is free there; a key says where
-            // else it may be.
-            // SAFETY: per the caller.
+    /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
+    pub unsafe fn flush(&self, class: usize, blocks: &[*mut u8]) {
+        let checks = self.checks();
+        for chunk in blocks.chunks(MAG_MAX) {
+            // SAFETY: forwarded.
             unsafe {
-                if read_key(p) != KeySays::Nothing {
-                    return self.free_suspect(tc, class, p);
-                }
-                self.flush_marked(class, &[p]);
-            }
-            return;
-        }
-        // SAFETY: per the caller.
-        unsafe {
-            match ThreadCache::push_keyed(tc, class, p) {
-                Push::Done => {
-                    stat!((*tc).counters[class].free_fast.bump());
-                }
-                Push::Suspect => self.free_suspect(tc, class, p),
-                Push::Full => self.free_full(tc, class, p),
-            }
+                self.class(class)
+                    .flush(class, self.pool(class), &self.source, checks, chunk)
+            };
         }
     }
 
-    /// [`ThreadCache::push_keyed`] found no room: check the key, then flush and keep the block.
+    /// [`Heap::flush`], first marking each block as being in its slab (see `cache::free_key`).
     ///
     /// # Safety
     ///
-    /// As for [`Heap::free_checked`], with `tc` live.
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn free_full(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        // SAFETY: per the caller.
-        unsafe {
-            if read_key(p) != KeySays::Nothing {
-                return self.free_suspect(tc, class, p);
-            }
-            self.free_flush(tc, class, p)
+    /// As for [`Heap::flush`]; the blocks are not debug-mode blocks (whose contents are checked poison).
+    pub(crate) unsafe fn flush_marked(&self, class: usize, blocks: &[*mut u8]) {
+        for &p in blocks {
+            // SAFETY: per the caller, a block of this heap being freed: its first word is ours.
+            unsafe { write_key(p, slab_mark(p)) };
         }
+        // SAFETY: forwarded.
+        unsafe { self.flush(class, blocks) };
     }
 
     /// The first word of a block being freed is a free key: look where it says the block is. Found

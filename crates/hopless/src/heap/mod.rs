@@ -1,11 +1,11 @@
 //! The heap: central classes, slab pools, large blocks and the registry of thread caches, tied together.
-//! Everything here but [`Heap::free_ptr`]'s lookup is the slow path: refills, flushes, large blocks,
-//! realloc and trimming; the rest lives in one file per concern:
+//! Everything here is the slow path: refills, large blocks, realloc and trimming; the rest lives in one
+//! file per concern:
 //!
 //! | file | what it holds |
 //! |---|---|
 //! | `batch.rs` | the batch API: many blocks of one layout per call, one lock hold per batch |
-//! | `free.rs` | checked frees: the free key, the double-free check, large-block frees |
+//! | `free.rs` | the free path past the magazine push, top-down: the checked free, a full magazine's flush down to the class heap, the free key's look, large-block frees |
 //! | `registry.rs` | the thread-cache registry: set-up, parking, orphans, retirement |
 //! | `debug.rs` | debug mode's checked paths (no thread caches, the class lock, the op ring) |
 //! | `hardened.rs` | hardened mode's checked paths (thread caches kept; guard words, redzones, poison) |
@@ -164,7 +164,7 @@ impl<P: PageSource> Heap<P> {
     }
 
     // ---------------------------------------------------------------------------------------------------
-    // Central: batch moves between magazines and slabs.
+    // Central: refills from the slabs (flushes back to them are in `free.rs`).
 
     /// Moves up to `out.len()` free blocks of `class` out of its slabs. Returns how many (fewer only when
     /// the page source is out of memory).
@@ -195,42 +195,8 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// [`Heap::flush`] for blocks out of `tc`'s magazine: into the slabs it owns without the class
-    /// lock when it owns slabs (`owned.rs`), else as `flush`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Heap::flush`]; `tc` is null or a live cache of the calling thread.
-    pub(crate) unsafe fn flush_from(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
-        // SAFETY: forwarded.
-        unsafe {
-            if self.owns_slabs(tc, class) {
-                self.flush_owned(tc, class, blocks);
-            } else {
-                self.flush(class, blocks);
-            }
-        }
-    }
-
-    /// Returns blocks of `class` to their slabs. A block that is not an in-use block of this class is
-    /// reported (double free, wrong size, foreign pointer) and the process aborts.
-    ///
-    /// # Safety
-    ///
-    /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
-    pub unsafe fn flush(&self, class: usize, blocks: &[*mut u8]) {
-        let checks = self.checks();
-        for chunk in blocks.chunks(MAG_MAX) {
-            // SAFETY: forwarded.
-            unsafe {
-                self.class(class)
-                    .flush(class, self.pool(class), &self.source, checks, chunk)
-            };
-        }
-    }
-
     // ---------------------------------------------------------------------------------------------------
-    // Slow paths of the magazine fast path.
+    // Slow paths of the magazine pop.
 
     /// The magazine of `class` is empty: refill half of it and return one block (null when out of memory).
     ///
@@ -254,33 +220,6 @@ impl<P: PageSource> Heap<P> {
             ThreadCache::fill(tc, class, scratch::written(&buf, n));
             stat!((*tc).counters[class].alloc_slow.bump());
             ThreadCache::pop(tc, class)
-        }
-    }
-
-    /// The magazine of `class` is full (or not opened yet): flush its newer half, then keep `p`, whose
-    /// double-free check is done.
-    ///
-    /// # Safety
-    ///
-    /// `tc` is a live (not the empty) cache of the calling thread; `p` a block of `class` being freed.
-    #[cold]
-    #[inline(never)]
-    pub(crate) unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
-        // SAFETY: the magazine is the calling thread's own.
-        unsafe {
-            ThreadCache::open(tc, class);
-            stat!((*tc).counters[class].free_slow.bump());
-            if ThreadCache::push_checked(tc, class, p) {
-                return;
-            }
-            let half = ThreadCache::count(tc, class).div_ceil(2);
-            let n = ThreadCache::take_newest(tc, class, half, &mut buf);
-            // `take_newest` wrote the first `n`.
-            self.flush_from_magazine(tc, class, scratch::written(&buf, n));
-            if !ThreadCache::push_checked(tc, class, p) {
-                self.flush_marked(class, &[p]);
-            }
         }
     }
 
