@@ -60,7 +60,7 @@ impl Hopless {
         unsafe { HEAP.usable_size(p.cast_mut()) }
     }
 
-    /// Allocates `out.len()` blocks of one layout in one call (the seed's `pool_malloc_batch`): from the
+    /// Allocates `out.len()` blocks of one layout in one call: from the
     /// thread's magazine first, then straight from the central heap, one lock hold per batch. Returns how
     /// many were allocated; fewer than asked only when memory ran out. A zero-size layout fills `out` with
     /// dangling, aligned pointers.

@@ -5,8 +5,8 @@
 //! cache line; hopless keeps "what is free next" in per-thread metadata (a magazine of pointers per size
 //! class), so alloc is `slots[--count]` and free is `slots[count++] = p`.
 //!
-//! Below the magazines sits the seed KV pool's design: a central heap per size class of slabs with free
-//! bitmaps (the lock held only for a batch move), and the OS below that.
+//! Below the magazines lie the other two of the KV pool's three layers: a central heap per size class of
+//! slabs with free bitmaps (the lock held only for a batch move), and the OS below that.
 //!
 //! A double or invalid free is caught at the free, before the block can be handed out twice: a free
 //! checks the pointer is a block start handed out before, and writes a key into the block's first word

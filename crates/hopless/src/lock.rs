@@ -1,13 +1,13 @@
 //! The lock the central heap holds for one batch move.
 //!
 //! A spin lock that sleeps when spinning did not get it: a test-and-test-and-set spin with `pause` for a
-//! short while, then a futex wait (the three-state mutex: free, held, held with sleepers). The seed used
-//! a ticket lock; on these 2-core machines with more runnable threads than cores a ticket lock hands
-//! the lock, in order, to a waiter that may be descheduled, and everyone behind it waits a whole time
-//! slice. A TTAS lock lets whichever waiter is running take it. Critical sections are short (a batch of
+//! short while, then a futex wait (the three-state mutex: free, held, held with sleepers). Not a ticket
+//! lock: on a 2-core machine with more runnable threads than cores a ticket lock hands the lock, in
+//! order, to a waiter that may be descheduled, and everyone behind it waits a whole time slice. A TTAS
+//! lock lets whichever waiter is running take it. Critical sections are short (a batch of
 //! at most 64 pointers) and never allocate, so spinning is the right first response; but when thousands
-//! of threads exit at once on two cores, the holder is often preempted, and waiters that only yield
-//! (as this lock once did) keep every core busy asking the scheduler instead of letting the holder run.
+//! of threads exit at once on two cores, the holder is often preempted, and waiters that only yielded
+//! would keep every core busy asking the scheduler instead of letting the holder run.
 //! A sleeper costs the holder one `FUTEX_WAKE` at release.
 
 use crate::sync::{AtomicU32, Ordering};

@@ -1,10 +1,10 @@
 //! Size classes: one const table, and the mapping from a (size, alignment) request to the smallest class
 //! that satisfies both.
 //!
-//! The 49 small classes (8..=4096 bytes, served from 64 KiB slabs) contain the seed's 29 and split each
-//! of its steps above 128 bytes in two, so classes are at most 12.5% apart there: the seed's 25% steps
-//! waste about 12% of a 300-byte object on average, which in the KV store is some 30 bytes per key, half
-//! the per-key budget. Above them, 24 medium classes (four per doubling, 5 KiB..=256 KiB) come from
+//! The 49 small classes (8..=4096 bytes, served from 64 KiB slabs) are the 29 quarter-step classes
+//! (16-byte steps to 128, then four per doubling) with each step above 128 bytes split in two, so
+//! classes are at most 12.5% apart there: 25% steps waste about 12% of a 300-byte object on average,
+//! which in the KV store is some 30 bytes per key, half the per-key budget. Above them, 24 medium classes (four per doubling, 5 KiB..=256 KiB) come from
 //! 512 KiB slabs, so an 8 KiB allocation is not a system call. Anything bigger, or aligned to more than
 //! 256 KiB, is a large block (see `large`). Aligned requests up to 256 KiB use the power-of-two medium
 //! classes, whose blocks are naturally aligned: 66 000 blocks aligned to 8 KiB share segments instead of
@@ -26,7 +26,7 @@ pub const MAX_CLASS_ALIGN: usize = MEDIUM_MAX;
 
 /// Block size of every class, ascending.
 pub const CLASS_SIZE: [u32; NUM_CLASSES] = [
-    // Small: the seed's 29 classes, with a class between each two of them from 128 up.
+    // Small: the 29 quarter-step classes, with a class between each two of them from 128 up.
     8, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448,
     480, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1152, 1280, 1408, 1536, 1664, 1792, 1920, 2048, 2304,
     2560, 2816, 3072, 3328, 3584, 3840, 4096, //
@@ -90,9 +90,9 @@ pub fn exact_block_index(offset: u64, inv: u64, shift: u32) -> u64 {
 
 /// Magazine capacity per class: 128 for every small class (a batch of 100 blocks stays in the thread
 /// cache, and a working set larger than a magazine moves 64 blocks per refill and flush); medium classes
-/// keep at most about 512 KiB per thread (at least 2 blocks). The seed's `kMaxCached` is 64; hopless kept
-/// 64 above 256 B until issue 26, where the per-batch cost of `fifo-lifo-400/1600` (a working set of
-/// 400 or 1 600 blocks of one size) halved with 128: 43.7 M to 41.5 M instructions under callgrind.
+/// keep at most about 512 KiB per thread (at least 2 blocks). Magazines of 64 above 256 B would double
+/// the refills and flushes of `fifo-lifo-400/1600` (a working set of 400 or 1 600 blocks of one size):
+/// 43.7 M instructions under callgrind against 41.5 M with 128.
 /// A thread may hold up to 64 more blocks of each 320 B..4 KiB class this way (256 KiB more at 4 KiB),
 /// given back at its exit.
 #[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
@@ -114,7 +114,7 @@ pub const MAG_CAPACITY: [u32; NUM_CLASSES] = {
     out
 };
 
-/// Largest magazine (the seed's `kMaxCached` is 64). A power of two: a free key holds a slot in 7 bits.
+/// Largest magazine. A power of two: a free key holds a slot in 7 bits.
 pub const MAG_MAX: usize = 128;
 
 /// Whether a class is served from small (64 KiB) or medium (512 KiB) slabs.
@@ -222,13 +222,13 @@ mod tests {
     }
 
     #[test]
-    fn table_holds_the_seed_classes_then_medium() {
-        let seed = [
+    fn table_holds_the_quarter_step_classes_then_medium() {
+        let quarter_steps = [
             8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
             1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096,
         ];
-        for s in seed {
-            assert!(CLASS_SIZE[..NUM_SMALL].contains(&s), "seed class {s}");
+        for s in quarter_steps {
+            assert!(CLASS_SIZE[..NUM_SMALL].contains(&s), "quarter-step class {s}");
         }
         assert_eq!(CLASS_SIZE[NUM_SMALL - 1] as usize, SMALL_MAX);
         // Above 128 bytes, neighbouring small classes are at most 12.5% apart.

@@ -10,9 +10,10 @@
 //! a block whose slab another class took since (a key does not name its class), and a cache taken again
 //! goes on from its last holder's count. Every 16 384 of them each open magazine takes a new one, so an
 //! idle magazine's epoch never lingers until a busier class's counter comes round to it. (Writing a mark
-//! into each flushed block, as hopless did until 2026-12-03, cost a store to a line the cache had mostly
-//! lost by then.) The exception writes a mark (cache id `MARK_ID`): a block freed without a thread
-//! cache, or through the batch API. And for a program that frees blocks unwritten, the free path keys its magazine's last refill (`ThreadCache::key_refilled`).
+//! into each flushed block would cost a store to a line the cache has mostly lost by then.) The
+//! exception writes a mark (cache id `MARK_ID`): a block freed without a thread cache, or through the
+//! batch API. And for a program that frees blocks unwritten, the free path keys its magazine's last
+//! refill (`ThreadCache::key_refilled`).
 //!
 //! A free that finds its own magazine's key for this very slot and epoch (a block popped from the top
 //! and freed again unwritten, the usual unwritten case) costs nothing more. This magazine's key for
@@ -29,11 +30,11 @@
 //! In memory a key is stored as it is: the address part in the low 32 bits, the epoch and where the
 //! block went in the high 32. A program's first write to a block is most often to its first bytes (a
 //! string's NUL, a flag byte, a 4- or 8-byte field), and that breaks the address part, so the free path
-//! tells "not a key" (the common case) with one rotate and one compare (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored
-//! rotated the other way (where the block went in the low 16 bits), a 1-byte write left a word that read
-//! as a key for another slot and sent the free to the slow check: a C loop of `p = malloc(n); p[0] = 0;
-//! free(p)` paid 27 ns per iteration instead of 7. Every reader and writer goes through `read_key`,
-//! `key_word` and `write_key`.
+//! tells "not a key" (the common case) with one rotate and one compare
+//! (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored rotated the other way (where the
+//! block went in the low 16 bits), a 1-byte write would leave a word that reads as a key for another
+//! slot and send the free to the slow check: every iteration of a C loop of `p = malloc(n); p[0] = 0;
+//! free(p)` would take it. Every reader and writer goes through `read_key`, `key_word` and `write_key`.
 //!
 //! Two cases are left to the flush's bitmap check, which may come after the block was handed out twice:
 //! - a block freed, flushed, refilled into *another* thread's magazine, and freed again before that
@@ -59,9 +60,9 @@ pub const KEY_LOW: usize = (1 << EPOCH_SHIFT) - 1;
 pub(crate) const EPOCH_SHIFT: u32 = 32;
 /// The epoch's bits in a key, before the shift.
 pub(crate) const EPOCH_MASK: usize = 0xffff;
-/// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`]; 0 is a cache without one.
-/// Id 510 is no cache's (it was the transfer slots' mark until 2026-12-03): a word that reads as a key
-/// with it sends the check to the search of every magazine, as a key of a cache without an id does.
+/// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`](super::CACHE_TABLE); 0 is a
+/// cache without one. Id 510 is no cache's: a word that reads as a key with it sends the check to the
+/// search of every magazine, as a key of a cache without an id does.
 pub const MAX_CACHE_ID: usize = 510;
 /// The cache id of a block's mark while it sits in its slab.
 pub const MARK_ID: usize = 511;

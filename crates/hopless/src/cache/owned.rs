@@ -1,5 +1,4 @@
-//! What a thread cache keeps of the slabs it owns (issue 26, `docs/central-heap.md`, "Thread-owned
-//! slabs"): per class the lists of its slabs and the counters of blocks moved without the class lock,
+//! What a thread cache keeps of the slabs it owns (`docs/central-heap.md`, "Thread-owned slabs"): per class the lists of its slabs and the counters of blocks moved without the class lock,
 //! and the tokens that name a cache as a slab's owner. (The token and the remote-free hints are fields
 //! of `ThreadCache`; `registry::hint_owner` finds a cache by its token.) The slabs themselves, and what
 //! is done with them, are `heap/owned.rs`'s: this layer sits below `segment` and keeps them as opaque

@@ -486,10 +486,10 @@ fn keys_of_one_block_differ_only_in_the_slot_and_epoch() {
     }
 }
 
-/// Regression: with keys stored rotated (where the block went in the low 16 bits), a program's 1- or
-/// 2-byte write to a freed block's first bytes (a string's NUL) left a word that read as a key for
-/// another slot, and every such free took the slow check (27 ns instead of 7 in a C loop). A 4-byte
-/// write breaks it too: the epoch sits above the address part's 32 bits.
+/// A program's 1- or 2-byte write to a freed block's first bytes (a string's NUL) breaks the key's
+/// address part, so its next free is not sent to the slow check (keys stored rotated the other way,
+/// with where the block went in the low 16 bits, would read as a key for another slot). A 4-byte write
+/// breaks it too: the epoch sits above the address part's 32 bits.
 #[test]
 fn a_write_to_a_blocks_first_bytes_breaks_its_key() {
     let mut x = 0x2545_f491_4f6c_dd1dusize;

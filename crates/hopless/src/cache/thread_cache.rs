@@ -61,9 +61,9 @@ pub struct Magazine {
     /// slot's), where `top` waits for one. Pushes, pops, refills ([`ThreadCache::fill`]) and flushes
     /// ([`ThreadCache::take_newest`]) all keep it. A pop still loads the slot and hands that out
     /// whenever the two differ, so `top` is only a guess a predicted branch confirms: a path that
-    /// changed the slots and forgot the copy would cost a mispredict, never a wrong block. A
-    /// `malloc`/`free` pair of 16 B in a C loop on the 2-core Intel VM: 9.7 ns without it, 5.8 with
-    /// it (4.9 in `bench alloc --c-abi`'s `pair-16`). Right below `slots` (asserted), where
+    /// changed the slots and forgot the copy would cost a mispredict, never a wrong block.
+    /// `hopless bench alloc --c-abi`, `pair-16` (a `malloc`/`free` pair of 16 B, 2-core Intel VM):
+    /// 4.9 ns with it, 9.7 ns without. Right below `slots` (asserted), where
     /// `slots[-1]` would be: the pop's refresh from `slots[count - 1]` needs no test when the count
     /// reaches 0 (it reads `top`). Only the owner reads or writes it.
     pub top: *mut u8,
@@ -126,7 +126,7 @@ pub struct ThreadCache {
     pub mags: [Magazine; NUM_CLASSES],
     /// Per class: set by a thread that freed a block into one of this cache's owned slabs (the first
     /// since its last fold); the owner folds its slabs of the class at its next refill. After the
-    /// magazines, so that they start where they did before owned slabs.
+    /// magazines, so that nothing of owned slabs lies between the registry fields and the magazines.
     pub remote_hint: [AtomicU32; NUM_CLASSES],
     /// Per class, the slabs this cache owns (`cache::owned`). Empty whenever the cache is parked (its
     /// thread's exit handed them to their classes), so the pages this lies in may be given back.

@@ -12,10 +12,10 @@
 //! # Why purges wait
 //!
 //! A producer/consumer program empties slabs and fills new ones all the time: each medium class cycles
-//! about one slab through the pool. Purging the moment the dirty list passed a few slabs (as hopless did)
-//! made every such cycle an `madvise` and a page fault per page when the producer carved it again: about
-//! 1 900 `madvise` calls and tens of thousands of context switches in a CPython run where mimalloc made 4.
-//! A slab taken again within the delay costs nothing now; `get` takes the most recently emptied first.
+//! about one slab through the pool. Purging the moment the dirty list passed a few slabs would make every
+//! such cycle an `madvise` and a page fault per page when the producer carves it again: about 1 900
+//! `madvise` calls and tens of thousands of context switches in a CPython run where mimalloc makes 4.
+//! A slab taken again within the delay costs nothing; `get` takes the most recently emptied first.
 //!
 //! Waiting does not raise the pool's own peak: a dirty slab was in use a moment before, and `get` takes
 //! dirty slabs before it reserves a segment, so in-use plus dirty never exceeds the pool's earlier peak in

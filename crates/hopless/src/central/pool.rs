@@ -87,8 +87,8 @@ impl SlabPool {
     }
 
     /// Dirty slabs kept resident at most, however recently used: 16 MiB of each kind. A producer/consumer
-    /// program cycles about one slab per active medium class (the CPython case of issue 26 had about 16
-    /// such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
+    /// program cycles about one slab per active medium class (a CPython producer/consumer run has about
+    /// 16 such classes); a thread that frees 1 600 blocks of 4 KiB and allocates as many of 3 KiB at once
     /// (`fifo-lifo-1600`) moves 100 small slabs through the pool. Beyond it the oldest is purged at once.
     /// The pool of the smallest classes keeps 4 MiB of slabs (64), each of which they fill at most in
     /// part.
@@ -100,10 +100,10 @@ impl SlabPool {
         }
     }
 
-    /// Dirty slabs kept when a thread exits (1 MiB of small slabs, 2 MiB of medium: the caps hopless had
-    /// before purges waited). A thread's exit flushes its magazines, which empties the slabs only it was
-    /// carving; a program that ends thousands of threads gives those pages back at once, as before, rather
-    /// than keeping up to [`SlabPool::max_dirty`] resident for the delay.
+    /// Dirty slabs kept when a thread exits (1 MiB of small slabs, 2 MiB of medium). A thread's exit
+    /// flushes its magazines, which empties the slabs only it was carving; a program that ends thousands
+    /// of threads gives those pages back at once, rather than keeping up to [`SlabPool::max_dirty`]
+    /// resident for the delay.
     pub const fn exit_dirty(&self) -> usize {
         match (self.kind, self.holds) {
             (SegmentKind::Medium, _) | (_, Reservation::SparseSlabs) => 4,

@@ -80,9 +80,9 @@ impl SlabPool {
     /// Purges slabs [`SlabPool::put`], `take_expired`, `take_dirty` or `take_clean` handed over, then
     /// files them as clean under one lock. Sorted by address first: a run of slots next to each other in
     /// one segment (a trim's or an emptied segment's, often a whole segment) leaves huge pages and is
-    /// decommitted with one call each, not two calls a slab. (A trim of 330 MB of 100-byte blocks made
-    /// 31 000 `madvise` calls before.) In hardened mode each slot keeps its last page, so slots are not
-    /// joined.
+    /// decommitted with one call each, not two calls a slab (slab by slab, a trim of 330 MB of 100-byte
+    /// blocks would make 31 000 `madvise` calls). In hardened mode each slot keeps its last page, so
+    /// slots are not joined.
     ///
     /// # Safety
     ///

@@ -1,4 +1,4 @@
-//! The batch API (the seed's `pool_malloc_batch`): many blocks of one layout per call, from the thread's
+//! The batch API: many blocks of one layout per call, from the thread's
 //! magazine first and then straight from the central heap, one lock hold per batch; frees the same way.
 
 use core::ptr;

@@ -134,10 +134,9 @@ impl<P: PageSource> Heap<P> {
     /// blocks: each keeps the key its free wrote (or whatever a refill found in it), and the slot it
     /// left holds it tagged ([`ThreadCache::take_newest`]), so a later free of it that finds the key
     /// does not take it for a block popped from that slot, and the slow path's look finds it free in
-    /// its bitmap. Writing a mark into each block, as this did before, cost a store to a line the
-    /// cache had mostly lost by then: in `fifo-lifo-1600` (a working set of 4 KiB blocks puts every
-    /// block's first word in one set of the L1 cache) a quarter of the run's L1 write misses, and
-    /// about 6% of its time. The checked modes push without keys: each block that holds a slot key
+    /// its bitmap. Writing a mark into each block would cost a store to a line the cache has mostly
+    /// lost by then: in `fifo-lifo-1600` (a working set of 4 KiB blocks puts every block's first word
+    /// in one set of the L1 cache) a quarter of the run's L1 write misses, and about 6% of its time. The checked modes push without keys: each block that holds a slot key
     /// (one the default mode pushed, before the mode was chosen) gets the slab mark.
     ///
     /// # Safety

@@ -87,7 +87,7 @@ pub struct Heap<P: PageSource> {
     source: P,
 }
 
-/// How many blocks a refill moves: half a magazine (the seed's batch of 32 for small classes).
+/// How many blocks a refill moves: half a magazine (64 for a small class).
 #[inline]
 fn batch(class: usize) -> usize {
     (size_class::MAG_CAPACITY.get(class).copied().unwrap_or(2) as usize / 2).max(1)

@@ -1,4 +1,4 @@
-//! Thread-owned slabs (issue 26; `docs/central-heap.md`, "Thread-owned slabs"; off by default,
+//! Thread-owned slabs (`docs/central-heap.md`, "Thread-owned slabs"; off by default,
 //! `HOPLESS_OWNED_SLABS=1`). A thread cache refills
 //! its magazines from slabs it owns and flushes its blocks back into them with plain writes: no class
 //! lock, no atomic read-modify-write. A block of another thread's slab goes to that slab's remote bits
@@ -14,7 +14,7 @@
 //! Small classes, the default mode and caches with a token only (`Heap::owns_slabs`): the checked
 //! modes, caches without an id and medium classes use the class path, which meets an owned slab only
 //! to free into it remotely. Medium classes stay with their class because their slabs are 512 KiB: two
-//! per thread and class raised the peak RSS of the CPython case of issue 26 by 14% (62 MB against
+//! per thread and class raise the peak RSS of a CPython producer/consumer run by 14% (62 MB against
 //! 54.6 MB, three runs each), for no time gained; small classes alone cost about 3% there.
 
 use core::mem::MaybeUninit;

@@ -99,7 +99,7 @@ fn emptied_slabs_go_back_to_the_pool_and_are_purged_beyond_the_cap() {
     unsafe { heap.flush(class, &again) };
 }
 
-/// The CPython producer/consumer case of issue 26: slabs emptied and taken again within the purge delay
+/// The CPython producer/consumer case: slabs emptied and taken again within the purge delay
 /// cost no `madvise` and no fresh page faults (their contents are still there).
 #[test]
 fn slabs_emptied_and_refilled_within_the_delay_are_not_purged() {

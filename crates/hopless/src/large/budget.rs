@@ -20,8 +20,9 @@ use crate::segment::SEGMENT_SIZE;
 /// been at the recent peak (2.25 times `recent`), rather than bounding the free memory alone. A
 /// program that frees its blocks and allocates them again at once (the next phase of a batch job) finds
 /// the holes that were between its blocks resident too. With the free memory alone bounded by a
-/// quarter over `recent`, freeing every block of `large-churn` (32 blocks of 256 KiB to 8 MiB) purged
-/// some of them, and each run after faulted about 2 000 pages in again (none now).
+/// quarter over `recent`, freeing every block of `large-churn` (32 blocks of 256 KiB to 8 MiB) would
+/// purge some of them, and each run after would fault about 2 000 pages in again (none with this
+/// bound).
 #[inline]
 pub(super) fn budget(recent: u64, in_use: u64) -> usize {
     let b = recent

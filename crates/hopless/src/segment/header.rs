@@ -83,11 +83,11 @@ pub struct Granule {
 /// each of the segment's [`MAX_SLABS`] 64 KiB granules.
 ///
 /// The C free path finds a block's slab header and magazine here, with two loads from one line whose
-/// address comes from the block's address and its segment alone. It used to find the slab header
-/// from the segment's slab shift (a load, then a shift by it) and read the magazine from the header:
-/// the end of a chain of loads, which the next `malloc` of the class waited for through the magazine's
-/// count. On an Intel Xeon a `malloc`/`free` pair took 12.0 ns that way and about 10 ns with the table (the
-/// AMD EPYC this project measured on before took 6.3 ns with the chain).
+/// address comes from the block's address and its segment alone. Found from the segment's slab shift
+/// (a load, then a shift by it), with the magazine read from the header, they would be the end of a
+/// chain of loads, which the next `malloc` of the class waits for through the magazine's count
+/// (`hopless bench alloc --c-abi`, `pair-16`, Intel Xeon: 10.1 ns with the table, 12.0 ns with the
+/// chain).
 pub const GRANULES_OFFSET: usize = core::mem::size_of::<SegmentHeader>();
 
 /// Where the slab headers start in a small or medium segment: after the granule table (512 bytes, so

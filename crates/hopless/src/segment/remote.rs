@@ -1,5 +1,5 @@
 //! Frees from a thread that does not own a block's slab: the remote-free bitmap of thread-owned slabs
-//! (issue 26; the design is in `docs/central-heap.md`, "Thread-owned slabs"). The protocol alone, with
+//! (the design is in `docs/central-heap.md`, "Thread-owned slabs"). The protocol alone, with
 //! unit tests and loom models (`crates/hopless-loom` compiles this file against loom's atomics); each
 //! slab header holds one (`Slab::remote`), and `heap/owned.rs` drives it.
 //!
