@@ -1,7 +1,7 @@
 //! # hopless-lab
 //!
 //! The SLUB fast-path experiment, outside the production allocator: hopless's thread cache against a
-//! model of Linux SLUB and the seed's two variants of it, each a whole allocator (thread cache and central
+//! model of Linux SLUB and two variants of its pop, each a whole allocator (thread cache and central
 //! layer) for one size class. `hopless bench fastpath` runs them; `scripts/check_fastpath_asm.sh` reads
 //! the machine code of this crate's two probes (`libhopless_lab.so`). What it takes from hopless is named
 //! in `hopless::experiment`: the heap's `refill` and `flush`, the magazine's own pop and push, the class
@@ -22,8 +22,8 @@
 //!     out: the extra hop;
 //!   - `Slub<PREFETCH>` (`intrusive-prefetch`): the same, then prefetches the new head, as SLUB's
 //!     `prefetch_freepointer`;
-//!   - `Slub<CACHED_NEXT>` (`cached-next`, the seed's first option): the thread also keeps the object after
-//!     the head in metadata, so a pop hands out the head without a load through it; it refreshes the cached
+//!   - `Slub<CACHED_NEXT>` (`cached-next`): the thread also keeps the object after the head in
+//!     metadata, so a pop hands out the head without a load through it; it refreshes the cached
 //!     next from the new head's first word, a load from an object that is handed out only by the next pop.
 //!
 //! Both central layers take their memory from a [`PageSource`] in 64 KiB slabs; neither ever gives it back
@@ -423,7 +423,7 @@ impl<P: PageSource> Drop for SlubHeap<P> {
 pub const PLAIN: u8 = 0;
 /// `Slub<PREFETCH>`: `get_freepointer`, then `prefetch_freepointer` of the new head.
 pub const PREFETCH: u8 = 1;
-/// `Slub<CACHED_NEXT>`: the seed's first option, the next object cached in metadata.
+/// `Slub<CACHED_NEXT>`: the next object cached in metadata.
 pub const CACHED_NEXT: u8 = 2;
 
 /// One thread's SLUB cache for one class (SLUB's `kmem_cache_cpu`).

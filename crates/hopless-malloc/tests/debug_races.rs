@@ -1,5 +1,5 @@
-//! The seed's two races, in C under `LD_PRELOAD=libhopless.so HOPLESS_DEBUG=1`: a value freed by two
-//! paths at once, and a value used after another thread freed it. Both must abort with a report.
+//! Two races on a store's values, in C under `LD_PRELOAD=libhopless.so HOPLESS_DEBUG=1`: a value freed
+//! by two paths at once, and a value used after another thread freed it. Both must abort with a report.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 #[test]
-fn the_seeds_races_are_caught_under_preload_in_debug_mode() {
+fn races_on_a_freed_value_are_caught_under_preload_in_debug_mode() {
     let so = common::libhopless();
     let dir = common::scratch("races");
     let bin = dir.join("races");
