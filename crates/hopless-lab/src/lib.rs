@@ -2,7 +2,7 @@
 //!
 //! The SLUB fast-path experiment, outside the production allocator: hopless's thread cache against a
 //! model of Linux SLUB and two variants of its pop, each a whole allocator (thread cache and central
-//! layer) for one size class. `hopless bench fastpath` runs them; `scripts/check_fastpath_asm.sh` reads
+//! layer) for one size class. `hopless bench fastpath` runs them; `scripts/check/fastpath_asm.sh` reads
 //! the machine code of this crate's two probes (`libhopless_lab.so`). What it takes from hopless is named
 //! in `hopless::experiment`: the heap's `refill` and `flush`, the magazine's own pop and push, the class
 //! lock and the class table.
@@ -543,7 +543,7 @@ fn prefetch(p: *mut u8) {
     let _ = p;
 }
 
-// Probes for scripts/check_fastpath_asm.sh: the global allocator's pop and the SLUB model's pop, out of
+// Probes for scripts/check/fastpath_asm.sh: the global allocator's pop and the SLUB model's pop, out of
 // line so that their machine code can be read from libhopless_lab.so.
 
 /// # Safety

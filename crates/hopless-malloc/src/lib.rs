@@ -51,7 +51,7 @@ const MALLOC_ALIGN: usize = 16;
 mod without_std {
     use hl::Hopless;
 
-    /// A Rust panic inside the library. `scripts/check_no_panic.sh` checks that no exported function
+    /// A Rust panic inside the library. `scripts/check/no_panic.sh` checks that no exported function
     /// can reach one; should one happen all the same, it is reported with its location through a raw
     /// `write(2)` (nothing is allocated or formatted) and the process aborts, as for any fatal report.
     #[panic_handler]
@@ -66,7 +66,7 @@ mod without_std {
 
     /// Built together with crates that need `alloc` (Cargo unifies features: `allocator-api2`'s
     /// `alloc`), the library links `alloc` too, which then needs a global allocator: hopless itself.
-    /// Nothing in the library allocates through it (`scripts/check_no_panic.sh` walks every export).
+    /// Nothing in the library allocates through it (`scripts/check/no_panic.sh` walks every export).
     #[global_allocator]
     static RUST_ALLOCATOR: Hopless = Hopless;
 

@@ -498,7 +498,7 @@ fn thread_rss() {
 }
 
 /// 2000 short-lived threads, one after another beside a busy one, each checking the contents of its
-/// 64 blocks (the time per thread is a benchmark figure: `scripts/bench_reliability.py`).
+/// 64 blocks (the time per thread is a benchmark figure: `scripts/bench/reliability.py`).
 #[test]
 fn thread_churn() {
     ok_preload_and_linked(&["thread_churn"]);

@@ -42,7 +42,7 @@
 //!
 //! # Layout
 //!
-//! Layers, top to bottom: each module uses only those listed below it (`scripts/check_layers.py`
+//! Layers, top to bottom: each module uses only those listed below it (`scripts/check/layers.py`
 //! checks this table against the code).
 //!
 //! | module | what it holds |
@@ -74,7 +74,7 @@
 
 // Nothing on an allocator path may panic (a panic inside `free` aborts without a report, or allocates
 // for a backtrace while a lock is held): no unwrap, expect, panic or unchecked indexing in the core.
-// `scripts/check_no_panic.sh` checks the built library's malloc/free/realloc for any path into Rust's
+// `scripts/check/no_panic.sh` checks the built library's malloc/free/realloc for any path into Rust's
 // panic machinery. Arithmetic is left to that check: release builds do not check overflow, and sizes
 // that come from the program are combined with checked operations. The `stats` feature's counters are
 // indexed by class (always in range) and excluded from the indexing lint.

@@ -210,7 +210,7 @@ unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, st
 
 /// Sorts slabs by their slots' addresses: an insertion sort, for the at most [`PURGE_BATCH`] slabs a
 /// purge is given (core's sort would bring its panic on an inconsistent order into the library, which
-/// `scripts/check_no_panic.sh` refuses).
+/// `scripts/check/no_panic.sh` refuses).
 ///
 /// # Safety
 ///
