@@ -3,10 +3,12 @@
 //! `--c-abi`, the C-ABI view (`cabi`) instead.
 //!
 //! Both views run the one set of workloads (`workloads`), each written once, generic over how a block is
-//! allocated (`blocks`) and what is done to it (`touch`); the rows, tables and JSON are `report`'s.
+//! allocated (`blocks`) and what is done to it (`touch`); the rows, tables and JSON are `report`'s. With
+//! `--grid`, either view runs the grid's cells instead and `grid_report` sums them up.
 
 mod blocks;
 mod cabi;
+mod grid_report;
 mod in_process;
 mod report;
 mod touch;
@@ -17,11 +19,14 @@ use std::time::Instant;
 pub use cabi::{Variant, C_WORKLOADS};
 pub use in_process::{measure, Config, WORKLOADS};
 pub use report::{AllocResult, CAbiResult};
+pub use workloads::GridThreads;
 
 use crate::common::Common;
 use crate::peers::Peer;
 use crate::progress::progress;
+use grid_report::grid_table;
 use report::alloc_table;
+use workloads::grid_names;
 
 /// What `hopless bench alloc` was asked for.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +48,8 @@ pub struct Options {
     pub before: Option<std::path::PathBuf>,
     /// C-ABI view: more `libhopless.so` columns, each with a variable set in its children.
     pub variants: Vec<Variant>,
+    /// The grid's cells instead of the workloads, in these thread modes (either view).
+    pub grid: Option<Vec<GridThreads>>,
     /// Internal: the C-ABI child side, `LIB:WORKLOAD:SCALE`.
     pub child: Option<String>,
 }
@@ -58,7 +65,10 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
     if o.c_abi {
         let default = if o.common.quick { 3 } else { 5 };
         let runs = o.runs.or(o.common.rounds).unwrap_or(default).max(1);
-        let names = selected(o.workloads.as_deref(), &C_WORKLOADS)?;
+        let names = match &o.grid {
+            Some(modes) => grid_names(modes),
+            None => selected(o.workloads.as_deref(), &C_WORKLOADS)?,
+        };
         let c = cabi::CAbiOptions {
             quick: o.common.quick,
             runs,
@@ -67,7 +77,14 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
             before: o.before.as_deref(),
             variants: &o.variants,
         };
-        cabi::run(&c, &names)?;
+        let results = cabi::run(&c, &names)?;
+        if let Some(modes) = &o.grid {
+            let rows: Vec<_> = results
+                .iter()
+                .map(|r| (r.workload.as_str(), r.allocator.as_str(), r.ns_per_op))
+                .collect();
+            print!("{}", grid_table(&rows, modes, "hopless", "mimalloc"));
+        }
         return Ok(Vec::new());
     }
     let mut cfg = if o.common.quick {
@@ -76,7 +93,10 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
         Config::full()
     };
     cfg.rounds = o.runs.or(o.common.rounds).unwrap_or(cfg.rounds).max(1);
-    let names = selected_workloads(o.workloads.as_deref())?;
+    let names = match &o.grid {
+        Some(modes) => grid_names(modes),
+        None => selected_workloads(o.workloads.as_deref())?,
+    };
     let peers = selected_peers(o.peers.as_deref(), o.with_call)?;
     let bar = progress(cfg.rounds * names.len() * peers.len(), "bench alloc");
     let t = Instant::now();
@@ -88,6 +108,20 @@ pub fn run(o: &Options) -> Result<Vec<AllocResult>, String> {
         t.elapsed().as_secs_f64()
     );
     print!("{}", alloc_table(&results, &names));
+    if let Some(modes) = &o.grid {
+        let rows: Vec<_> = results
+            .iter()
+            .map(|r| (r.workload.as_str(), r.allocator.as_str(), r.ns_per_op))
+            .collect();
+        for subject in [Peer::Hopless, Peer::HoplessCall] {
+            if peers.contains(&subject) {
+                print!(
+                    "{}",
+                    grid_table(&rows, modes, subject.name(), Peer::Mimalloc.name())
+                );
+            }
+        }
+    }
     if o.common.json.is_some() {
         let standard: Vec<_> = results
             .iter()

@@ -20,8 +20,9 @@
 //! | `alloc` | `hopless bench alloc`: picks workloads and peers, runs a view, prints its table, writes its JSON |
 //! | `alloc::in_process` | the in-process view: the workloads on every peer's `GlobalAlloc`, in alternating rounds |
 //! | `alloc::cabi` | `--c-abi`: the workloads through `malloc`/`free`, one `LD_PRELOAD` child per run; `cabi/malloc.rs`: the process's `malloc`/`free` and where they resolved |
+//! | `alloc::grid_report` | `--grid`'s summary: a table per thread mode, block sizes by working sets, hopless against mimalloc |
 //! | `alloc::report` | both views' result rows, tables, and the C-ABI JSON document |
-//! | `alloc::workloads` | the workloads, each written once and run by name; `workloads/single_thread.rs`, `workloads/cross_thread.rs` |
+//! | `alloc::workloads` | the workloads, each written once and run by name; `workloads/single_thread.rs`, `workloads/cross_thread.rs`, `workloads/grid.rs` (the grid's cells) |
 //! | `alloc::touch` | what a workload does to its blocks: each view's own (`Bare`, `TaggedWord`) |
 //! | `alloc::blocks` | `Blocks`, how a workload allocates and frees: for every `GlobalAlloc` |
 //! | `kv` | `hopless bench kv`: one child process per configuration and run, medians, table, chart, JSON |

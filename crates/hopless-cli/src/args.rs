@@ -69,6 +69,16 @@ pub struct AllocArgs {
     /// e.g. owned=HOPLESS_OWNED_SLABS=1.
     #[arg(long = "variant", requires = "c_abi", value_name = "NAME=KEY=VALUE")]
     variants: Vec<alloc::Variant>,
+    /// The grid instead of the workloads: n blocks of one size (16, 32, 64, 256, 1024 B) allocated, then
+    /// half freed oldest first and half newest first, never written, for n = 1 to 10 000; in these
+    /// thread modes (comma-separated: 1, 2, 4 threads each running it, pc: freed by another thread).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "MODES",
+        conflicts_with = "workloads"
+    )]
+    grid: Option<Vec<alloc::GridThreads>>,
     /// Internal: run one C-ABI workload (LIB:WORKLOAD:SCALE) in this process and print its result as JSON.
     #[arg(long, hide = true)]
     child: Option<String>,
@@ -86,6 +96,7 @@ impl From<AllocArgs> for alloc::Options {
             lib_dir: a.lib_dir,
             before: a.before,
             variants: a.variants,
+            grid: a.grid,
             child: a.child,
         }
     }

@@ -137,6 +137,8 @@ mod tests {
             "bench alloc --quick --rounds 1 --peers hopless --json x.json",
             "bench alloc --with-call --peers mimalloc,hopless --rounds 11",
             "bench alloc --workloads pair-16,lifo-100",
+            "bench alloc --c-abi --grid 1,2,4,pc --runs 5",
+            "bench alloc --grid 1 --with-call",
             "bench kv --quick --threads 2 --keys 1000 --ops 5000 --no-eviction",
             "bench fastpath --quick --no-cachegrind",
             "bench server --quick --runs 1 --connections 4 --pipeline 1,16 --keys 1000 --ops 5000",

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::report::{c_abi_cost_table, c_abi_table, write_c_abi_json, CAbiResult};
 use super::touch::TaggedWord;
-use super::workloads::{self, ChurnPlan};
+use super::workloads::{self, ChurnPlan, GridCell};
 use crate::child::{self, Child};
 use crate::progress::progress;
 use crate::stats::{median, min_max};
@@ -343,7 +343,7 @@ pub fn child(spec: &str) -> Result<(), String> {
         _ => return Err(format!("bad child spec {spec:?} (LIB:WORKLOAD:SCALE)")),
     };
     let scale: f64 = scale.parse().map_err(|_| format!("bad scale in {spec:?}"))?;
-    if !C_WORKLOADS.contains(&w) {
+    if !C_WORKLOADS.contains(&w) && GridCell::parse(w).is_none() {
         return Err(format!("unknown C-ABI workload {w:?}"));
     }
     let plan = ChurnPlan::new();

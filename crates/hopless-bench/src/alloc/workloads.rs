@@ -36,13 +36,18 @@
 //!   `scripts/repro/cpython_queue_churn.py`: slabs emptied and needed again at once);
 //! - `large-churn`: 32 live large blocks; each op frees a random one and allocates 256 KiB..8 MiB in its
 //!   place, writing every page (a fixed sequence): what the allocator does with freed large memory
-//!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost.
+//!   (keeps it, gives it back and faults it in again, or maps fresh) is most of the cost;
+//! - `grid-SIZE-N[-tK|-pc]`: the grid (`grid.rs`), `N` blocks of one size allocated, then the older half
+//!   freed oldest first and the newer half newest first, the blocks never written; in one thread, in K
+//!   threads at once, or allocated by one thread and freed by another.
 
 mod cross_thread;
 mod exchange;
+mod grid;
 mod single_thread;
 mod working_set;
 
+pub use grid::{grid_names, GridCell, GridThreads, GRID_LIVE, GRID_SIZES};
 pub use single_thread::ChurnPlan;
 
 use super::blocks::Blocks;
@@ -86,7 +91,14 @@ pub fn run<B: Blocks, T: Touch>(b: &B, name: &str, scale: f64, plan: &ChurnPlan)
         "exchange-16" => exchange::<B, T>(b, 16, ops(1_000_000, scale)),
         "queue-churn" => queue_churn::<B, T>(b, ops(200_000, scale)),
         "large-churn" => large_churn::<B, T>(b, ops(1_500, scale)),
-        other => panic!("unknown workload {other}"),
+        other => match GridCell::parse(other) {
+            // A grid cell: its blocks are never written, whatever the view's `T`.
+            Some(cell) if cell.threads == GridThreads::Each(1) => {
+                grid::run_cell(b, cell, ops(2_000_000, scale))
+            }
+            Some(cell) => grid::run_cell(b, cell, ops(1_000_000, scale)),
+            None => panic!("unknown workload {other}"),
+        },
     }
 }
 

@@ -1,0 +1,293 @@
+//! The grid: the simplest allocation loop there is, over block sizes and working sets. `n` blocks of one
+//! size allocated, then the older half freed oldest first and the newer half newest first, repeated; the
+//! blocks are never written, so the figure is the allocator's alone (ns per malloc+free pair). Sizes 16,
+//! 32, 64, 256 and 1024 B; `n` = 1, 8, 25, 100, 128, 400, 1 600 and 10 000 live blocks: from a single
+//! pair, through a thread cache's capacity, to working sets of thousands of blocks of one class.
+//!
+//! The same cells run with threads: `tK`, K threads each running the loop on its own blocks at once (a
+//! gain for one thread must not be paid for across threads), and `pc`, one thread allocating each round's
+//! `n` blocks and a second thread freeing them in the same order (every free a remote one).
+//!
+//! A cell's name is `grid-SIZE-N` (one thread), `grid-SIZE-N-tK` or `grid-SIZE-N-pc`.
+
+use std::hint::black_box;
+use std::sync::mpsc::sync_channel;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use crate::alloc::blocks::Blocks;
+
+/// The grid's block sizes, in bytes.
+pub const GRID_SIZES: [usize; 5] = [16, 32, 64, 256, 1024];
+
+/// The grid's working sets: live blocks per round.
+pub const GRID_LIVE: [usize; 8] = [1, 8, 25, 100, 128, 400, 1600, 10_000];
+
+/// Who runs a cell's loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridThreads {
+    /// This many threads, each on its own blocks, at once.
+    Each(usize),
+    /// One thread allocates each round's blocks, another frees them.
+    ProducerConsumer,
+}
+
+impl std::str::FromStr for GridThreads {
+    type Err = String;
+
+    /// `1`, `2`, `4` (threads each running the loop) or `pc` (producer and consumer).
+    fn from_str(s: &str) -> Result<GridThreads, String> {
+        match s {
+            "pc" => Ok(GridThreads::ProducerConsumer),
+            _ => match s.parse::<usize>() {
+                Ok(k) if (1..=64).contains(&k) => Ok(GridThreads::Each(k)),
+                _ => Err(format!("bad grid threads {s:?}: a count of 1 to 64, or pc")),
+            },
+        }
+    }
+}
+
+/// One cell of the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridCell {
+    pub size: usize,
+    pub live: usize,
+    pub threads: GridThreads,
+}
+
+impl GridCell {
+    /// The cell a workload name stands for, if it is one (`grid-SIZE-N`, `-tK`, `-pc`).
+    pub fn parse(name: &str) -> Option<GridCell> {
+        let mut parts = name.strip_prefix("grid-")?.split('-');
+        let size: usize = parts.next()?.parse().ok()?;
+        let live: usize = parts.next()?.parse().ok()?;
+        let threads = match parts.next() {
+            None => GridThreads::Each(1),
+            Some("pc") => GridThreads::ProducerConsumer,
+            Some(t) => GridThreads::Each(t.strip_prefix('t')?.parse().ok().filter(|&k| k > 1)?),
+        };
+        if parts.next().is_some() || !(1..=1 << 20).contains(&size) || !(1..=1 << 20).contains(&live) {
+            return None;
+        }
+        Some(GridCell { size, live, threads })
+    }
+
+    /// The cell's workload name.
+    pub fn name(&self) -> String {
+        let base = format!("grid-{}-{}", self.size, self.live);
+        match self.threads {
+            GridThreads::Each(1) => base,
+            GridThreads::Each(k) => format!("{base}-t{k}"),
+            GridThreads::ProducerConsumer => format!("{base}-pc"),
+        }
+    }
+}
+
+/// Every cell's workload name for the given thread modes: mode by mode, then size by size, then `n`.
+/// The names live as long as the program (a bench asks for them once).
+pub fn grid_names(modes: &[GridThreads]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for &threads in modes {
+        for size in GRID_SIZES {
+            for live in GRID_LIVE {
+                let name = GridCell { size, live, threads }.name();
+                out.push(&*Box::leak(name.into_boxed_str()));
+            }
+        }
+    }
+    out
+}
+
+/// One measured run of `cell`, about `pairs` malloc+free pairs per thread: ns per pair, by the wall
+/// clock (with K threads each running the loop, the time for each thread's `pairs`: the same as one
+/// thread's where the allocator scales and the machine has the cores).
+pub fn run_cell<B: Blocks>(b: &B, cell: GridCell, pairs: usize) -> f64 {
+    let rounds = pairs.div_ceil(cell.live).max(1);
+    let ns = match cell.threads {
+        GridThreads::Each(1) => {
+            let mut live = vec![std::ptr::null_mut(); cell.live];
+            let t = Instant::now();
+            rounds_of(b, cell.size, &mut live, rounds);
+            t.elapsed().as_nanos() as f64
+        }
+        GridThreads::Each(k) => each(b, cell, k, rounds),
+        GridThreads::ProducerConsumer => producer_consumer(b, cell, rounds),
+    };
+    ns / (rounds * cell.live) as f64
+}
+
+/// `rounds` rounds of the loop on the blocks in `live` (its length is `n`).
+#[inline(never)]
+fn rounds_of<B: Blocks>(b: &B, bytes: usize, live: &mut [*mut u8], rounds: usize) {
+    let (request, size) = (B::request(bytes), B::size(bytes));
+    for _ in 0..rounds {
+        for slot in live.iter_mut() {
+            // SAFETY: a grid size, not zero.
+            *slot = black_box(unsafe { b.alloc(request) });
+        }
+        free_fifo_lifo(b, live, size);
+    }
+}
+
+/// Frees `live`'s blocks: the older half oldest first, then the newer half newest first.
+#[inline(always)]
+fn free_fifo_lifo<B: Blocks>(b: &B, live: &[*mut u8], size: B::Size) {
+    let (older, newer) = live.split_at(live.len() / 2);
+    for &p in older.iter().chain(newer.iter().rev()) {
+        // SAFETY: allocated by the caller's round with this size, freed once.
+        unsafe { b.free(p, size) };
+    }
+}
+
+/// `k` threads, each running `rounds` rounds on blocks of its own, started together: the wall time.
+fn each<B: Blocks>(b: &B, cell: GridCell, k: usize, rounds: usize) -> f64 {
+    let start = Barrier::new(k + 1);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..k)
+            .map(|_| {
+                let start = &start;
+                s.spawn(move || {
+                    let mut live = vec![std::ptr::null_mut(); cell.live];
+                    start.wait();
+                    rounds_of(b, cell.size, &mut live, rounds);
+                })
+            })
+            .collect();
+        start.wait();
+        let t = Instant::now();
+        for th in threads {
+            th.join().expect("a grid thread panicked");
+        }
+        t.elapsed().as_nanos() as f64
+    })
+}
+
+/// Rounds in flight between the producer and the consumer.
+const IN_FLIGHT: usize = 4;
+
+/// One thread allocates each round's blocks into a buffer and hands it to a second thread, which frees
+/// them and hands the buffer back (the buffers go round, so the harness allocates nothing while timed).
+fn producer_consumer<B: Blocks>(b: &B, cell: GridCell, rounds: usize) -> f64 {
+    /// A round's blocks, as addresses (pointers are not `Send`).
+    type Round = Vec<usize>;
+    let (full_tx, full_rx) = sync_channel::<Round>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = sync_channel::<Round>(IN_FLIGHT);
+    for _ in 0..IN_FLIGHT {
+        empty_tx.send(vec![0; cell.live]).expect("the channel is open");
+    }
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let size = B::size(cell.size);
+            for round in full_rx.iter() {
+                let (older, newer) = round.split_at(round.len() / 2);
+                for &p in older.iter().chain(newer.iter().rev()) {
+                    // SAFETY: the producer allocated it with this size and gave it up to this thread.
+                    unsafe { b.free(p as *mut u8, size) };
+                }
+                if empty_tx.send(round).is_err() {
+                    break;
+                }
+            }
+        });
+        let request = B::request(cell.size);
+        for _ in 0..rounds {
+            let mut round = empty_rx.recv().expect("the consumer hands every buffer back");
+            for slot in round.iter_mut() {
+                // SAFETY: a grid size, not zero.
+                *slot = black_box(unsafe { b.alloc(request) }) as usize;
+            }
+            full_tx
+                .send(round)
+                .expect("the consumer runs until the producer ends");
+        }
+        drop(full_tx);
+    });
+    t.elapsed().as_nanos() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_others_are_not_cells() {
+        for modes in [
+            vec![GridThreads::Each(1)],
+            vec![
+                GridThreads::Each(2),
+                GridThreads::Each(4),
+                GridThreads::ProducerConsumer,
+            ],
+        ] {
+            let names = grid_names(&modes);
+            assert_eq!(names.len(), modes.len() * GRID_SIZES.len() * GRID_LIVE.len());
+            for n in names {
+                assert_eq!(GridCell::parse(n).map(|c| c.name()).as_deref(), Some(n));
+            }
+        }
+        for bad in [
+            "grid-16",
+            "grid-16-0",
+            "grid-0-8",
+            "grid-16-8-t1",
+            "grid-16-8-t",
+            "grid-16-8-x2",
+            "grid-16-8-pc-1",
+            "fifo-lifo-400",
+        ] {
+            assert_eq!(GridCell::parse(bad), None, "{bad}");
+        }
+        assert_eq!("pc".parse(), Ok(GridThreads::ProducerConsumer));
+        assert_eq!("4".parse(), Ok(GridThreads::Each(4)));
+        assert!("0".parse::<GridThreads>().is_err());
+    }
+
+    /// The system allocator, counting the blocks it has out and the bytes asked for.
+    #[derive(Default)]
+    struct Counting {
+        out: AtomicIsize,
+        bytes: AtomicUsize,
+    }
+
+    // SAFETY: every call goes to `System` unchanged; the counters are only counted.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            self.out.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(layout.size(), Ordering::Relaxed);
+            // SAFETY: the caller's layout, passed on.
+            unsafe { GlobalAlloc::alloc(&System, layout) }
+        }
+
+        unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+            self.out.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: `p` came from `alloc` with this layout, passed on.
+            unsafe { GlobalAlloc::dealloc(&System, p, layout) }
+        }
+    }
+
+    #[test]
+    fn every_mode_frees_all_it_allocates_and_allocates_what_it_is_asked() {
+        for (name, pairs) in [
+            ("grid-16-1", 100),
+            ("grid-64-25", 2_000),
+            ("grid-1024-400-t2", 2_000),
+            ("grid-32-100-pc", 2_000),
+        ] {
+            let cell = GridCell::parse(name).unwrap();
+            let a = Counting::default();
+            let ns = run_cell(&a, cell, pairs);
+            assert!(ns.is_finite() && ns > 0.0, "{name}: {ns}");
+            assert_eq!(a.out.load(Ordering::Relaxed), 0, "{name}: blocks left out");
+            let threads = match cell.threads {
+                GridThreads::Each(k) => k,
+                GridThreads::ProducerConsumer => 1,
+            };
+            let blocks = pairs.div_ceil(cell.live) * cell.live * threads;
+            assert_eq!(a.bytes.load(Ordering::Relaxed), blocks * cell.size, "{name}");
+        }
+    }
+}
