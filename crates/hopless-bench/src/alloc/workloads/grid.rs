@@ -5,8 +5,9 @@
 //! pair, through a thread cache's capacity, to working sets of thousands of blocks of one class.
 //!
 //! The same cells run with threads: `tK`, K threads each running the loop on its own blocks at once (a
-//! gain for one thread must not be paid for across threads), and `pc`, one thread allocating each round's
-//! `n` blocks and a second thread freeing them in the same order (every free a remote one).
+//! gain for one thread must not be paid for across threads), and `pc`, one thread allocating rounds of
+//! `n` blocks and a second thread freeing them in the same order (every free a remote one), handed over
+//! at least 1 024 blocks at a time.
 //!
 //! A cell's name is `grid-SIZE-N` (one thread), `grid-SIZE-N-tK` or `grid-SIZE-N-pc`.
 
@@ -162,48 +163,59 @@ fn each<B: Blocks>(b: &B, cell: GridCell, k: usize, rounds: usize) -> f64 {
     })
 }
 
-/// Rounds in flight between the producer and the consumer.
+/// Hand-offs in flight between the producer and the consumer.
 const IN_FLIGHT: usize = 4;
 
-/// One thread allocates each round's blocks into a buffer and hands it to a second thread, which frees
-/// them and hands the buffer back (the buffers go round, so the harness allocates nothing while timed).
+/// Blocks a hand-off carries at least: whole rounds of `n`, so that a small `n` does not time the
+/// channel instead of the allocator.
+const HANDOFF_BLOCKS: usize = 1024;
+
+/// One thread allocates rounds of `n` blocks into a buffer and hands it to a second thread, which frees
+/// each round's blocks in the loop's order and hands the buffer back (the buffers go round, so the
+/// harness allocates nothing while timed). A buffer holds `ceil(1024 / n)` rounds.
 fn producer_consumer<B: Blocks>(b: &B, cell: GridCell, rounds: usize) -> f64 {
-    /// A round's blocks, as addresses (pointers are not `Send`).
-    type Round = Vec<usize>;
-    let (full_tx, full_rx) = sync_channel::<Round>(IN_FLIGHT);
-    let (empty_tx, empty_rx) = sync_channel::<Round>(IN_FLIGHT);
+    /// Rounds of blocks, as addresses (pointers are not `Send`).
+    type Batch = Vec<usize>;
+    let per_batch = HANDOFF_BLOCKS.div_ceil(cell.live);
+    let batches = rounds.div_ceil(per_batch);
+    let (full_tx, full_rx) = sync_channel::<Batch>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = sync_channel::<Batch>(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
-        empty_tx.send(vec![0; cell.live]).expect("the channel is open");
+        empty_tx
+            .send(vec![0; per_batch * cell.live])
+            .expect("the channel is open");
     }
     let t = Instant::now();
     std::thread::scope(|s| {
         s.spawn(move || {
             let size = B::size(cell.size);
-            for round in full_rx.iter() {
-                let (older, newer) = round.split_at(round.len() / 2);
-                for &p in older.iter().chain(newer.iter().rev()) {
-                    // SAFETY: the producer allocated it with this size and gave it up to this thread.
-                    unsafe { b.free(p as *mut u8, size) };
+            for batch in full_rx.iter() {
+                for round in batch.chunks_exact(cell.live) {
+                    let (older, newer) = round.split_at(round.len() / 2);
+                    for &p in older.iter().chain(newer.iter().rev()) {
+                        // SAFETY: the producer allocated it with this size and gave it up to this thread.
+                        unsafe { b.free(p as *mut u8, size) };
+                    }
                 }
-                if empty_tx.send(round).is_err() {
+                if empty_tx.send(batch).is_err() {
                     break;
                 }
             }
         });
         let request = B::request(cell.size);
-        for _ in 0..rounds {
-            let mut round = empty_rx.recv().expect("the consumer hands every buffer back");
-            for slot in round.iter_mut() {
+        for _ in 0..batches {
+            let mut batch = empty_rx.recv().expect("the consumer hands every buffer back");
+            for slot in batch.iter_mut() {
                 // SAFETY: a grid size, not zero.
                 *slot = black_box(unsafe { b.alloc(request) }) as usize;
             }
             full_tx
-                .send(round)
+                .send(batch)
                 .expect("the consumer runs until the producer ends");
         }
         drop(full_tx);
     });
-    t.elapsed().as_nanos() as f64
+    t.elapsed().as_nanos() as f64 * rounds as f64 / (batches * per_batch) as f64
 }
 
 #[cfg(test)]
@@ -276,17 +288,22 @@ mod tests {
             ("grid-64-25", 2_000),
             ("grid-1024-400-t2", 2_000),
             ("grid-32-100-pc", 2_000),
+            ("grid-16-1-pc", 3_000),
         ] {
             let cell = GridCell::parse(name).unwrap();
             let a = Counting::default();
             let ns = run_cell(&a, cell, pairs);
             assert!(ns.is_finite() && ns > 0.0, "{name}: {ns}");
             assert_eq!(a.out.load(Ordering::Relaxed), 0, "{name}: blocks left out");
-            let threads = match cell.threads {
-                GridThreads::Each(k) => k,
-                GridThreads::ProducerConsumer => 1,
+            let rounds = pairs.div_ceil(cell.live);
+            let blocks = match cell.threads {
+                GridThreads::Each(k) => rounds * cell.live * k,
+                // Whole hand-offs of ceil(1024 / n) rounds.
+                GridThreads::ProducerConsumer => {
+                    let per = HANDOFF_BLOCKS.div_ceil(cell.live);
+                    rounds.div_ceil(per) * per * cell.live
+                }
             };
-            let blocks = pairs.div_ceil(cell.live) * cell.live * threads;
             assert_eq!(a.bytes.load(Ordering::Relaxed), blocks * cell.size, "{name}");
         }
     }
