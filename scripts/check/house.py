@@ -4,7 +4,9 @@
 1. README.md is a front page: at most 300 lines, and no commit hash in it.
 2. One concept per file: no source file of the production crates (hopless, hopless-kv, hopless-server,
    hopless-malloc) has more than 600 lines before its unit-test module (`#[cfg(test)] mod ...`).
-3. Code says what is true now: no comment in any crate's source, test or bench names a date, an issue
+3. One module-file style per crate: a module with children is `foo/mod.rs` everywhere in a crate, or
+   `foo.rs` beside `foo/` everywhere, not both.
+4. Code says what is true now: no comment in any crate's source, test or bench names a date, an issue
    number, a work session or a commit hash, and none says "the seed" for the write-ups the project
    started from (the README says so once). A random or hash seed is a seed: only the write-up sense is
    refused (`the seed`, `the seed's`, `seed KV`, `seed's`).
@@ -102,6 +104,15 @@ def main() -> int:
                 problems.append(
                     f"{f.relative_to(ROOT)}: {n} lines before its tests (at most {FILE_MAX_LINES}: split it by concept)"
                 )
+
+    for src in sorted((ROOT / "crates").glob("*/src")):
+        mod_rs = [d for d in src.rglob("*") if d.is_dir() and (d / "mod.rs").exists()]
+        beside = [d for d in src.rglob("*") if d.is_dir() and d.with_suffix(".rs").exists()]
+        if mod_rs and beside:
+            problems.append(
+                f"{src.relative_to(ROOT)}: both module-file styles: {mod_rs[0].relative_to(src)}/mod.rs and "
+                f"{beside[0].relative_to(src)}.rs (choose one per crate)"
+            )
 
     files = tracked("crates/*.rs", "fuzz/*.rs")
     for f in files:
