@@ -161,6 +161,11 @@ pub(crate) unsafe fn free_sized(class: usize, p: *mut u8) {
     // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and threads
     // without a cache take the slow path); `p` per the caller.
     unsafe {
-        ThreadCache::push_keyed(tc, class, p).settle(tc, class, || free_suspect(class, p), || free_slow(class, p))
+        ThreadCache::push_keyed(tc, class, p).settle(
+            tc,
+            class,
+            || free_suspect(class, p),
+            || free_slow(class, p),
+        )
     }
 }

@@ -104,7 +104,6 @@ mod raw {
             );
         }
     }
-
 }
 
 #[cfg(all(target_arch = "aarch64", target_os = "linux", not(miri)))]
@@ -180,12 +179,15 @@ mod raw {
             );
         }
     }
-
 }
 
 /// Both architectures' words through `raw`: pointers go out with their provenance exposed and come back
 /// with it, the words being plain memory to `asm!`.
-#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri)))]
+#[cfg(all(
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    target_os = "linux",
+    not(miri)
+))]
 mod imp {
     use super::raw::{read_raw, write_raw};
 
@@ -200,7 +202,11 @@ mod imp {
     }
 }
 
-#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(miri))))]
+#[cfg(not(all(
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    target_os = "linux",
+    not(miri)
+)))]
 mod imp {
     extern crate std;
     use core::cell::Cell;

@@ -47,7 +47,13 @@ impl ThreadCache {
     ///
     /// `tc` is the calling thread's live cache, `m` one of its magazines, holding `n` blocks.
     #[inline]
-    pub(super) unsafe fn popped_this_epoch(tc: *mut ThreadCache, m: *mut Magazine, n: u32, p: *mut u8, d: usize) -> bool {
+    pub(super) unsafe fn popped_this_epoch(
+        tc: *mut ThreadCache,
+        m: *mut Magazine,
+        n: u32,
+        p: *mut u8,
+        d: usize,
+    ) -> bool {
         // SAFETY: `tc` is the calling thread's live cache, per the caller.
         let id = unsafe { (*tc).id };
         // Another cache's key, or another epoch's (the id and epoch bits differ: all but the slot's).

@@ -136,7 +136,6 @@ pub unsafe fn key_epoch(p: *mut u8) -> usize {
     ((unsafe { key_word(p) } ^ p.addr() ^ FREE_SALT.load(Ordering::Relaxed)) >> EPOCH_SHIFT) & EPOCH_MASK
 }
 
-
 /// What the first word of `p` says about where it is, if it is a key.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum KeySays {

@@ -46,7 +46,13 @@ impl Push {
     /// push is [`Push::Done`] (the empty cache never takes a block).
     #[inline(always)]
     #[cfg_attr(not(feature = "stats"), allow(unused_variables))]
-    pub unsafe fn settle(self, tc: *mut ThreadCache, class: usize, suspect: impl FnOnce(), full: impl FnOnce()) {
+    pub unsafe fn settle(
+        self,
+        tc: *mut ThreadCache,
+        class: usize,
+        suspect: impl FnOnce(),
+        full: impl FnOnce(),
+    ) {
         match self {
             Push::Done => {
                 // SAFETY: per the caller, a push that is done went into a live cache.
@@ -81,7 +87,9 @@ impl ThreadCache {
                 (*m).cap = MAG_CAPACITY.get(class).copied().unwrap_or(2);
                 // An epoch no magazine of this cache had since its count last wrapped.
                 let e = Self::next_epoch(tc);
-                Self::flush_state_of(m).0.store(tag_at((*tc).id as usize, e), Ordering::Relaxed);
+                Self::flush_state_of(m)
+                    .0
+                    .store(tag_at((*tc).id as usize, e), Ordering::Relaxed);
             }
         }
     }
@@ -317,7 +325,10 @@ impl ThreadCache {
     /// `m` is a magazine of the calling thread's live cache, whose id is `id`.
     unsafe fn move_to_epoch(m: *mut Magazine, id: usize, e: usize, from: u32) {
         let (tag, step, last_from) = Self::flush_state_of(m);
-        step.store((epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32, Ordering::Relaxed);
+        step.store(
+            (epoch_of(tag.load(Ordering::Relaxed)) ^ e) as u32,
+            Ordering::Relaxed,
+        );
         last_from.store(from, Ordering::Relaxed);
         tag.store(tag_at(id, e), Ordering::Relaxed);
     }

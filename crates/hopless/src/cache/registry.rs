@@ -6,8 +6,8 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::free_key::MAX_CACHE_ID;
-use super::thread_cache::ThreadCache;
 use super::owned::token_id;
+use super::thread_cache::ThreadCache;
 use crate::platform::PAGE_SIZE;
 
 /// Every thread cache with an id, by id (never unmapped once here).

@@ -228,12 +228,28 @@ fn a_flush_writes_no_block_and_tags_the_slots_it_took() {
             assert_eq!(key_word(p), keys[i], "a flushed block is not written");
             assert_eq!(read_key(p), KeySays::Slot { id, slot });
             if slot > cap / 2 {
-                assert_eq!(ThreadCache::slot(tc, class, slot).addr(), p.addr() | 1, "its slot holds it tagged");
+                assert_eq!(
+                    ThreadCache::slot(tc, class, slot).addr(),
+                    p.addr() | 1,
+                    "its slot holds it tagged"
+                );
             }
-            assert_eq!(ThreadCache::push_keyed(tc, class, p), Push::Suspect, "freed again: the slow path looks");
-            assert_eq!(ThreadCache::own_key_says(tc, class, p), OwnKey::Stale, "in its slab, perhaps");
+            assert_eq!(
+                ThreadCache::push_keyed(tc, class, p),
+                Push::Suspect,
+                "freed again: the slow path looks"
+            );
+            assert_eq!(
+                ThreadCache::own_key_says(tc, class, p),
+                OwnKey::Stale,
+                "in its slab, perhaps"
+            );
         }
-        assert_eq!(key_word(untouched), before, "a refilled block nobody took is not written");
+        assert_eq!(
+            key_word(untouched),
+            before,
+            "a refilled block nobody took is not written"
+        );
         // Two pushed blocks popped and freed again unwritten, the older first: `a`, keyed in this
         // epoch, pushed at once; `b`, keyed in the one before but below where the flush started, after
         // the slow path's word on it.
@@ -268,7 +284,12 @@ fn a_pop_hands_out_the_top_slot_whatever_its_copy_says() {
             let n = (*m).count as usize;
             assert!(n > 0, "{what}: an empty magazine");
             let top = (&raw const (*m).top).read();
-            assert_eq!(top, ThreadCache::slot(tc, class, n - 1), "{what}: top is slots[{}]", n - 1);
+            assert_eq!(
+                top,
+                ThreadCache::slot(tc, class, n - 1),
+                "{what}: top is slots[{}]",
+                n - 1
+            );
         };
         // A refill (the first allocation), then pushes up to a flush, then the pops after it.
         let first = heap.alloc(tc, 64, 8, false);
@@ -303,7 +324,10 @@ fn a_pop_hands_out_the_top_slot_whatever_its_copy_says() {
         let last = ThreadCache::slot(tc, class, 0);
         assert_eq!(ThreadCache::pop(tc, class), last);
         assert_eq!((*m).count, 0);
-        assert!(ThreadCache::pop(tc, class).is_null(), "an empty magazine pops nothing");
+        assert!(
+            ThreadCache::pop(tc, class).is_null(),
+            "an empty magazine pops nothing"
+        );
         popped.push(last);
         // A refill into the empty magazine.
         let mut more = vec![core::ptr::null_mut(); 4];
@@ -421,7 +445,10 @@ fn idle_magazines_take_new_epochs_as_the_cache_counts_on() {
         // The next flush of class 2 takes the counter past a multiple of the refresh.
         (*tcp).epochs = EPOCH_REFRESH - 1;
         let mut out = [core::ptr::null_mut(); 1];
-        assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
+        assert_eq!(
+            ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)),
+            1
+        );
         let after = epoch_of((*idle).tag);
         assert_ne!(after, before, "the idle magazine has a new epoch");
         assert_eq!((*idle).epoch_step as usize, before ^ after);
@@ -450,8 +477,14 @@ fn a_key_two_flushes_old_is_popped_while_its_slot_holds_the_block() {
             assert_eq!(ThreadCache::push_keyed(tcp, 2, b(i)), Push::Done);
         }
         let mut out = [core::ptr::null_mut(); 1];
-        assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
-        assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
+        assert_eq!(
+            ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)),
+            1
+        );
+        assert_eq!(
+            ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)),
+            1
+        );
         assert_eq!(out[0], b(2));
         assert_eq!(ThreadCache::pop(tcp, 2), b(1));
         assert_eq!(ThreadCache::push_keyed(tcp, 2, b(1)), Push::Suspect);
@@ -551,7 +584,10 @@ fn a_pushed_block_carries_its_slot_and_a_written_one_is_taken() {
         // Flushed from slot 3, its key unwritten: freed again, it is stale (an earlier epoch's
         // key, and the flush left its slot holding it tagged): its slab is looked at.
         let mut out = [core::ptr::null_mut(); 1];
-        assert_eq!(ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)), 1);
+        assert_eq!(
+            ThreadCache::take_newest(tcp, 2, 1, crate::scratch::as_buffer(&mut out)),
+            1
+        );
         assert_eq!(out[0], b(2));
         assert_eq!(read_key(b(2)), KeySays::Slot { id: 7, slot: 3 });
         assert_eq!(ThreadCache::push_keyed(tcp, 2, b(2)), Push::Suspect);

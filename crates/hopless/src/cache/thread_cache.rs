@@ -72,7 +72,8 @@ pub struct Magazine {
 
 // `top` is where `slots[-1]` would be (see `ThreadCache::try_pop_in`).
 const _: () = assert!(
-    core::mem::offset_of!(Magazine, slots) == core::mem::offset_of!(Magazine, top) + core::mem::size_of::<*mut u8>()
+    core::mem::offset_of!(Magazine, slots)
+        == core::mem::offset_of!(Magazine, top) + core::mem::size_of::<*mut u8>()
 );
 
 impl Magazine {
@@ -228,7 +229,9 @@ impl ThreadCache {
     /// `tag`, `epoch_step` and `flushed_from`, which another thread's double-free check reads
     /// ([`ThreadCache::may_have_flushed`]): the owner writes them atomically (and reads them plainly).
     #[inline(always)]
-    pub(super) fn flush_state_of(m: *mut Magazine) -> (&'static AtomicU64, &'static AtomicU32, &'static AtomicU32) {
+    pub(super) fn flush_state_of(
+        m: *mut Magazine,
+    ) -> (&'static AtomicU64, &'static AtomicU32, &'static AtomicU32) {
         // SAFETY: as for `count_of`.
         unsafe {
             (

@@ -155,7 +155,13 @@ impl ClassHeap {
     /// A slab for a thread cache to own, with `token` as its owner: the class's partial slab with the
     /// most recent frees (its remote frees folded first), else a fresh one from `pool`. Null when the
     /// page source has no memory. Default mode only (no checks: an owned slab is carved in order).
-    pub(crate) fn adopt<P: PageSource>(&self, class: usize, pool: &SlabPool, source: &P, token: u32) -> *mut Slab {
+    pub(crate) fn adopt<P: PageSource>(
+        &self,
+        class: usize,
+        pool: &SlabPool,
+        source: &P,
+        token: u32,
+    ) -> *mut Slab {
         let mut visited_pool = false;
         let s = {
             let mut g = self.inner.lock();
@@ -183,7 +189,9 @@ impl ClassHeap {
                         Ok(moved) => {
                             g.counters.outstanding = g.counters.outstanding.wrapping_sub(i64::from(moved));
                         }
-                        Err(index) => report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s),
+                        Err(index) => {
+                            report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s)
+                        }
                     }
                 }
             }

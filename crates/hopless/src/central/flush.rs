@@ -193,7 +193,11 @@ impl ClassHeap {
                     run.bits |= bit;
                 } else {
                     n += Self::emit(out, n, run);
-                    run = Returning { slab, word, bits: bit };
+                    run = Returning {
+                        slab,
+                        word,
+                        bits: bit,
+                    };
                 }
                 rest = after;
             }
@@ -254,23 +258,40 @@ impl ClassHeap {
                 // freed already (as `put_bits` would report).
                 let index = r.word * 64 + r.bits.trailing_zeros();
                 // SAFETY: the address is only reported.
-                report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s);
+                report_bad_free(
+                    FreeError::DoubleFree,
+                    unsafe { Slab::block_at(s, index) },
+                    class,
+                    s,
+                );
             }
             if owner != 0 {
                 // A thread's slab: a remote free (or, for a fold request, a hint to its owner).
                 if r.bits != 0 {
                     // Free in the owner's bitmap: a double free (as in `Heap::flush_owned`).
                     // SAFETY: `s` is the blocks' slab header (checked); the bitmap is atomics.
-                    let twice = unsafe { (*s).bitmap.get(r.word as usize) }.map_or(0, |w| w.load(Ordering::Relaxed)) & r.bits;
+                    let twice = unsafe { (*s).bitmap.get(r.word as usize) }
+                        .map_or(0, |w| w.load(Ordering::Relaxed))
+                        & r.bits;
                     if twice != 0 {
                         let index = r.word * 64 + twice.trailing_zeros();
                         // SAFETY: the address is only reported.
-                        report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s);
+                        report_bad_free(
+                            FreeError::DoubleFree,
+                            unsafe { Slab::block_at(s, index) },
+                            class,
+                            s,
+                        );
                     }
                     // SAFETY: as above; `remote` is atomics.
                     match unsafe { (*s).remote.free_bits(&(*s).owner, r.word, r.bits) } {
                         // SAFETY: as above; the address is only reported.
-                        Err(index) => report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s),
+                        Err(index) => report_bad_free(
+                            FreeError::DoubleFree,
+                            unsafe { Slab::block_at(s, index) },
+                            class,
+                            s,
+                        ),
                         Ok(RemoteFree::Recorded {
                             notify_owner: Some(t),
                             ..
@@ -289,7 +310,12 @@ impl ClassHeap {
                     Ok(0) => continue,
                     Ok(moved) => returned += u64::from(moved),
                     // SAFETY: as above; the address is only reported.
-                    Err(index) => report_bad_free(FreeError::DoubleFree, unsafe { Slab::block_at(s, index) }, class, s),
+                    Err(index) => report_bad_free(
+                        FreeError::DoubleFree,
+                        unsafe { Slab::block_at(s, index) },
+                        class,
+                        s,
+                    ),
                 }
             } else {
                 // SAFETY: we hold the class lock and `s` is the blocks' slab header (checked).
@@ -358,7 +384,13 @@ impl ClassHeap {
     ///
     /// `s` is a slab of this class owned by a cache the calling thread holds (or took from a thread
     /// that is gone), on no list any more.
-    pub(crate) unsafe fn hand_over<P: PageSource>(&self, class: usize, pool: &SlabPool, source: &P, s: *mut Slab) {
+    pub(crate) unsafe fn hand_over<P: PageSource>(
+        &self,
+        class: usize,
+        pool: &SlabPool,
+        source: &P,
+        s: *mut Slab,
+    ) {
         let keep = if is_medium(class) { 0 } else { KEEP_EMPTY_SMALL };
         let mut victim = [ptr::null_mut(); 1];
         let nv = {

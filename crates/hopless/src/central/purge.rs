@@ -204,7 +204,11 @@ unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, st
         return;
     }
     let _ = record.fetch_update(Ordering::Release, Ordering::Relaxed, |cur| {
-        Some(if cur >> 32 == epoch { cur | bits } else { epoch << 32 | bits })
+        Some(if cur >> 32 == epoch {
+            cur | bits
+        } else {
+            epoch << 32 | bits
+        })
     });
 }
 

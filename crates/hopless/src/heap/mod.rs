@@ -37,10 +37,10 @@ mod fork;
 mod free;
 mod hardened;
 mod owned;
-mod registry;
-mod stats;
 #[cfg(test)]
 mod owned_tests;
+mod registry;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -186,7 +186,11 @@ impl<P: PageSource> Heap<P> {
     /// Tells the large-mapping cache how many segments the slabs hold (it gives pages back as they
     /// grow). Outside every lock: the cache may unmap.
     fn note_segments(&self) {
-        let segments = self.pools().iter().map(|p| p.reserved.load(Ordering::Relaxed)).sum();
+        let segments = self
+            .pools()
+            .iter()
+            .map(|p| p.reserved.load(Ordering::Relaxed))
+            .sum();
         self.large.slab_segments(&self.source, segments);
         if self.huge_caught_up.due(&self.source) {
             for pool in self.pools() {

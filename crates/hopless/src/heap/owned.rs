@@ -112,7 +112,12 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is a live cache of the calling thread and [`Heap::owns_slabs`] holds for it.
-    pub(super) unsafe fn refill_owned(&self, tc: *mut ThreadCache, class: usize, out: &mut [MaybeUninit<*mut u8>]) -> usize {
+    pub(super) unsafe fn refill_owned(
+        &self,
+        tc: *mut ThreadCache,
+        class: usize,
+        out: &mut [MaybeUninit<*mut u8>],
+    ) -> usize {
         // SAFETY: per the caller.
         let o = unsafe { owned_of(tc, class) };
         if o.is_null() {
@@ -138,7 +143,9 @@ impl<P: PageSource> Heap<P> {
                         from_class = self.refill_into(class, rest);
                         break;
                     }
-                    s = self.class(class).adopt(class, self.pool(class), &self.source, token);
+                    s = self
+                        .class(class)
+                        .adopt(class, self.pool(class), &self.source, token);
                     if s.is_null() {
                         break;
                     }
@@ -173,7 +180,11 @@ impl<P: PageSource> Heap<P> {
         // SAFETY: per the caller, the owned slabs are the calling thread's to write.
         unsafe {
             for full in [true, false] {
-                let head: *mut *mut () = if full { &raw mut (*o).full } else { &raw mut (*o).partial };
+                let head: *mut *mut () = if full {
+                    &raw mut (*o).full
+                } else {
+                    &raw mut (*o).partial
+                };
                 let mut s = (*head).cast::<Slab>();
                 while !s.is_null() {
                     let next = (*s).next;
@@ -191,7 +202,8 @@ impl<P: PageSource> Heap<P> {
                         if (*s).free == (*s).capacity && (*o).len > 1 {
                             unlink(&raw mut (*o).partial, s);
                             (*o).len -= 1;
-                            self.class(class).hand_over(class, self.pool(class), &self.source, s);
+                            self.class(class)
+                                .hand_over(class, self.pool(class), &self.source, s);
                         }
                     }
                     s = next;
@@ -249,7 +261,8 @@ impl<P: PageSource> Heap<P> {
                         if (*s).free == (*s).capacity && (*o).len > 1 {
                             unlink(&raw mut (*o).partial, s);
                             (*o).len -= 1;
-                            self.class(class).hand_over(class, self.pool(class), &self.source, s);
+                            self.class(class)
+                                .hand_over(class, self.pool(class), &self.source, s);
                         }
                         continue;
                     }
@@ -257,7 +270,11 @@ impl<P: PageSource> Heap<P> {
                         // Free in the owner's bitmap: a double free (a block this thread frees is out,
                         // so its bit there is clear; the owner may take it meanwhile, which makes
                         // this look miss, never err).
-                        let twice = (*s).bitmap.get(r.word as usize).map_or(0, |w| w.load(Ordering::Relaxed)) & r.bits;
+                        let twice = (*s)
+                            .bitmap
+                            .get(r.word as usize)
+                            .map_or(0, |w| w.load(Ordering::Relaxed))
+                            & r.bits;
                         if twice != 0 {
                             let index = r.word * 64 + twice.trailing_zeros();
                             report_bad_free(FreeError::DoubleFree, Slab::block_at(s, index), class, s);
@@ -320,7 +337,8 @@ impl<P: PageSource> Heap<P> {
                     *head = ptr::null_mut();
                     while !s.is_null() {
                         let next = (*s).next;
-                        self.class(class).hand_over(class, self.pool(class), &self.source, s);
+                        self.class(class)
+                            .hand_over(class, self.pool(class), &self.source, s);
                         s = next;
                     }
                 }

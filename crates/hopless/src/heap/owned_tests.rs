@@ -23,7 +23,9 @@ fn slab(p: *mut u8) -> *mut Slab {
 /// `tc` is the calling thread's cache of `heap`.
 unsafe fn alloc_n(heap: &Heap<SystemPages>, tc: *mut ThreadCache, size: usize, n: usize) -> Vec<*mut u8> {
     // SAFETY: per the caller.
-    (0..n).map(|_| unsafe { heap.alloc(tc, size, 8, false) }).collect()
+    (0..n)
+        .map(|_| unsafe { heap.alloc(tc, size, 8, false) })
+        .collect()
 }
 
 #[test]
@@ -45,13 +47,21 @@ fn a_threads_own_blocks_go_back_to_its_slabs_without_the_class() {
         }
         {
             let g = heap.class(class).inner.lock();
-            assert_eq!((g.counters.refills, g.counters.flushes), (0, 0), "no batch went through the class");
+            assert_eq!(
+                (g.counters.refills, g.counters.flushes),
+                (0, 0),
+                "no batch went through the class"
+            );
             assert!(g.partial.head.is_null());
         }
         let st = heap.stats();
         assert!(st.classes[class].refills >= 3 && st.classes[class].flushes >= 2);
         heap.retire_thread_cache(a);
-        assert_eq!((*s).owner.load(Ordering::Relaxed), 0, "handed to its class at exit");
+        assert_eq!(
+            (*s).owner.load(Ordering::Relaxed),
+            0,
+            "handed to its class at exit"
+        );
         assert_eq!(heap.stats().classes[class].outstanding_blocks, 0);
     }
 }
@@ -120,8 +130,13 @@ fn blocks_freed_after_their_owner_exits_go_back_through_the_class() {
         heap.retire_thread_cache(b);
         let st = heap.stats();
         assert_eq!(st.classes[class].outstanding_blocks, 0);
-        assert!(blocks.iter().all(|&p| Slab::is_free(slab(p), p) || (*slab(p)).carved.load(Ordering::Relaxed) == 0));
+        assert!(blocks
+            .iter()
+            .all(|&p| Slab::is_free(slab(p), p) || (*slab(p)).carved.load(Ordering::Relaxed) == 0));
         heap.trim();
-        assert!(heap.stats().classes.iter().all(|c| c.slabs == 0), "every slab back in its pool");
+        assert!(
+            heap.stats().classes.iter().all(|c| c.slabs == 0),
+            "every slab back in its pool"
+        );
     }
 }

@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::cache::{
-    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, NEXT_CACHE_ID, MAX_PARKED, MAX_WARM, ORPHAN_PROBES,
+    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, MAX_PARKED, MAX_WARM, NEXT_CACHE_ID, ORPHAN_PROBES,
 };
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::scratch;

@@ -44,7 +44,10 @@ impl<P: PageSource> Heap<P> {
             // Blocks out of their slabs now; the class's own peak (at its refills) is a floor for the
             // peak, which owned refills do not track.
             for (class, c) in st.classes.iter_mut().enumerate() {
-                let (o, p) = (outstanding.get(class).copied().unwrap_or(0), peak.get(class).copied().unwrap_or(0));
+                let (o, p) = (
+                    outstanding.get(class).copied().unwrap_or(0),
+                    peak.get(class).copied().unwrap_or(0),
+                );
                 c.outstanding_blocks = o.max(0) as u64;
                 c.peak_bytes = p.max(o).max(0) as u64 * class_size(class) as u64;
             }

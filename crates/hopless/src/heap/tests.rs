@@ -193,7 +193,11 @@ fn a_huge_page_is_left_once_until_the_huge_page_advice_is_given_again() {
     }
     let purged = heap.stats().purged_slabs;
     assert!(purged >= 2, "{purged}");
-    assert_eq!(leaves(), huge_pages(first), "each huge page left once, not once a slab");
+    assert_eq!(
+        leaves(),
+        huge_pages(first),
+        "each huge page left once, not once a slab"
+    );
     // The huge-page advice again (the 64 MiB mark): what was left counts no more.
     for pool in heap.pools() {
         pool.advise_huge_all(&heap.source);
@@ -204,7 +208,11 @@ fn a_huge_page_is_left_once_until_the_huge_page_advice_is_given_again() {
         unsafe { heap.flush(class, slab) };
     }
     assert!(heap.stats().purged_slabs >= purged + 2);
-    assert_eq!(leaves() - before, huge_pages(second), "left again after the advice, once a huge page");
+    assert_eq!(
+        leaves() - before,
+        huge_pages(second),
+        "left again after the advice, once a huge page"
+    );
 }
 
 #[test]
@@ -225,11 +233,18 @@ fn a_trim_purges_neighbouring_slabs_in_one_call_and_never_a_slab_in_use() {
     slots.dedup();
     assert_eq!(slots.len(), slabs);
     let kept = [slots[3], slots[7]];
-    let (held, freed): (Vec<_>, Vec<_>) = blocks.iter().enumerate().partition(|(_, &p)| kept.contains(&slot_of(p)));
+    let (held, freed): (Vec<_>, Vec<_>) = blocks
+        .iter()
+        .enumerate()
+        .partition(|(_, &p)| kept.contains(&slot_of(p)));
     let freed: Vec<*mut u8> = freed.into_iter().map(|(_, &p)| p).collect();
     // SAFETY: each freed once.
     unsafe { heap.flush(class, &freed) };
-    assert_eq!(heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed), 0, "the delay holds purges back");
+    assert_eq!(
+        heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed),
+        0,
+        "the delay holds purges back"
+    );
     heap.trim();
     assert_eq!(heap.stats().purged_slabs as usize, slabs - 2);
     for &(i, &p) in &held {
@@ -237,10 +252,20 @@ fn a_trim_purges_neighbouring_slabs_in_one_call_and_never_a_slab_in_use() {
     }
     // One call per run of neighbouring slots in one segment, and fewer calls than slabs.
     let freed_slots: Vec<usize> = slots.iter().copied().filter(|s| !kept.contains(s)).collect();
-    let same_segment = |a: usize, b: usize| (a << SMALL_SLAB_SHIFT) / SEGMENT_SIZE == (b << SMALL_SLAB_SHIFT) / SEGMENT_SIZE;
-    let runs = 1 + freed_slots.windows(2).filter(|w| w[1] != w[0] + 1 || !same_segment(w[0], w[1])).count();
-    assert_eq!(heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed), runs);
-    assert!(runs < slabs - 2, "a fresh segment's slabs lie side by side: {freed_slots:x?}");
+    let same_segment =
+        |a: usize, b: usize| (a << SMALL_SLAB_SHIFT) / SEGMENT_SIZE == (b << SMALL_SLAB_SHIFT) / SEGMENT_SIZE;
+    let runs = 1 + freed_slots
+        .windows(2)
+        .filter(|w| w[1] != w[0] + 1 || !same_segment(w[0], w[1]))
+        .count();
+    assert_eq!(
+        heap.source.decommits.load(core::sync::atomic::Ordering::Relaxed),
+        runs
+    );
+    assert!(
+        runs < slabs - 2,
+        "a fresh segment's slabs lie side by side: {freed_slots:x?}"
+    );
     // The purged slabs come back zeroed.
     let mut again = vec![core::ptr::null_mut(); 16 * (slabs - 2)];
     assert_eq!(heap.refill(class, &mut again), again.len());
@@ -264,7 +289,11 @@ fn a_trim_purges_more_slabs_than_one_batch_holds() {
     fill_and_empty_slabs(&heap, slabs, touched);
     assert_eq!(heap.stats().purged_slabs, 0);
     heap.trim();
-    assert_eq!(heap.stats().purged_slabs as usize, slabs, "every emptied slab, the class's kept one too");
+    assert_eq!(
+        heap.stats().purged_slabs as usize,
+        slabs,
+        "every emptied slab, the class's kept one too"
+    );
     let mut again = vec![core::ptr::null_mut(); 16 * slabs];
     assert_eq!(heap.refill(class, &mut again), again.len());
     assert_eq!(zero_blocks(&again, touched), again.len());
@@ -443,9 +472,7 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
     unsafe {
         // Freed unwritten, three magazines' worth: full magazines flush, the blocks keeping their keys.
         let id = (*tc).id as usize;
-        let stale = |p: *mut u8, slot: usize| {
-            matches!(read_key(p), KeySays::Slot { id: i, slot: s } if i == id && s != slot)
-        };
+        let stale = |p: *mut u8, slot: usize| matches!(read_key(p), KeySays::Slot { id: i, slot: s } if i == id && s != slot);
         let blocks: Vec<*mut u8> = (0..3 * cap).map(|_| heap.take_block(tc, class)).collect();
         for &p in &blocks {
             heap.free_checked(tc, class, p);
@@ -459,25 +486,48 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         // the keying, which stops at the count, must leave it alone.
         let kept = heap.take_block(tc, class);
         let kept_key = kept.cast::<usize>().read();
-        assert!(matches!(read_key(kept), KeySays::Slot { .. }), "refilled from the slab, its key unwritten");
+        assert!(
+            matches!(read_key(kept), KeySays::Slot { .. }),
+            "refilled from the slab, its key unwritten"
+        );
         // The first look builds the refill filter from the refilled blocks still in the magazine, q1
         // and q2 among them: their frees below then look through the refilled slots.
         let r = ThreadCache::slot(tc, class, 0);
         assert!(stale(r, 0));
-        assert!(ThreadCache::holds_refilled(tc, class, r), "the look through the refilled slots finds it");
+        assert!(
+            ThreadCache::holds_refilled(tc, class, r),
+            "the look through the refilled slots finds it"
+        );
         let (q1, q2) = (heap.take_block(tc, class), heap.take_block(tc, class));
         let left = ThreadCache::count(tc, class);
         assert!(left > 1);
-        assert!(stale(q1, left + 1) && stale(q2, left), "keys for slots that do not hold them");
+        assert!(
+            stale(q1, left + 1) && stale(q2, left),
+            "keys for slots that do not hold them"
+        );
 
         heap.free_checked(tc, class, q1);
         assert!(stale(r, 0), "one look: nothing keyed yet");
         assert!(ThreadCache::holds_refilled(tc, class, r));
         heap.free_checked(tc, class, q2);
-        assert_eq!(read_key(r), KeySays::Slot { id, slot: 0 }, "keyed for the slot that holds it");
-        assert!(ThreadCache::holds_at(tc, class, 0, r), "where a double free from any thread looks");
-        assert!(!ThreadCache::holds_refilled(tc, class, r), "no refilled range left to look through");
-        assert_eq!(kept.cast::<usize>().read(), kept_key, "a block handed out is not the magazine's to write");
+        assert_eq!(
+            read_key(r),
+            KeySays::Slot { id, slot: 0 },
+            "keyed for the slot that holds it"
+        );
+        assert!(
+            ThreadCache::holds_at(tc, class, 0, r),
+            "where a double free from any thread looks"
+        );
+        assert!(
+            !ThreadCache::holds_refilled(tc, class, r),
+            "no refilled range left to look through"
+        );
+        assert_eq!(
+            kept.cast::<usize>().read(),
+            kept_key,
+            "a block handed out is not the magazine's to write"
+        );
         for i in 1..left {
             let s = ThreadCache::slot(tc, class, i);
             assert_eq!(read_key(s), KeySays::Slot { id, slot: i });
@@ -524,7 +574,9 @@ fn the_refill_filter_built_late_still_finds_every_refilled_block_the_magazine_ho
             let mut out = vec![heap.take_block(tc, class)];
             let refilled: Vec<*mut u8> = {
                 let m = ThreadCache::mag(tc, class);
-                (0..(*m).refilled as usize).map(|i| ThreadCache::slot(tc, class, i)).collect()
+                (0..(*m).refilled as usize)
+                    .map(|i| ThreadCache::slot(tc, class, i))
+                    .collect()
             };
             for _ in 0..rng.gen_range(0..40) {
                 if rng.gen_ratio(2, 3) && ThreadCache::count(tc, class) > 0 {
@@ -548,7 +600,10 @@ fn the_refill_filter_built_late_still_finds_every_refilled_block_the_magazine_ho
                         );
                     }
                     Some(_) => {}
-                    None => assert!(!ThreadCache::holds_refilled(tc, class, p), "round {round}: a block handed out is found"),
+                    None => assert!(
+                        !ThreadCache::holds_refilled(tc, class, p),
+                        "round {round}: a block handed out is found"
+                    ),
                 }
             }
             // Everything back, unwritten; the magazine emptied for the next round's refill.
@@ -559,7 +614,10 @@ fn the_refill_filter_built_late_still_finds_every_refilled_block_the_magazine_ho
                 let _ = heap.take_block(tc, class);
             }
         }
-        assert!(found > rounds * 5, "the walks left refilled blocks to find: {found}");
+        assert!(
+            found > rounds * 5,
+            "the walks left refilled blocks to find: {found}"
+        );
         heap.retire_thread_cache(tc);
     }
 }

@@ -339,7 +339,10 @@ fn freeing_every_large_block_keeps_the_footprint_of_the_recent_peak() {
         let p = heap.alloc(tc, small, 8, false);
         heap.free_ptr(tc, p);
         let cached = heap.stats().large_cached_bytes as usize;
-        assert!(cached <= CACHE_MIN_BYTES, "{cached} B kept after a pause with nothing in use");
+        assert!(
+            cached <= CACHE_MIN_BYTES,
+            "{cached} B kept after a pause with nothing in use"
+        );
         heap.trim();
         heap.retire_thread_cache(tc);
     }

@@ -49,7 +49,9 @@ pub fn set_huge_pages(setting: HugePages) {
         HugePages::Auto => MODE_AUTO,
         HugePages::On => MODE_ON,
     };
-    let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v & !MODE_MASK | mode));
+    let _ = HUGE_PAGES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v & !MODE_MASK | mode)
+    });
 }
 
 /// The setting.

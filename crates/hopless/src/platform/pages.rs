@@ -177,7 +177,11 @@ unsafe impl PageSource for OsPages {
         // of it is written with zeroes.
         unsafe {
             if inner_start < inner_end {
-                libc::madvise(ptr.add(inner_start - start).cast(), inner_end - inner_start, libc::MADV_DONTNEED);
+                libc::madvise(
+                    ptr.add(inner_start - start).cast(),
+                    inner_end - inner_start,
+                    libc::MADV_DONTNEED,
+                );
                 ptr::write_bytes(ptr, 0, inner_start - start);
                 ptr::write_bytes(ptr.add(inner_end - start), 0, end - inner_end);
             } else {
@@ -217,16 +221,18 @@ unsafe impl PageSource for OsPages {
         // huge-page boundaries, so neighbouring regions left the same way merge into one mapping in the
         // kernel's list rather than splitting it at every purge.
         let from = (ptr.addr() & !(huge - 1)).max(base.addr());
-        let end = (ptr.addr() + len)
-            .next_multiple_of(huge)
-            .min(base.addr() + size);
+        let end = (ptr.addr() + len).next_multiple_of(huge).min(base.addr() + size);
         if from < end {
             // SAFETY: `from..end` lies inside the caller's reservation (both ends clamped to it); the
             // advice leaves its contents alone. It can fail (EINVAL without huge pages, ENOMEM when the
             // split would pass `vm.max_map_count`), and then only the collapse guard is lost; `free`
             // must not change `errno` (POSIX 2024), so it is put back.
             keeping_errno(|| unsafe {
-                libc::madvise(base.add(from - base.addr()).cast(), end - from, libc::MADV_NOHUGEPAGE)
+                libc::madvise(
+                    base.add(from - base.addr()).cast(),
+                    end - from,
+                    libc::MADV_NOHUGEPAGE,
+                )
             });
         }
     }

@@ -30,7 +30,11 @@ pub fn os_page_size() -> usize {
     // SAFETY: getauxval has no preconditions; AT_PAGESZ is always supplied by Linux.
     let read = unsafe { libc::getauxval(libc::AT_PAGESZ) } as usize;
     // Never below the heap's unit, and a power of two (the kernel's always is).
-    let p = if read.is_power_of_two() { read.max(PAGE_SIZE) } else { PAGE_SIZE };
+    let p = if read.is_power_of_two() {
+        read.max(PAGE_SIZE)
+    } else {
+        PAGE_SIZE
+    };
     OS_PAGE.store(p, Ordering::Relaxed);
     p
 }

@@ -203,7 +203,11 @@ impl Returning {
     /// A request to fold `slab`'s remote frees under its class's lock: a remote free found the slab
     /// handed to its class meanwhile (`RemoteFree::Recorded { fold_now: true }`).
     pub const fn fold(slab: *mut Slab) -> Self {
-        Returning { slab, word: 0, bits: 0 }
+        Returning {
+            slab,
+            word: 0,
+            bits: 0,
+        }
     }
 }
 
@@ -268,7 +272,11 @@ pub unsafe fn set_granule_magazines(start: *mut u8, slot_size: usize, mag_offset
     for g in first..first + (slot_size >> SMALL_SLAB_SHIFT) {
         // SAFETY: the slot lies in the segment `seg`, so its granules are below `MAX_SLABS`: entries of
         // the table in the live segment's header area (per the caller).
-        unsafe { (*granules_of(seg).add(g)).mag_offset.store(mag_offset, Ordering::Relaxed) };
+        unsafe {
+            (*granules_of(seg).add(g))
+                .mag_offset
+                .store(mag_offset, Ordering::Relaxed)
+        };
     }
 }
 

@@ -78,7 +78,11 @@ fn refills_take_runs_of_free_blocks_lowest_first() {
         // SAFETY: each block is handed out and given back once.
         unsafe { heap.flush(class, &back) };
         let want = rng.gen_range(1..=100);
-        let expect: Vec<*mut u8> = (0..n).filter(|&i| free[i]).take(want).map(|i| blocks[i]).collect();
+        let expect: Vec<*mut u8> = (0..n)
+            .filter(|&i| free[i])
+            .take(want)
+            .map(|i| blocks[i])
+            .collect();
         if expect.len() < want {
             // The model covers these blocks only: keep the refill inside them.
             continue;
@@ -165,7 +169,10 @@ fn every_granule_of_a_slab_names_the_slab_and_its_magazine() {
                 let granule = granule_of(seg, (*slab).start.wrapping_add(at));
                 let named = slabs_of(seg).byte_add((*granule).slab.load(Relaxed) as usize);
                 assert_eq!(named, slab, "{size} B, {at} bytes into the slab");
-                assert_eq!((*granule).mag_offset.load(Relaxed), crate::cache::mag_offset(class));
+                assert_eq!(
+                    (*granule).mag_offset.load(Relaxed),
+                    crate::cache::mag_offset(class)
+                );
             }
             assert_eq!((*granule_of(seg, seg.cast())).slab.load(Relaxed), 0);
             heap.flush(class, &out);
@@ -289,5 +296,14 @@ fn address_maps_cover_the_whole_user_address_space() {
     let top = core::ptr::without_provenance_mut::<u8>((1usize << USER_ADDRESS_BITS) - (1 << 30));
     assert!(MAP.insert(top) && MAP.contains(top.wrapping_add(12345)));
     assert!(!MAP.insert(core::ptr::without_provenance_mut(1usize << USER_ADDRESS_BITS)));
-    assert_eq!(USER_ADDRESS_BITS, if cfg!(miri) { 40 } else if cfg!(target_arch = "aarch64") { 48 } else { 47 });
+    assert_eq!(
+        USER_ADDRESS_BITS,
+        if cfg!(miri) {
+            40
+        } else if cfg!(target_arch = "aarch64") {
+            48
+        } else {
+            47
+        }
+    );
 }
