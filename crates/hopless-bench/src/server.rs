@@ -12,9 +12,12 @@
 //! the table gives each figure's median [min–max] over `--runs`, the JSON every run.
 //!
 //! Bytes per key = (VmRSS after the preload − VmRSS before it) / keys: everything the server holds per key,
-//! the 16-byte key and its value (272 B on average) included.
+//! the 16-byte key and its value (272 B on average) included. CPU per request = the server's CPU time over
+//! the measured load (`/proc/PID/stat`) / its requests. With `--pin` (`pin`) each server runs on cores of
+//! its own and the load generator on the rest: the figures are then per server core.
 
 mod load;
+mod pin;
 mod target;
 pub mod types_mix;
 
@@ -53,6 +56,8 @@ pub struct Options {
     pub no_redis: bool,
     /// Which mixes to run (default: all three, strings first).
     pub workloads: Option<Vec<Workload>>,
+    /// Servers on cores 0..threads-1, the load generator on the rest.
+    pub pin: bool,
 }
 
 /// A request mix of `hopless bench server`.
@@ -98,6 +103,7 @@ pub struct Params {
     pub ops: usize,
     pub runs: usize,
     pub threads: usize,
+    pub pin: bool,
 }
 
 impl Options {
@@ -118,6 +124,7 @@ impl Options {
             ops: self.ops.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
             runs: self.runs.unwrap_or(if q { 3 } else { 5 }).max(1),
             threads: self.threads.unwrap_or(1).max(1),
+            pin: self.pin,
         }
     }
 }
@@ -144,19 +151,26 @@ pub struct RunResult {
     /// The types mix: bytes per element of each preloaded shape ([`types_mix::SHAPES`]), each the VmRSS
     /// growth over its own preload step divided by its elements.
     pub shape_bytes: Option<[f64; 4]>,
+    /// The server's CPU time (user + system, every thread) over the measured load, and per request.
+    pub server_cpu_s: f64,
+    pub cpu_us_per_request: f64,
 }
 
 impl RunResult {
-    /// A run's row: what the load measured, the server's VmRSS at start and after the preload, its
-    /// (VmRSS, VmHWM) after the load, and how many keys (or elements) the preload made.
+    /// A run's row: what the load measured, the server's CPU seconds over it, its VmRSS at start and
+    /// after the preload, its (VmRSS, VmHWM) after the load, and how many keys (or elements) the preload
+    /// made.
     fn of(
         m: &load::Measured,
+        server_cpu_s: f64,
         [rss_start, rss_preloaded]: [u64; 2],
         (rss_after, hwm_after): (u64, u64),
         preloaded: usize,
         shape_bytes: Option<[f64; 4]>,
     ) -> RunResult {
         RunResult {
+            server_cpu_s,
+            cpu_us_per_request: server_cpu_s * 1e6 / m.ops.max(1) as f64,
             ops: m.ops,
             elapsed_s: m.elapsed.as_secs_f64(),
             ops_per_sec: m.ops_per_sec(),
@@ -181,6 +195,10 @@ pub struct ServerResult {
     pub pipeline: usize,
     pub connections: usize,
     pub keys: usize,
+    /// The server's threads, and whether it ran on cores of its own (`--pin`): its figures are then per
+    /// server core, for the next change to compare against.
+    pub server_threads: usize,
+    pub pinned: bool,
     /// Each figure's median over `runs` (byte counts rounded).
     pub median: RunResult,
     pub runs: Vec<RunResult>,
@@ -195,7 +213,7 @@ impl ServerResult {
 /// One run of `kind` at `pipeline`, of the types mix: preload shape by shape (VmRSS after each), then
 /// the measured requests.
 pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
-    let server = Running::start(kind, p.threads)?;
+    let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
     let sizes = types_mix::Sizes::of(p.keys);
     let mut shape_bytes = [0.0; 4];
@@ -230,12 +248,15 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
                 .collect()
         })
         .collect();
+    let cpu = pin::cpu_seconds(server.pid());
     let m = run_encoded(server.addr, batches)?;
+    let cpu = pin::cpu_seconds(server.pid()) - cpu;
     let after = server.rss();
     server.stop()?;
     let total: usize = sizes.elements().iter().sum();
     Ok(RunResult::of(
         &m,
+        cpu,
         [rss_start, rss_preloaded],
         after,
         total,
@@ -246,10 +267,11 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
 /// One run of `kind` at `pipeline` (transactions a batch), of the KV mix in transactions of
 /// [`TX_COMMANDS`] commands.
 pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
-    let server = Running::start(kind, p.threads)?;
+    let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
     preload(server.addr, p.keys, p.connections)?;
     let (rss_preloaded, _) = server.rss();
+    let cpu = pin::cpu_seconds(server.pid());
     let m = load::run_transactions(
         server.addr,
         &Load {
@@ -261,17 +283,26 @@ pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<
         },
         TX_COMMANDS,
     )?;
+    let cpu = pin::cpu_seconds(server.pid()) - cpu;
     let after = server.rss();
     server.stop()?;
-    Ok(RunResult::of(&m, [rss_start, rss_preloaded], after, p.keys, None))
+    Ok(RunResult::of(
+        &m,
+        cpu,
+        [rss_start, rss_preloaded],
+        after,
+        p.keys,
+        None,
+    ))
 }
 
 /// One run of `kind` at `pipeline`, of the KV (strings) mix.
 pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
-    let server = Running::start(kind, p.threads)?;
+    let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
     preload(server.addr, p.keys, p.connections)?;
     let (rss_preloaded, _) = server.rss();
+    let cpu = pin::cpu_seconds(server.pid());
     let m = run_load(
         server.addr,
         &Load {
@@ -282,9 +313,17 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
             seed,
         },
     )?;
+    let cpu = pin::cpu_seconds(server.pid()) - cpu;
     let after = server.rss();
     server.stop()?;
-    Ok(RunResult::of(&m, [rss_start, rss_preloaded], after, p.keys, None))
+    Ok(RunResult::of(
+        &m,
+        cpu,
+        [rss_start, rss_preloaded],
+        after,
+        p.keys,
+        None,
+    ))
 }
 
 fn median(rs: &[RunResult]) -> RunResult {
@@ -301,6 +340,8 @@ fn median(rs: &[RunResult]) -> RunResult {
         rss_after_bytes: by(|r| r.rss_after_bytes as f64) as u64,
         hwm_after_bytes: by(|r| r.hwm_after_bytes as f64) as u64,
         bytes_per_key: by(|r| r.bytes_per_key),
+        server_cpu_s: by(|r| r.server_cpu_s),
+        cpu_us_per_request: by(|r| r.cpu_us_per_request),
         shape_bytes: rs
             .first()
             .and_then(|r| r.shape_bytes)
@@ -312,6 +353,18 @@ fn median(rs: &[RunResult]) -> RunResult {
 /// server process; then the table, the ratios, the equivalent `redis-benchmark` commands and `--json`.
 pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
     let p = o.params();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let client = pin::client_cores(p.threads, cores);
+    if p.pin {
+        if client.is_empty() {
+            return Err(format!(
+                "--pin: {cores} cores leave none for the load generator beside {} server threads",
+                p.threads
+            ));
+        }
+        // The load generator's threads start later and inherit this.
+        pin::pin_this_thread(&client)?;
+    }
     let redis = if o.no_redis { None } else { redis_version() };
     let mut kinds = vec![Kind::Hopless];
     if redis.is_some() {
@@ -356,14 +409,29 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
             pipeline,
             connections: p.connections,
             keys: p.keys,
+            server_threads: p.threads,
+            pinned: p.pin,
             median: median(&runs),
             runs,
         })
         .collect();
+    let redis_threads = if p.pin && p.threads > 1 {
+        format!("--io-threads {}", p.threads)
+    } else {
+        "default threads".to_string()
+    };
     let servers = match &redis {
-        Some(v) => format!("{v} (--save \"\" --appendonly no, default threads)"),
+        Some(v) => format!("{v} (--save \"\" --appendonly no, {redis_threads})"),
         None if o.no_redis => "Redis left out (--no-redis)".to_string(),
         None => "redis-server not found: hopless only".to_string(),
+    };
+    let servers = if p.pin {
+        format!(
+            "{servers}; pinned: servers on cores {:?}, the load generator on {client:?} (per server core)",
+            pin::server_cores(p.threads)
+        )
+    } else {
+        format!("{servers}; not pinned: servers and load generator share every core")
     };
     for &w in &p.workloads {
         let mine: Vec<ServerResult> = results
@@ -415,8 +483,9 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
             let find = |k: Kind| mine.iter().find(|r| r.server == k && r.pipeline == pl);
             if let (Some(h), Some(r)) = (find(Kind::Hopless), find(Kind::Redis)) {
                 println!(
-                    "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, p99 {:.2}x, bytes/{} {:.2}x",
+                    "pipeline {pl:>2}: hopless/redis ops/s {:.2}x, CPU/request {:.2}x, p99 {:.2}x, bytes/{} {:.2}x",
                     h.median.ops_per_sec / r.median.ops_per_sec,
+                    h.median.cpu_us_per_request / r.median.cpu_us_per_request,
                     h.median.p99_ns / r.median.p99_ns,
                     if w == Workload::Types { "element" } else { "key" },
                     h.median.bytes_per_key / r.median.bytes_per_key
@@ -487,16 +556,27 @@ fn table(results: &[ServerResult]) -> String {
         }
     };
     let int = |x: f64| format!("{x:.0}");
+    let cpu = |x: f64| format!("{x:.2}");
     let mut s = format!(
-        "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:>8} {:>8}  {}\n",
-        "server", "-P", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "RSS MiB", "HWM MiB", "bytes/key"
+        "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:<20} {:>8} {:>8}  {}\n",
+        "server",
+        "-P",
+        "ops/s",
+        "CPU µs/req",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "RSS MiB",
+        "HWM MiB",
+        "bytes/key"
     );
     for r in results {
         s += &format!(
-            "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:>8.1} {:>8.1}  {}\n",
+            "{:<8} {:>2}  {:<22} {:<20} {:<20} {:<20} {:<20} {:>8.1} {:>8.1}  {}\n",
             r.server.name(),
             r.pipeline,
             cell(r, |x| x.ops_per_sec, &ops),
+            cell(r, |x| x.cpu_us_per_request, &cpu),
             cell(r, |x| x.p50_ns, &us),
             cell(r, |x| x.p99_ns, &us),
             cell(r, |x| x.p999_ns, &us),

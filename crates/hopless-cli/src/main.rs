@@ -142,6 +142,7 @@ mod tests {
             "bench kv --quick --threads 2 --keys 1000 --ops 5000 --no-eviction",
             "bench fastpath --quick --no-cachegrind",
             "bench server --quick --runs 1 --connections 4 --pipeline 1,16 --keys 1000 --ops 5000",
+            "bench server --quick --pin --workload strings",
             // The children kv and fastpath run.
             "bench kv --child hopless-kv:hopless --threads 2 --keys 1000 --ops 5000",
             "bench fastpath --child array:cold:64:0.5",

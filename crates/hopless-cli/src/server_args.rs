@@ -37,6 +37,10 @@ pub struct ServerArgs {
     /// Benchmark hopless alone even when redis-server is installed.
     #[arg(long)]
     no_redis: bool,
+    /// Per server core: each server on cores 0..threads-1 (Redis with --io-threads when threads > 1),
+    /// the load generator on the cores left.
+    #[arg(long)]
+    pin: bool,
     /// The mixes to run, comma-separated: `strings` (the KV workload's SET/GET mix), `types` (hashes, a
     /// list, a sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC).
     /// Default: all.
@@ -66,6 +70,7 @@ impl From<ServerArgs> for server::Options {
             threads: a.threads,
             no_redis: a.no_redis,
             workloads: a.workload,
+            pin: a.pin,
         }
     }
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::pin;
+
 /// A server under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,8 +58,9 @@ fn free_port() -> Result<u16, String> {
 
 impl Running {
     /// Starts `kind` on a free loopback port and waits until it answers PING. hopless gets `threads`
-    /// workers; Redis its defaults (no io-threads), with `--save "" --appendonly no`.
-    pub fn start(kind: Kind, threads: usize) -> Result<Running, String> {
+    /// workers; Redis its defaults (no io-threads), with `--save "" --appendonly no`. Pinned, the server
+    /// runs on cores 0..threads-1, and Redis with `--io-threads threads` when that is more than one.
+    pub fn start(kind: Kind, threads: usize, pinned: bool) -> Result<Running, String> {
         let port = free_port()?;
         let mut cmd = match kind {
             Kind::Hopless => {
@@ -76,9 +79,20 @@ impl Running {
                 let mut c = Command::new("redis-server");
                 c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                     .args(["--save", "", "--appendonly", "no"]);
+                if pinned && threads > 1 {
+                    c.args([
+                        "--io-threads",
+                        &threads.to_string(),
+                        "--io-threads-do-reads",
+                        "yes",
+                    ]);
+                }
                 c
             }
         };
+        if pinned {
+            pin::pin_command(&mut cmd, &pin::server_cores(threads));
+        }
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
