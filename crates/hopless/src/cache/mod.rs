@@ -30,4 +30,6 @@ pub(crate) use registry::{Caches, CACHE_BYTES, MAX_PARKED, MAX_WARM, ORPHAN_PROB
 pub use thread_cache::{class_at_mag_offset, mag_offset, Magazine, ThreadCache, MALLOC_MAG_OFFSET};
 
 #[cfg(test)]
+mod magazine_tests;
+#[cfg(test)]
 mod tests;

@@ -39,6 +39,8 @@ mod hardened;
 mod owned;
 #[cfg(test)]
 mod owned_tests;
+#[cfg(test)]
+mod purge_tests;
 mod registry;
 mod stats;
 #[cfg(test)]
