@@ -210,6 +210,20 @@ impl ServerResult {
     }
 }
 
+/// Runs the measured `load` against `server`, then stops it: what the load measured, the server's CPU
+/// seconds over it, and its (VmRSS, VmHWM) after it.
+fn measure_and_stop(
+    server: Running,
+    load: impl FnOnce(std::net::SocketAddr) -> Result<load::Measured, String>,
+) -> Result<(load::Measured, f64, (u64, u64)), String> {
+    let cpu = pin::cpu_seconds(server.pid());
+    let m = load(server.addr)?;
+    let cpu = pin::cpu_seconds(server.pid()) - cpu;
+    let after = server.rss();
+    server.stop()?;
+    Ok((m, cpu, after))
+}
+
 /// One run of `kind` at `pipeline`, of the types mix: preload shape by shape (VmRSS after each), then
 /// the measured requests.
 pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
@@ -248,11 +262,7 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
                 .collect()
         })
         .collect();
-    let cpu = pin::cpu_seconds(server.pid());
-    let m = run_encoded(server.addr, batches)?;
-    let cpu = pin::cpu_seconds(server.pid()) - cpu;
-    let after = server.rss();
-    server.stop()?;
+    let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
     let total: usize = sizes.elements().iter().sum();
     Ok(RunResult::of(
         &m,
@@ -271,21 +281,14 @@ pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<
     let (rss_start, _) = server.rss();
     preload(server.addr, p.keys, p.connections)?;
     let (rss_preloaded, _) = server.rss();
-    let cpu = pin::cpu_seconds(server.pid());
-    let m = load::run_transactions(
-        server.addr,
-        &Load {
-            connections: p.connections,
-            pipeline,
-            keys: p.keys,
-            ops: p.ops,
-            seed,
-        },
-        TX_COMMANDS,
-    )?;
-    let cpu = pin::cpu_seconds(server.pid()) - cpu;
-    let after = server.rss();
-    server.stop()?;
+    let spec = Load {
+        connections: p.connections,
+        pipeline,
+        keys: p.keys,
+        ops: p.ops,
+        seed,
+    };
+    let (m, cpu, after) = measure_and_stop(server, |addr| load::run_transactions(addr, &spec, TX_COMMANDS))?;
     Ok(RunResult::of(
         &m,
         cpu,
@@ -302,20 +305,14 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
     let (rss_start, _) = server.rss();
     preload(server.addr, p.keys, p.connections)?;
     let (rss_preloaded, _) = server.rss();
-    let cpu = pin::cpu_seconds(server.pid());
-    let m = run_load(
-        server.addr,
-        &Load {
-            connections: p.connections,
-            pipeline,
-            keys: p.keys,
-            ops: p.ops,
-            seed,
-        },
-    )?;
-    let cpu = pin::cpu_seconds(server.pid()) - cpu;
-    let after = server.rss();
-    server.stop()?;
+    let spec = Load {
+        connections: p.connections,
+        pipeline,
+        keys: p.keys,
+        ops: p.ops,
+        seed,
+    };
+    let (m, cpu, after) = measure_and_stop(server, |addr| run_load(addr, &spec))?;
     Ok(RunResult::of(
         &m,
         cpu,
