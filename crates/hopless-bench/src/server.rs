@@ -277,30 +277,25 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
 /// One run of `kind` at `pipeline` (transactions a batch), of the KV mix in transactions of
 /// [`TX_COMMANDS`] commands.
 pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
-    let server = Running::start(kind, p.threads, p.pin)?;
-    let (rss_start, _) = server.rss();
-    preload(server.addr, p.keys, p.connections)?;
-    let (rss_preloaded, _) = server.rss();
-    let spec = Load {
-        connections: p.connections,
-        pipeline,
-        keys: p.keys,
-        ops: p.ops,
-        seed,
-    };
-    let (m, cpu, after) = measure_and_stop(server, |addr| load::run_transactions(addr, &spec, TX_COMMANDS))?;
-    Ok(RunResult::of(
-        &m,
-        cpu,
-        [rss_start, rss_preloaded],
-        after,
-        p.keys,
-        None,
-    ))
+    run_kv_mix(kind, pipeline, p, seed, |addr, spec| {
+        load::run_transactions(addr, spec, TX_COMMANDS)
+    })
 }
 
 /// One run of `kind` at `pipeline`, of the KV (strings) mix.
 pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
+    run_kv_mix(kind, pipeline, p, seed, run_load)
+}
+
+/// One run of the KV mix's keys and requests, sent by `send`: a fresh server, the keys preloaded, then
+/// the measured load.
+fn run_kv_mix(
+    kind: Kind,
+    pipeline: usize,
+    p: &Params,
+    seed: u64,
+    send: fn(std::net::SocketAddr, &Load) -> Result<load::Measured, String>,
+) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
     preload(server.addr, p.keys, p.connections)?;
@@ -312,7 +307,7 @@ pub fn run_one(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<Run
         ops: p.ops,
         seed,
     };
-    let (m, cpu, after) = measure_and_stop(server, |addr| run_load(addr, &spec))?;
+    let (m, cpu, after) = measure_and_stop(server, |addr| send(addr, &spec))?;
     Ok(RunResult::of(
         &m,
         cpu,
