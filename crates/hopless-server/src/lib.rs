@@ -39,7 +39,7 @@
 //! | `cmd::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
-//! | `cmd::scripting` | EVAL, FCALL, SCRIPT and FUNCTION: refused, or answered as by an empty script cache and library |
+//! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT; FCALL and FUNCTION refused, or answered as by an empty library |
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
@@ -61,6 +61,7 @@
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
 //! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
+//! | `script` | Lua scripting: the sandboxed Lua 5.1 state, the script cache, running a script, Redis's conversions |
 //! | `redact` | passwords in a command's arguments, hidden as Redis hides them from MONITOR and SLOWLOG |
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |
@@ -85,6 +86,7 @@ mod footprint;
 mod monitor;
 mod pubsub;
 mod redact;
+mod script;
 mod server;
 mod slowlog;
 mod state;

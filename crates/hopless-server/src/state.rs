@@ -198,6 +198,8 @@ pub struct Shared {
     pub errors: Arc<ErrorStats>,
     /// SLOWLOG's entries and settings.
     pub slowlog: crate::slowlog::SlowLog,
+    /// The Lua scripts (EVAL, SCRIPT); used with every loop's gate held.
+    pub scripts: Mutex<crate::script::Scripts>,
 }
 
 impl Shared {
@@ -233,6 +235,7 @@ impl Shared {
             pubsub: Arc::default(),
             monitors: Default::default(),
             slowlog: Default::default(),
+            scripts: Mutex::new(crate::script::Scripts::new()),
         }
     }
 

@@ -35,6 +35,9 @@ pub struct Traits {
     pub transaction_control: bool,
     /// EXEC: runs without its loop's gate, holding every loop's.
     pub alone: bool,
+    /// Takes every loop's gate itself rather than its own loop's (EXEC, and the commands that run a
+    /// script).
+    pub every_gate: bool,
     /// `skip_slowlog` (EXEC: the commands it runs are logged, not it).
     pub skip_slowlog: bool,
     /// For a write command: whether, from its arguments and reply, it changed nothing (`DEL` of absent
@@ -231,6 +234,7 @@ impl Table {
                     "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
                 ),
                 alone: c.name == "exec",
+                every_gate: matches!(c.name, "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"),
                 skip_slowlog: c.has_flag("skip_slowlog"),
                 unchanged: unchanged_test(c.name),
             })

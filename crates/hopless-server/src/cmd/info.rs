@@ -107,11 +107,17 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             let (used, rss, peak) = (mem.used, mem.rss, mem.peak);
             let max = sh.store.maxmemory();
             let frag = mem.fragmentation();
+            let (lua, cached) = {
+                let scripts = sh.scripts.lock().unwrap_or_else(|e| e.into_inner());
+                (scripts.memory(), scripts.len())
+            };
             let _ = write!(
                 t,
                 "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
                  used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
-                 used_memory_dataset:{}\r\nused_memory_dataset_human:{}\r\nmaxmemory:{max}\r\n\
+                 used_memory_dataset:{}\r\nused_memory_dataset_human:{}\r\nused_memory_lua:{lua}\r\n\
+                 used_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{cached}\r\n\
+                 maxmemory:{max}\r\n\
                  maxmemory_human:{}\r\nmaxmemory_policy:{}\r\nmem_fragmentation_ratio:{frag:.2}\r\n\
                  mem_allocator:hopless\r\nlazyfree_pending_objects:{}\r\nhopless_stats:{}\r\n",
                 human(used),
@@ -119,6 +125,7 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 human(peak),
                 st.bytes_used,
                 human(st.bytes_used),
+                human(lua as u64),
                 human(max),
                 policy_name(sh.store.policy()),
                 hopless_kv::types::lazyfree_pending(),

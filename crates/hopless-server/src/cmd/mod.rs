@@ -26,7 +26,8 @@
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG TIME |
 //! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
-//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO (refused) FUNCTION SCRIPT |
+//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT |
+//! | `function.rs` | FCALL FCALL_RO FUNCTION (refused, or answered as by an empty library) |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -48,6 +49,7 @@ mod client;
 mod command;
 mod config;
 mod connection;
+mod function;
 mod hash;
 mod info;
 mod introspection;
@@ -92,6 +94,7 @@ pub fn table() -> &'static Table {
             admin::COMMANDS,
             monitor::COMMANDS,
             scripting::COMMANDS,
+            function::COMMANDS,
             slowlog::COMMANDS,
         ])
     })
@@ -213,7 +216,7 @@ fn run(
     let cmd = &table.commands()[i];
     let traits = table.traits(i);
     let stat = &shared.cmdstats[i];
-    let _gate = (!in_exec && !traits.alone).then(|| shared.gate.enter(conn.loop_index));
+    let _gate = (!in_exec && !traits.every_gate).then(|| shared.gate.enter(conn.loop_index));
     conn.entry
         .last_cmd
         .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);

@@ -1,128 +1,172 @@
-//! Scripting, which this server does not run: EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO, SCRIPT
-//! LOAD and FUNCTION LOAD/RESTORE are refused with an error that says so, while what clients and tools
-//! probe answers as Redis answers with an empty script cache and function library (FUNCTION LIST, STATS,
-//! FLUSH, DUMP; SCRIPT EXISTS, FLUSH, KILL). Redis's own test harness calls FUNCTION FLUSH before every
-//! unit, for one.
+//! Lua scripts: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT (LOAD EXISTS FLUSH KILL HELP; DEBUG refused).
+//!
+//! A script runs with every event loop's gate held, as EXEC runs a transaction: no other client's
+//! command runs between two of its commands. Its `redis.call`s go through [`ScriptHost`], which makes
+//! Redis's checks of a command called from a script (known, arity, not `noscript`, no writes from a
+//! read-only script, none that grow memory past `maxmemory`) and runs it as EXEC runs its queue. The
+//! clients blocked on keys the script pushed to are served once it is done.
 
 use bytes::Bytes;
 
-use super::command::{help, subcommand, Command, Ctx};
+use super::command::{help, int_arg, subcommand, Command, Ctx, Runner, Table};
+use crate::codec::{Proto, Reply};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
+use crate::script::{shebang_flags, Body, Host, Refusal, RunError};
+use crate::state::{ConnState, Shared};
 use crate::words::eq;
 
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", eval)
         .acl("@slow @scripting").doc("scripting", "2.6.0", "Execute a Lua script server side"),
-    Command::new("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha)
         .acl("@slow @scripting").doc("scripting", "2.6.0", "Execute a Lua script server side"),
-    Command::new("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", eval)
         .acl("@slow @scripting").doc("scripting", "7.0.0", "Execute a read-only Lua script server side"),
-    Command::new("evalsha_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("evalsha_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha)
         .acl("@slow @scripting").doc("scripting", "7.0.0", "Execute a read-only Lua script server side"),
-    Command::new("fcall", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a function"),
-    Command::new("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a read-only function"),
-    Command::new("function", -2, "", function).acl("@slow")
-        .subs(&["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"])
-        .doc("scripting", "7.0.0", "A container for function commands"),
     Command::new("script", -2, "", script).acl("@slow")
         .subs(&["debug", "exists", "flush", "help", "kill", "load"])
         .doc("scripting", "2.6.0", "A container for Lua scripts management commands"),
 ];
 
-/// The answer to every command that would run a script or load one.
-pub const NO_SCRIPTING: CmdError = CmdError::Static(
-    "ERR scripting is not supported by this server (no EVAL, FCALL, SCRIPT LOAD or FUNCTION LOAD)",
-);
+pub(super) const NOT_BUSY: CmdError = CmdError::Static("NOTBUSY No scripts in execution right now.");
+const NO_SCRIPT: CmdError = CmdError::Static("NOSCRIPT No matching script. Please use EVAL.");
+const NEGATIVE_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be negative");
+const TOO_MANY_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be greater than number of args");
 
-const NOT_BUSY: CmdError = CmdError::Static("NOTBUSY No scripts in execution right now.");
-
-/// What FUNCTION DUMP gives for an empty library in Redis 7.0: the RDB version (10, two bytes little
-/// endian) and the CRC64 of the payload, byte for byte.
-const EMPTY_DUMP: &[u8] = b"\x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda";
-
-fn refuse(_: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
-    Err(NO_SCRIPTING)
-}
-
-/// `ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.`: Redis's reply
-/// when a subcommand's own parser finds too many arguments.
-fn sub_syntax(c: &Ctx<'_>, sub: &[u8]) -> CmdError {
-    CmdError::Msg(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        String::from_utf8_lossy(sub),
-        c.name.to_ascii_uppercase()
-    ))
-}
-
-/// `ASYNC` or `SYNC` (either way there is nothing to flush).
-fn flush_mode(arg: &[u8]) -> bool {
+/// `ASYNC` or `SYNC` (a flush is immediate either way).
+pub(super) fn flush_mode(arg: &[u8]) -> bool {
     eq(arg, "async") || eq(arg, "sync")
 }
 
-fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let sub = subcommand(a);
-    let n = a.len();
-    match sub.as_str() {
-        "list" => {
-            let (mut with_code, mut name) = (false, false);
-            let mut i = 2;
-            while i < n {
-                if !with_code && eq(&a[i], "withcode") {
-                    with_code = true;
-                } else if !name && eq(&a[i], "libraryname") {
-                    if i + 1 >= n {
-                        return Err(CmdError::Static("ERR library name argument was not given"));
-                    }
-                    name = true;
-                    i += 1;
-                } else {
-                    return Err(CmdError::Msg(format!(
-                        "ERR Unknown argument {}",
-                        String::from_utf8_lossy(&a[i])
-                    )));
-                }
-                i += 1;
-            }
-            c.out.array(0);
-        }
-        "flush" if n > 3 => return Err(sub_syntax(c, &a[1])),
-        "flush" => {
-            if n == 3 && !flush_mode(&a[2]) {
-                return Err(CmdError::Static(
-                    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-                ));
-            }
-            c.out.ok();
-        }
-        "stats" if n == 2 => {
-            c.out.map(2);
-            c.out.bulk(b"running_script");
-            c.out.null();
-            c.out.bulk(b"engines");
-            c.out.map(1);
-            c.out.bulk(b"LUA");
-            c.out.map(2);
-            c.out.bulk(b"libraries_count");
-            c.out.int(0);
-            c.out.bulk(b"functions_count");
-            c.out.int(0);
-        }
-        "delete" if n == 3 => return Err(CmdError::Static("ERR Library not found")),
-        "kill" if n == 2 => return Err(NOT_BUSY),
-        "dump" if n == 2 => c.out.bulk(EMPTY_DUMP),
-        "load" | "restore" if n >= 3 => return Err(NO_SCRIPTING),
-        "help" if n == 2 => help(c, FUNCTION_HELP),
-        "stats" | "delete" | "kill" | "dump" | "load" | "restore" | "help" => {
-            return Err(wrong_sub_args(c.name, &a[1]))
-        }
-        _ => return Err(unknown_sub(c.name, &a[1])),
+fn eval(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    run(c, a, Body::Text(&a[1]))
+}
+
+fn evalsha(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    run(c, a, Body::Sha(&a[1]))
+}
+
+/// EVAL and EVALSHA (and their `_RO` forms): numkeys checked, the script run alone.
+fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
+    let numkeys = int_arg(&a[2])?;
+    if numkeys < 0 {
+        return Err(NEGATIVE_KEYS);
     }
-    Ok(())
+    let numkeys = numkeys as usize;
+    if numkeys > a.len() - 3 {
+        return Err(TOO_MANY_KEYS);
+    }
+    let (keys, args) = a[3..].split_at(numkeys);
+    let mut read_only = c.name.ends_with("_ro");
+    let mut allow_oom = false;
+    if let Body::Text(text) = body {
+        match shebang_flags(text) {
+            Some(Err(e)) => return Err(CmdError::Msg(e)),
+            Some(Ok(flags)) => {
+                for f in &flags {
+                    match f.as_str() {
+                        "no-writes" => read_only = true,
+                        "allow-oom" => allow_oom = true,
+                        "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                        other => {
+                            return Err(CmdError::Msg(format!(
+                                "ERR Unexpected flag in script shebang: {other}"
+                            )))
+                        }
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    // Inside EXEC every gate is held already.
+    let _alone = (!c.in_exec).then(|| c.shared.gate.exclusive());
+    let mut host = ScriptHost {
+        shared: c.shared,
+        conn: c.conn,
+        run: c.run,
+        table: c.table,
+        read_only,
+        allow_oom,
+        writes: Vec::new(),
+        errors: c.out.errors.clone(),
+    };
+    let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
+    let ran = scripts.run(body, keys, args, &mut host, c.out);
+    drop(scripts);
+    host.serve_blocked();
+    match ran {
+        Ok(()) => Ok(()),
+        Err(RunError::NoScript) => Err(NO_SCRIPT),
+        Err(RunError::Compile(msg)) => Err(CmdError::Msg(format!("ERR {msg}"))),
+    }
+}
+
+/// Runs a script's commands: the checks Redis makes of a command called from a script, then the
+/// dispatcher's run of it (every gate is held).
+struct ScriptHost<'a> {
+    shared: &'a Shared,
+    conn: &'a mut ConnState,
+    run: Runner,
+    table: &'static Table,
+    read_only: bool,
+    allow_oom: bool,
+    /// The write commands run (table index and arguments), whose keys may wake blocked clients.
+    writes: Vec<(usize, Vec<Bytes>)>,
+    errors: Option<std::sync::Arc<crate::error_stats::ErrorStats>>,
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<Vec<u8>, Refusal> {
+        let Some(i) = self.table.lookup(&args[0]) else {
+            return Err(Refusal::Text("Unknown Redis command called from script"));
+        };
+        let cmd = &self.table.commands()[i];
+        if !cmd.arity_allows(args.len()) {
+            return Err(Refusal::Text(
+                "Wrong number of args calling Redis command from script",
+            ));
+        }
+        if cmd.has_flag("noscript") {
+            return Err(Refusal::Text("This Redis command is not allowed from script"));
+        }
+        let traits = self.table.traits(i);
+        if traits.write && self.read_only {
+            return Err(Refusal::Text(
+                "Write commands are not allowed from read-only scripts.",
+            ));
+        }
+        if traits.denyoom && !self.allow_oom && self.shared.store.refuses_growth() {
+            return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.to_string()));
+        }
+        let mut out = Reply::new(if resp3 { Proto::Resp3 } else { Proto::Resp2 });
+        out.errors = self.errors.clone();
+        (self.run)(self.shared, self.conn, &mut out, i, args);
+        if traits.write && self.shared.blocked.active() {
+            self.writes.push((i, args.to_vec()));
+        }
+        Ok(out.buf.to_vec())
+    }
+}
+
+impl ScriptHost<'_> {
+    /// The clients blocked on keys the script wrote are served now, before anybody else runs (as after
+    /// EXEC).
+    fn serve_blocked(&mut self) {
+        for (i, args) in &self.writes {
+            let served = self
+                .shared
+                .blocked
+                .serve(&self.shared.store, self.table.keys(*i, args));
+            if self.shared.watches.active() {
+                self.shared.watches.touch(served.iter().map(|k| &k[..]));
+            }
+        }
+    }
 }
 
 fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
@@ -130,9 +174,10 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let n = a.len();
     match sub.as_str() {
         "exists" if n >= 3 => {
+            let scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
             c.out.array(n - 2);
-            for _ in 2..n {
-                c.out.int(0);
+            for sha in &a[2..] {
+                c.out.int(i64::from(scripts.exists(sha)));
             }
         }
         "flush" => {
@@ -141,10 +186,23 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                     "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
                 ));
             }
+            c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner()).flush();
             c.out.ok();
         }
         "kill" if n == 2 => return Err(NOT_BUSY),
-        "load" | "debug" if n == 3 => return Err(NO_SCRIPTING),
+        "load" if n == 3 => {
+            let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
+            match scripts.load(&a[2]) {
+                Ok(sha) => c.out.bulk(sha.as_bytes()),
+                Err(RunError::Compile(msg)) => return Err(CmdError::Msg(format!("ERR {msg}"))),
+                Err(RunError::NoScript) => return Err(NO_SCRIPT),
+            }
+        }
+        "debug" if n == 3 => {
+            return Err(CmdError::Static(
+                "ERR SCRIPT DEBUG is not supported by this server (no Lua debugger)",
+            ))
+        }
         "help" if n == 2 => help(c, SCRIPT_HELP),
         "exists" | "kill" | "load" | "debug" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
         _ => return Err(unknown_sub(c.name, &a[1])),
@@ -168,50 +226,6 @@ const SCRIPT_HELP: &[&str] = &[
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
-];
-
-const FUNCTION_HELP: &[&str] = &[
-    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "LOAD [REPLACE] <FUNCTION CODE>",
-    "    Create a new library with the given library name and code.",
-    "DELETE <LIBRARY NAME>",
-    "    Delete the given library.",
-    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-    "    Return general information on all the libraries:",
-    "    * Library name",
-    "    * The engine used to run the Library",
-    "    * Library description",
-    "    * Functions list",
-    "    * Library code (if WITHCODE is given)",
-    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-    "STATS",
-    "    Return information about the current function running:",
-    "    * Function name",
-    "    * Command used to run the function",
-    "    * Duration in MS that the function is running",
-    "    If no function is running, return nil",
-    "    In addition, returns a list of available engines.",
-    "KILL",
-    "    Kill the current running function.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Delete all the libraries.",
-    "    When called without the optional mode argument, the behavior is determined by the",
-    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-    "    * ASYNC: Asynchronously flush the libraries.",
-    "    * SYNC: Synchronously flush the libraries.",
-    "DUMP",
-    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION \
-     RESTORE command",
-    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-    "    control how to handle existing libraries (default APPEND):",
-    "    * FLUSH: delete all existing libraries.",
-    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
-    "      in case of functions name collision with another library).",
     "HELP",
     "    Prints this help.",
 ];

@@ -1,0 +1,339 @@
+//! Values between Redis and Lua, as Redis 7.0 converts them: a command's reply into Lua for
+//! `redis.call` ([`frame_to_lua`]), a script's return value into a reply ([`lua_to_reply`]), and Lua
+//! arguments into a command's ([`lua_to_args`]).
+
+use bytes::Bytes;
+use mlua::{Lua, Table, Value};
+
+use crate::codec::{Frame, Reply};
+
+/// Nesting past this in a script's return value answers Redis's `reached lua stack limit` in its place
+/// (a table that holds itself would otherwise never end).
+const MAX_DEPTH: usize = 1000;
+
+/// Redis's `luaPushErrorBuff`: the error table `{err = "CODE message"}` for an error text, either
+/// `-CODE message` (the code is the first word) or a bare message (code `ERR`), with line ends trimmed.
+/// `ignore_stats`: the error was counted already (a command's own reply), so the script's reply of it
+/// is not counted again.
+pub(super) fn error_table_bytes(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<Table> {
+    let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
+        Some(rest) => match rest.iter().position(|&b| b == b' ') {
+            Some(sp) => (&rest[..sp], &rest[sp + 1..]),
+            None => (b"ERR", rest),
+        },
+        None => (b"ERR", text),
+    };
+    let trim = |b: &u8| *b == b'\r' || *b == b'\n';
+    let start = msg.iter().position(|b| !trim(b)).unwrap_or(msg.len());
+    let end = msg.iter().rposition(|b| !trim(b)).map_or(start, |e| e + 1);
+    let mut full = Vec::with_capacity(code.len() + 1 + end.saturating_sub(start));
+    full.extend_from_slice(code);
+    full.push(b' ');
+    full.extend_from_slice(msg.get(start..end).unwrap_or_default());
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(&full)?)?;
+    if ignore_stats {
+        t.raw_set("ignore_error_stats_update", true)?;
+    }
+    Ok(t)
+}
+
+/// [`error_table_bytes`] of a text.
+pub(super) fn error_table(lua: &Lua, text: &str, ignore_stats: bool) -> mlua::Result<Table> {
+    error_table_bytes(lua, text.as_bytes(), ignore_stats)
+}
+
+/// A command's reply as `redis.call` gives it to Lua. `resp3`: the script asked for RESP3 replies
+/// (`redis.setresp(3)`), whose null is nil; RESP2's nulls are false.
+pub(super) fn frame_to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Value> {
+    let single = |key: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(key, v)?;
+        Ok(Value::Table(t))
+    };
+    Ok(match f {
+        Frame::Simple(s) => single("ok", Value::String(lua.create_string(&s)?))?,
+        Frame::Error(e) => {
+            let mut text = Vec::with_capacity(e.len() + 1);
+            text.push(b'-');
+            text.extend_from_slice(e.as_bytes());
+            Value::Table(error_table_bytes(lua, &text, true)?)
+        }
+        Frame::Integer(i) => Value::Number(i as f64),
+        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Frame::Null if resp3 => Value::Nil,
+        Frame::Null => Value::Boolean(false),
+        Frame::Array(items) | Frame::Push(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, frame_to_lua(lua, item, resp3)?)?;
+            }
+            Value::Table(t)
+        }
+        Frame::Map(pairs) => {
+            let m = lua.create_table()?;
+            for (k, v) in pairs {
+                m.raw_set(frame_to_lua(lua, k, resp3)?, frame_to_lua(lua, v, resp3)?)?;
+            }
+            single("map", Value::Table(m))?
+        }
+        Frame::Set(items) => {
+            let s = lua.create_table()?;
+            for item in items {
+                s.raw_set(frame_to_lua(lua, item, resp3)?, true)?;
+            }
+            single("set", Value::Table(s))?
+        }
+        Frame::Double(d) => single("double", Value::Number(d))?,
+        Frame::Boolean(b) => Value::Boolean(b),
+        Frame::BigNumber(n) => single("big_number", Value::String(lua.create_string(&n)?))?,
+        Frame::Verbatim(format, text) => {
+            let v = lua.create_table()?;
+            v.raw_set("format", format)?;
+            v.raw_set("string", lua.create_string(&text)?)?;
+            single("verbatim_string", Value::Table(v))?
+        }
+    })
+}
+
+/// What `redis.call`'s arguments must be, and the error when they are not.
+pub(super) enum ArgsError {
+    None,
+    NotStrings,
+}
+
+/// `redis.call`'s arguments as a command's: strings as they are, numbers as `%.17g` writes them.
+pub(super) fn lua_to_args(args: &[Value]) -> Result<Vec<Bytes>, ArgsError> {
+    if args.is_empty() {
+        return Err(ArgsError::None);
+    }
+    args.iter()
+        .map(|v| match v {
+            Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Number(n) => Ok(Bytes::from(fmt_g17(*n))),
+            Value::Integer(i) => Ok(Bytes::from(i.to_string())),
+            _ => Err(ArgsError::NotStrings),
+        })
+        .collect()
+}
+
+/// C's `printf("%.17g", x)`.
+pub(super) fn fmt_g17(x: f64) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    // 17 significant digits in scientific form gives the exponent %g decides with.
+    let sci = format!("{x:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..17).contains(&exp) {
+        let m = strip_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{m}e{sign}{:02}", exp.unsigned_abs());
+    }
+    let decimals = (16 - exp).max(0) as usize;
+    strip_zeros(&format!("{x:.decimals$}")).to_string()
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// C's `(long long)` of a double as x86-64 computes it: out of range (and NaN) gives the smallest
+/// integer.
+fn to_long_long(n: f64) -> i64 {
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// A script's return value written as Redis's `luaReplyToRedisReply` writes it. `script_resp3`: the
+/// script asked for RESP3 (`redis.setresp(3)`), which decides how a boolean is answered. Returns
+/// whether the reply is an error, and whether that error was counted already.
+pub(super) fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) -> mlua::Result<Option<bool>> {
+    write_value(out, v, script_resp3, 0)
+}
+
+fn write_value(out: &mut Reply, v: &Value, resp3: bool, depth: usize) -> mlua::Result<Option<bool>> {
+    if depth > MAX_DEPTH {
+        out.error("reached lua stack limit");
+        return Ok(Some(false));
+    }
+    match v {
+        Value::String(s) => out.bulk(&s.as_bytes()),
+        Value::Boolean(b) if !resp3 => {
+            if *b {
+                out.int(1)
+            } else {
+                out.null()
+            }
+        }
+        Value::Boolean(b) if out.resp3() => out.buf.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Value::Boolean(b) => out.int(i64::from(*b)),
+        Value::Number(n) => out.int(to_long_long(*n)),
+        Value::Integer(i) => out.int(*i),
+        Value::Table(t) => return write_table(out, t, resp3, depth),
+        _ => out.null(),
+    }
+    Ok(None)
+}
+
+fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::Result<Option<bool>> {
+    if let Value::String(e) = field(t, "err") {
+        let ignore = matches!(field(t, "ignore_error_stats_update"), Value::Boolean(true));
+        write_error(out, &e.as_bytes(), ignore);
+        return Ok(Some(ignore));
+    }
+    if let Value::String(s) = field(t, "ok") {
+        out.buf.extend_from_slice(b"+");
+        out.buf.extend(
+            s.as_bytes()
+                .iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
+        out.buf.extend_from_slice(b"\r\n");
+        return Ok(None);
+    }
+    if let Value::Number(d) = field(t, "double") {
+        out.double(d);
+        return Ok(None);
+    }
+    if let Value::String(n) = field(t, "big_number") {
+        let n: Vec<u8> = n
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .collect();
+        if out.resp3() {
+            out.buf.extend_from_slice(b"(");
+            out.buf.extend_from_slice(&n);
+            out.buf.extend_from_slice(b"\r\n");
+        } else {
+            out.bulk(&n);
+        }
+        return Ok(None);
+    }
+    if let Value::Table(v) = field(t, "verbatim_string") {
+        if let (Value::String(format), Value::String(text)) = (field(&v, "format"), field(&v, "string")) {
+            let (format, text) = (format.as_bytes(), text.as_bytes());
+            if out.resp3() {
+                let _ = std::io::Write::write_fmt(
+                    &mut BufWriter(&mut out.buf),
+                    format_args!("={}\r\n", text.len() + 4),
+                );
+                out.buf.extend_from_slice(format.get(..3).unwrap_or(b"txt"));
+                out.buf.extend_from_slice(b":");
+                out.buf.extend_from_slice(&text);
+                out.buf.extend_from_slice(b"\r\n");
+            } else {
+                out.bulk(&text);
+            }
+            return Ok(None);
+        }
+    }
+    if let Value::Table(m) = field(t, "map") {
+        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
+        out.map(pairs.len());
+        for (k, v) in &pairs {
+            write_value(out, k, resp3, depth + 1)?;
+            write_value(out, v, resp3, depth + 1)?;
+        }
+        return Ok(None);
+    }
+    if let Value::Table(s) = field(t, "set") {
+        let members: Vec<Value> = s
+            .pairs::<Value, Value>()
+            .map(|kv| kv.map(|(k, _)| k))
+            .collect::<mlua::Result<_>>()?;
+        out.set(members.len());
+        for m in &members {
+            write_value(out, m, resp3, depth + 1)?;
+        }
+        return Ok(None);
+    }
+    let mut items = Vec::new();
+    loop {
+        match field(t, items.len() + 1) {
+            Value::Nil => break,
+            v => items.push(v),
+        }
+    }
+    out.array(items.len());
+    for v in &items {
+        write_value(out, v, resp3, depth + 1)?;
+    }
+    Ok(None)
+}
+
+/// `t[k]` as Lua reads it (metamethods included), nil where reading it raises (the globals' proxy
+/// refuses names it does not hold).
+fn field(t: &Table, k: impl mlua::IntoLua) -> Value {
+    t.get::<Value>(k).unwrap_or(Value::Nil)
+}
+
+/// An error reply of a script's `{err = ...}`: Redis writes `-%s` of it, so the text's first word is
+/// the code. Counted in INFO errorstats unless it was already (`ignore`).
+pub(super) fn write_error(out: &mut Reply, text: &[u8], ignore: bool) {
+    let text = String::from_utf8_lossy(text);
+    if ignore {
+        let errors = out.errors.take();
+        out.error(&text);
+        out.errors = errors;
+    } else {
+        out.error(&text);
+    }
+}
+
+struct BufWriter<'a>(&'a mut bytes::BytesMut);
+
+impl std::io::Write for BufWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_printf_g17() {
+        for (x, s) in [
+            (1.5, "1.5"),
+            (0.1, "0.10000000000000001"),
+            (1e20, "1e+20"),
+            (123_456_789_012.0, "123456789012"),
+            (3.0, "3"),
+            (-2.5e-7, "-2.4999999999999999e-07"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (0.0001, "0.0001"),
+        ] {
+            assert_eq!(fmt_g17(x), s, "{x}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_numbers_reply_the_smallest_integer() {
+        assert_eq!(to_long_long(1e20), i64::MIN);
+        assert_eq!(to_long_long(-3.7), -3);
+        assert_eq!(to_long_long(f64::NAN), i64::MIN);
+    }
+}
