@@ -111,7 +111,8 @@ pub(super) fn lua_to_args(args: &[Value]) -> Result<Vec<Bytes>, ArgsError> {
         .map(|v| match v {
             Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
             Value::Number(n) => Ok(Bytes::from(fmt_g17(*n))),
-            Value::Integer(i) => Ok(Bytes::from(i.to_string())),
+            // Lua 5.1's numbers are doubles; mlua hands whole ones over as integers.
+            Value::Integer(i) => Ok(Bytes::from(fmt_g17(*i as f64))),
             _ => Err(ArgsError::NotStrings),
         })
         .collect()
@@ -119,6 +120,11 @@ pub(super) fn lua_to_args(args: &[Value]) -> Result<Vec<Bytes>, ArgsError> {
 
 /// C's `printf("%.17g", x)`.
 pub(super) fn fmt_g17(x: f64) -> String {
+    fmt_g(x, 17)
+}
+
+/// C's `printf("%.<precision>g", x)` (`precision` from 1 to 17).
+pub(super) fn fmt_g(x: f64, precision: usize) -> String {
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
     }
@@ -128,16 +134,17 @@ pub(super) fn fmt_g17(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    // 17 significant digits in scientific form gives the exponent %g decides with.
-    let sci = format!("{x:.16e}");
+    let p = precision.clamp(1, 17);
+    // `p` significant digits in scientific form give the exponent %g decides with.
+    let sci = format!("{x:.*e}", p - 1);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
+    if exp < -4 || exp >= p as i32 {
         let m = strip_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         return format!("{m}e{sign}{:02}", exp.unsigned_abs());
     }
-    let decimals = (16 - exp).max(0) as usize;
+    let decimals = (p as i32 - 1 - exp).max(0) as usize;
     strip_zeros(&format!("{x:.decimals$}")).to_string()
 }
 
@@ -328,6 +335,9 @@ mod tests {
         ] {
             assert_eq!(fmt_g17(x), s, "{x}");
         }
+        assert_eq!(fmt_g(123_456_789_012_345.0, 14), "1.2345678901234e+14");
+        assert_eq!(fmt_g(0.1, 14), "0.1");
+        assert_eq!(fmt_g(1.25, 14), "1.25");
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `sandbox.rs` | the Lua state: libraries, the `redis` table, `math.random`, read-only globals |
-//! | `prelude.lua` | the sandbox's Lua side: the error handler, raising wrappers, read-only proxies |
-//! | `convert.rs` | replies into Lua values, Lua values into replies, Lua arguments into commands' |
+//! | `prelude.lua` | the sandbox's Lua side: the error handler, the `redis` functions' checks, read-only proxies |
+//! | `cjson.rs` | the `cjson` library |
+//! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `bit.rs` | the `bit` library |
+//! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
+//! | `convert.rs` | replies into Lua values, Lua values into replies, Lua arguments into commands', `%g` |
 //!
 //! The server runs a script with every event loop's gate held (as EXEC runs a transaction), so no
 //! other command runs while it does; the state sits behind a mutex only so it can live in the shared
@@ -22,6 +25,9 @@ use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use crate::codec::{Frame, Reply};
 
 mod bit;
+mod cfunc;
+mod cjson;
+mod cmsgpack;
 mod convert;
 mod sandbox;
 

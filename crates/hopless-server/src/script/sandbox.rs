@@ -4,11 +4,11 @@
 //! that scripts can read but not change (`prelude.lua`). Scripts run under the error handler the prelude
 //! returns, which turns every error into Redis's `{err=..., source=..., line=...}` table.
 
-use std::ffi::{c_int, CStr};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
-use mlua::{ffi, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use super::cfunc;
 
-use super::bit;
+use super::{bit, cjson, cmsgpack};
 use crate::version::REDIS_VERSION;
 
 /// The registry name of the function that runs a command for the script being run (set for the length
@@ -80,6 +80,8 @@ pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
         g.raw_set(name, Value::Nil)?;
     }
     g.raw_set("bit", bit::library(&lua)?)?;
+    g.raw_set("cjson", cjson::library(&lua)?)?;
+    g.raw_set("cmsgpack", cmsgpack::library(&lua)?)?;
     install_math_random(&lua, &g)?;
     g.raw_set("redis", redis_table(&lua)?)?;
 
@@ -100,11 +102,7 @@ pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
             },
         )?;
     lua.set_named_registry_value("hopless.raw_call", raw_call.clone())?;
-    let raising = lua.create_table()?;
-    for &(name, f) in RAISING {
-        // SAFETY: each is a `lua_CFunction` that keeps Lua's stack discipline (`raise_or_return`).
-        raising.raw_set(name, unsafe { lua.create_c_function(f) }?)?;
-    }
+    let raising = cfunc::redis_functions(&lua)?;
     let set_resp = lua.create_function(|lua, resp: i64| {
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
             run.resp3 = resp == 3;
@@ -140,67 +138,6 @@ pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
     lua.set_named_registry_value(REAL_GLOBALS, g)?;
     lua.set_globals(globals)?;
     Ok(lua)
-}
-
-/// The `redis` functions that raise Redis's error tables: each a C function (`redis.call` as in Redis)
-/// over a function in the registry that answers its value and whether it is an error instead. Lua 5.1
-/// replaces the caller's frame only in a tail call of a Lua function, so a script's `return
-/// redis.call(...)` keeps the script's frame on the stack under a C function, and the error handler
-/// names the script's line.
-macro_rules! raising {
-    ($($name:ident => $key:literal),* $(,)?) => {
-        $(
-            /// # Safety
-            ///
-            /// Called by Lua only, as a C function.
-            unsafe extern "C-unwind" fn $name(state: *mut ffi::lua_State) -> c_int {
-                // SAFETY: per the caller.
-                unsafe { raise_or_return(state, $key) }
-            }
-        )*
-        /// The C functions and the names they go by in the `redis` table.
-        const RAISING: &[(&str, ffi::lua_CFunction)] = &[$((stringify!($name), $name)),*];
-    };
-}
-
-raising! {
-    call => c"hopless.raw_call",
-    setresp => c"hopless.setresp",
-    sha1hex => c"hopless.sha1hex",
-    log => c"hopless.log",
-    set_repl => c"hopless.set_repl",
-}
-
-/// Calls the registry's function `key` with the arguments on the stack; raises the first of its two
-/// results if the second is true, else returns the first.
-///
-/// # Safety
-///
-/// `state` is the running thread, as Lua hands it to a C function; the registry holds a function under
-/// `key` (set before any script runs).
-unsafe fn raise_or_return(state: *mut ffi::lua_State, key: &CStr) -> c_int {
-    // SAFETY:
-    // 1. `state` is the running thread with the C function's arguments on its stack (per the caller);
-    // 2. `lua_checkstack` makes room for the function below them and for its two results;
-    // 3. `lua_call` runs the function with every argument and leaves its two results;
-    // 4. `lua_error` raises the value below the flag and does not return; no Rust value with a
-    //    destructor lives in this frame or the caller's, which Lua's error unwinding skips;
-    // 5. otherwise one result, the value, is returned.
-    unsafe {
-        let n = ffi::lua_gettop(state);
-        if ffi::lua_checkstack(state, 3) == 0 {
-            return 0;
-        }
-        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, n, 2);
-        let failed = ffi::lua_toboolean(state, -1) != 0;
-        ffi::lua_pop(state, 1);
-        if failed {
-            ffi::lua_error(state);
-        }
-        1
-    }
 }
 
 /// The `redis` table's constants and the functions that return values rather than raise

@@ -1,0 +1,158 @@
+//! Library functions that raise errors as Redis's C functions do. Each is a C function over a Rust (or
+//! prelude) function kept in the registry, which answers what to raise instead of raising it:
+//!
+//! - the `redis` functions ([`redis_functions`]) raise Redis's error *tables*: their registry function
+//!   answers its value and whether it is an error;
+//! - `cjson` and `cmsgpack` ([`library`]) raise *strings* with the caller's position first
+//!   (`user_script:1: ...`, as `luaL_error` writes them): their registry function answers `true` and
+//!   its values, or `false` and the message.
+//!
+//! Being C functions matters twice: Lua 5.1 replaces the caller's frame only in a tail call of a Lua
+//! function, so a script's `return redis.call(...)` keeps the script's frame on the stack for the error
+//! handler to name its line; and `luaL_where` finds the calling script's position.
+
+use std::ffi::{c_int, CStr};
+
+use mlua::{ffi, Function, Lua, Table};
+
+macro_rules! c_functions {
+    ($via:ident: $($name:ident => $key:literal),* $(,)?) => {
+        $(
+            /// # Safety
+            ///
+            /// Called by Lua only, as a C function.
+            unsafe extern "C-unwind" fn $name(state: *mut ffi::lua_State) -> c_int {
+                // SAFETY: per the caller.
+                unsafe { $via(state, $key) }
+            }
+        )*
+    };
+}
+
+c_functions! { table_or_value:
+    redis_call => c"hopless.raw_call",
+    redis_setresp => c"hopless.setresp",
+    redis_sha1hex => c"hopless.sha1hex",
+    redis_log => c"hopless.log",
+    redis_set_repl => c"hopless.set_repl",
+}
+
+c_functions! { message_or_values:
+    cjson_encode => c"hopless.cjson.encode",
+    cjson_decode => c"hopless.cjson.decode",
+    cmsgpack_pack => c"hopless.cmsgpack.pack",
+    cmsgpack_unpack => c"hopless.cmsgpack.unpack",
+    cmsgpack_unpack_one => c"hopless.cmsgpack.unpack_one",
+    cmsgpack_unpack_limit => c"hopless.cmsgpack.unpack_limit",
+}
+
+/// The `redis` table's raising functions by name (`call`, `setresp`, `sha1hex`, `log`, `set_repl`),
+/// over the registry functions the prelude and the sandbox set.
+pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
+    functions(
+        lua,
+        &[
+            ("call", redis_call),
+            ("setresp", redis_setresp),
+            ("sha1hex", redis_sha1hex),
+            ("log", redis_log),
+            ("set_repl", redis_set_repl),
+        ],
+    )
+}
+
+/// The C function named `name` of library `lib` (`cjson` or `cmsgpack`), over `f`, which answers `true`
+/// and its values or `false` and an error message.
+pub(super) fn library_function(lua: &Lua, lib: &str, name: &str, f: Function) -> mlua::Result<Function> {
+    let c: ffi::lua_CFunction = match (lib, name) {
+        ("cjson", "encode") => cjson_encode,
+        ("cjson", "decode") => cjson_decode,
+        ("cmsgpack", "pack") => cmsgpack_pack,
+        ("cmsgpack", "unpack") => cmsgpack_unpack,
+        ("cmsgpack", "unpack_one") => cmsgpack_unpack_one,
+        ("cmsgpack", "unpack_limit") => cmsgpack_unpack_limit,
+        _ => return Err(mlua::Error::runtime(format!("no C function for {lib}.{name}"))),
+    };
+    lua.set_named_registry_value(&format!("hopless.{lib}.{name}"), f)?;
+    // SAFETY: `c` keeps Lua's stack discipline (`message_or_values`).
+    unsafe { lua.create_c_function(c) }
+}
+
+fn functions(lua: &Lua, list: &[(&str, ffi::lua_CFunction)]) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    for &(name, f) in list {
+        // SAFETY: each keeps Lua's stack discipline (`table_or_value`).
+        t.raw_set(name, unsafe { lua.create_c_function(f) }?)?;
+    }
+    Ok(t)
+}
+
+/// Calls the registry's function `key` with the arguments on the stack; raises the first of its two
+/// results if the second is true, else returns the first.
+///
+/// # Safety
+///
+/// `state` is the running thread, as Lua hands it to a C function; the registry holds a function under
+/// `key` (set before any script runs).
+unsafe fn table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY:
+    // 1. `state` is the running thread with the C function's arguments on its stack (per the caller);
+    // 2. `lua_checkstack` makes room for the function below them and for its two results;
+    // 3. `lua_call` runs the function with every argument and leaves its two results;
+    // 4. `lua_error` raises the value below the flag and does not return; no Rust value with a
+    //    destructor lives in this frame or the caller's, which Lua's error unwinding skips;
+    // 5. otherwise one result, the value, is returned.
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 3) == 0 {
+            return 0;
+        }
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, n, 2);
+        let failed = ffi::lua_toboolean(state, -1) != 0;
+        ffi::lua_pop(state, 1);
+        if failed {
+            ffi::lua_error(state);
+        }
+        1
+    }
+}
+
+/// Calls the registry's function `key` with the arguments on the stack: when its first result is
+/// false, raises its second with the calling script's position before it (as `luaL_error` does), else
+/// returns its other results.
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn message_or_values(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY:
+    // 1. `state` is the running thread with the C function's arguments on its stack (per the caller);
+    // 2. `lua_checkstack` makes room for the function below them and for `luaL_where`'s string;
+    // 3. `lua_call` with `LUA_MULTRET` leaves every result, from index 1 up (the arguments and the
+    //    function were all there was);
+    // 4. on failure: the stack is cut to the flag and the message, the position is put below the
+    //    message and the two joined, and `lua_error` raises that (it does not return; no Rust value
+    //    with a destructor lives in this frame or the caller's);
+    // 5. otherwise the flag is removed and the rest returned.
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 3) == 0 {
+            return 0;
+        }
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, n, ffi::LUA_MULTRET);
+        let results = ffi::lua_gettop(state);
+        if results >= 2 && ffi::lua_toboolean(state, 1) == 0 {
+            ffi::lua_settop(state, 2);
+            ffi::luaL_where(state, 1);
+            ffi::lua_insert(state, 2);
+            ffi::lua_concat(state, 2);
+            ffi::lua_error(state);
+        }
+        ffi::lua_remove(state, 1);
+        results - 1
+    }
+}
