@@ -37,6 +37,10 @@ pub type CmdResult = Result<(), CmdError>;
 pub const NOT_INTEGER: CmdError = CmdError::Static("ERR value is not an integer or out of range");
 pub const SYNTAX: CmdError = CmdError::Static("ERR syntax error");
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
+/// The answer to a command while a script has run past `busy-reply-threshold`.
+pub const BUSY: CmdError = CmdError::Static(
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+);
 
 /// Arity, checked before the command runs, or by a command whose arguments come in pairs or options.
 pub fn wrong_args(name: &str) -> CmdError {

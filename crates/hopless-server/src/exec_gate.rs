@@ -10,7 +10,12 @@
 //! takes (the watch and blocked-client registries, then the store's shard locks). A loop never takes its
 //! own gate twice: EXEC runs its queue under the exclusive hold, without the shared one.
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// How long a wait for a gate goes before it looks again whether a script is busy.
+const BUSY_CHECK: Duration = Duration::from_millis(20);
 
 /// One loop's gate, alone on its cache lines (two lines: adjacent-line prefetch pairs them).
 #[repr(align(128))]
@@ -32,22 +37,44 @@ impl ExecGate {
         }
     }
 
-    /// Held by loop `loop_index` while it runs one command.
-    pub fn enter(&self, loop_index: usize) -> RwLockReadGuard<'_, ()> {
+    /// Held by loop `loop_index` while it runs one command, unless `busy` says a script has held every
+    /// gate too long (Redis's BUSY): `None` then. Waits while the gate is held otherwise.
+    pub fn enter_unless(
+        &self,
+        loop_index: usize,
+        busy: impl Fn() -> bool,
+    ) -> Option<RwLockReadGuard<'_, ()>> {
         let gate = &self.loops[loop_index % self.loops.len()].0;
-        // A panic in another holder poisons nothing this gate protects (it guards no data).
-        gate.read().unwrap_or_else(|e| e.into_inner())
+        if let Some(g) = gate.try_read() {
+            return Some(g);
+        }
+        loop {
+            if let Some(g) = gate.try_read_for(BUSY_CHECK) {
+                return Some(g);
+            }
+            if busy() {
+                return None;
+            }
+        }
     }
 
-    /// Every loop's gate, in loop order: no other command runs until this is dropped.
-    pub fn exclusive(&self) -> Exclusive<'_> {
-        Exclusive {
-            _held: self
-                .loops
-                .iter()
-                .map(|g| g.0.write().unwrap_or_else(|e| e.into_inner()))
-                .collect(),
+    /// Every loop's gate, in loop order (no other command runs until it is dropped), unless `busy` says a
+    /// script has held every gate too long: `None` then. A writer waiting for a gate keeps new readers
+    /// out of it, so a stream of commands on a loop cannot starve a transaction.
+    pub fn exclusive_unless(&self, busy: impl Fn() -> bool) -> Option<Exclusive<'_>> {
+        let mut held = Vec::with_capacity(self.loops.len());
+        for g in self.loops.iter() {
+            let guard = loop {
+                if let Some(w) = g.0.try_write_for(BUSY_CHECK) {
+                    break w;
+                }
+                if busy() {
+                    return None;
+                }
+            };
+            held.push(guard);
         }
+        Some(Exclusive { _held: held })
     }
 }
 
@@ -68,7 +95,7 @@ mod tests {
                 let (gate, a, b) = (gate.clone(), a.clone(), b.clone());
                 std::thread::spawn(move || {
                     for _ in 0..20_000 {
-                        let _g = gate.enter(l);
+                        let _g = gate.enter_unless(l, || false);
                         a.fetch_add(1, Ordering::Relaxed);
                         std::hint::spin_loop();
                         b.fetch_add(1, Ordering::Relaxed);
@@ -77,7 +104,7 @@ mod tests {
             })
             .collect();
         for _ in 0..2_000 {
-            let _x = gate.exclusive();
+            let _x = gate.exclusive_unless(|| false);
             assert_eq!(a.load(Ordering::Relaxed), b.load(Ordering::Relaxed));
         }
         for w in workers {

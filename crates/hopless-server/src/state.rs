@@ -200,6 +200,8 @@ pub struct Shared {
     pub slowlog: crate::slowlog::SlowLog,
     /// The Lua scripts (EVAL, SCRIPT); used with every loop's gate held.
     pub scripts: Mutex<crate::script::Scripts>,
+    /// The script running now, as the other loops see it (BUSY, SCRIPT KILL).
+    pub running: Arc<crate::script::Running>,
 }
 
 impl Shared {
@@ -213,6 +215,7 @@ impl Shared {
         threads: usize,
         commands: usize,
     ) -> Self {
+        let running = Arc::new(crate::script::Running::default());
         Shared {
             store,
             settings: RwLock::new(settings),
@@ -235,7 +238,8 @@ impl Shared {
             pubsub: Arc::default(),
             monitors: Default::default(),
             slowlog: Default::default(),
-            scripts: Mutex::new(crate::script::Scripts::new()),
+            scripts: Mutex::new(crate::script::Scripts::new(running.clone())),
+            running,
         }
     }
 

@@ -183,6 +183,8 @@ const SCRIPT: &[&str] = &[
     "SCRIPT FLUSH BAD",
     "SCRIPT KILL",
     "SCRIPT NOSUCH",
+    "CONFIG GET busy-reply-threshold",
+    "CONFIG GET lua-time-limit",
     // Inside a transaction.
     "MULTI",
     "EVAL \"return redis.call('incr', 'counter')\" 0",
@@ -341,4 +343,54 @@ fn redis_py_lock_and_registered_scripts_work() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A script past `busy-reply-threshold` is busy: the other loop answers BUSY, SCRIPT KILL stops it
+/// (even through pcall), and one that wrote cannot be killed.
+#[test]
+fn a_busy_script_answers_busy_and_script_kill_stops_it() {
+    let server = common::start_with(|o| o.threads = 2);
+    let addr = server.addr();
+    // Two connections in a row land on the two loops.
+    let mut runner = Raw::connect(addr);
+    let mut other = Raw::connect(addr);
+    assert_eq!(
+        other
+            .cmd(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"100"])
+            .read(),
+        common::simple("OK")
+    );
+    assert_eq!(
+        other.cmd(&[b"SCRIPT", b"KILL"]).read(),
+        common::err("NOTBUSY No scripts in execution right now.")
+    );
+    for body in [
+        &b"while true do end"[..],
+        b"while true do pcall(function() while true do end end) end",
+    ] {
+        runner.cmd(&[b"EVAL", body, b"0"]);
+        std::thread::sleep(Duration::from_millis(300));
+        match other.cmd(&[b"PING"]).read() {
+            Frame::Error(e) => assert!(e.starts_with("BUSY Redis is busy running a script."), "{e}"),
+            f => panic!("PING during a busy script: {f:?}"),
+        }
+        assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]).read(), common::simple("OK"));
+        match runner.read() {
+            Frame::Error(e) => assert!(
+                e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+                "{e}"
+            ),
+            f => panic!("a killed script answers an error: {f:?}"),
+        }
+        assert_eq!(other.cmd(&[b"PING"]).read(), common::simple("PONG"));
+    }
+    let writes_then_waits = b"redis.call('set', 'w', 1) local s = tonumber(redis.call('time')[1]) \
+        while tonumber(redis.call('time')[1]) < s + 2 do end return 'done'";
+    runner.cmd(&[b"EVAL", writes_then_waits, b"0"]);
+    std::thread::sleep(Duration::from_millis(300));
+    match other.cmd(&[b"SCRIPT", b"KILL"]).read() {
+        Frame::Error(e) => assert!(e.starts_with("UNKILLABLE"), "{e}"),
+        f => panic!("SCRIPT KILL of a script that wrote: {f:?}"),
+    }
+    assert_eq!(runner.read(), common::bulk("done"));
 }

@@ -45,6 +45,8 @@ const PARAMS: &[&str] = &[
     "list-compress-depth",
     "slowlog-log-slower-than",
     "slowlog-max-len",
+    "busy-reply-threshold",
+    "lua-time-limit",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -92,6 +94,7 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "list-compress-depth" => s.list_compress_depth.to_string(),
         "slowlog-log-slower-than" => c.shared.slowlog.slower_than().to_string(),
         "slowlog-max-len" => c.shared.slowlog.max_len().to_string(),
+        "busy-reply-threshold" | "lua-time-limit" => c.shared.running.busy_ms().to_string(),
         _ => String::new(),
     }
 }
@@ -138,6 +141,7 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
     match p {
         "slowlog-log-slower-than" => sh.slowlog.set_slower_than(ranged(-1)?),
         "slowlog-max-len" => sh.slowlog.set_max_len(ranged(0)? as u64),
+        "busy-reply-threshold" | "lua-time-limit" => sh.running.set_busy_ms(ranged(0)? as u64),
         "maxmemory" => sh.store.set_maxmemory(mem()?),
         "maxmemory-policy" => sh.store.set_policy(
             parse_policy(&v).ok_or("argument(s) must be one of the following: noeviction, allkeys-lru")?,

@@ -175,6 +175,12 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
         return Action::Continue;
     }
     let traits = table.traits(i);
+    if shared.running.busy() && !allowed_while_busy(args) {
+        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        out.error(&crate::errors::BUSY.into_text(cmd.name));
+        transaction::fail(conn);
+        return Action::Continue;
+    }
     if conn.multi.is_some() && !traits.transaction_control {
         if traits.no_multi {
             stat.rejected.fetch_add(1, Ordering::Relaxed);
@@ -197,6 +203,12 @@ fn administrative(cmd: &Command, args: &[Bytes]) -> bool {
         || (cmd.name == "client" && args.get(1).is_some_and(|s| CLIENT_ADMIN.iter().any(|w| eq(s, w))))
 }
 
+/// Whether a command runs while a script is busy (without its loop's gate, which the script holds):
+/// SCRIPT KILL and FUNCTION KILL, as Redis allows them.
+fn allowed_while_busy(args: &[Bytes]) -> bool {
+    args.len() == 2 && (eq(&args[0], "script") || eq(&args[0], "function")) && eq(&args[1], "kill")
+}
+
 /// Runs a command of EXEC's queue (every loop's gate is held already).
 fn run_in_exec(shared: &Shared, conn: &mut ConnState, out: &mut Reply, i: usize, args: &[Bytes]) -> Action {
     run(shared, conn, out, i, args, true)
@@ -216,7 +228,20 @@ fn run(
     let cmd = &table.commands()[i];
     let traits = table.traits(i);
     let stat = &shared.cmdstats[i];
-    let _gate = (!in_exec && !traits.every_gate).then(|| shared.gate.enter(conn.loop_index));
+    let busy = || shared.running.busy();
+    let _gate = if in_exec || traits.every_gate || (allowed_while_busy(args) && busy()) {
+        None
+    } else {
+        match shared.gate.enter_unless(conn.loop_index, busy) {
+            Some(g) => Some(g),
+            None if allowed_while_busy(args) => None,
+            None => {
+                stat.rejected.fetch_add(1, Ordering::Relaxed);
+                out.error(&crate::errors::BUSY.into_text(cmd.name));
+                return Action::Continue;
+            }
+        }
+    };
     conn.entry
         .last_cmd
         .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);

@@ -5,13 +5,17 @@
 //! Redis's checks of a command called from a script (known, arity, not `noscript`, no writes from a
 //! read-only script, none that grow memory past `maxmemory`) and runs it as EXEC runs its queue. The
 //! clients blocked on keys the script pushed to are served once it is done.
+//!
+//! A script that runs past `busy-reply-threshold` is busy: the other loops answer BUSY to everything
+//! but SCRIPT KILL, which stops it at its next check unless it wrote already (UNKILLABLE). The
+//! connections of the script's own loop wait for it, as that loop runs it.
 
 use bytes::Bytes;
 
 use super::command::{help, int_arg, subcommand, Command, Ctx, Runner, Table};
 use crate::codec::{Proto, Reply};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
-use crate::script::{shebang_flags, Body, Host, Refusal, RunError};
+use crate::script::{shebang_flags, Body, Host, Kill, Refusal, RunError};
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
 
@@ -33,6 +37,10 @@ pub(super) const COMMANDS: &[Command] = &[
 ];
 
 pub(super) const NOT_BUSY: CmdError = CmdError::Static("NOTBUSY No scripts in execution right now.");
+const UNKILLABLE: CmdError = CmdError::Static(
+    "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either \
+     wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+);
 const NO_SCRIPT: CmdError = CmdError::Static("NOSCRIPT No matching script. Please use EVAL.");
 const NEGATIVE_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be negative");
 const TOO_MANY_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be greater than number of args");
@@ -84,7 +92,16 @@ fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
         }
     }
     // Inside EXEC every gate is held already.
-    let _alone = (!c.in_exec).then(|| c.shared.gate.exclusive());
+    let _alone = if c.in_exec {
+        None
+    } else {
+        Some(
+            c.shared
+                .gate
+                .exclusive_unless(|| c.shared.running.busy())
+                .ok_or(crate::errors::BUSY)?,
+        )
+    };
     let mut host = ScriptHost {
         shared: c.shared,
         conn: c.conn,
@@ -143,6 +160,9 @@ impl Host for ScriptHost<'_> {
         if traits.denyoom && !self.allow_oom && self.shared.store.refuses_growth() {
             return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.to_string()));
         }
+        if traits.write {
+            self.shared.running.wrote();
+        }
         let mut out = Reply::new(if resp3 { Proto::Resp3 } else { Proto::Resp2 });
         out.errors = self.errors.clone();
         (self.run)(self.shared, self.conn, &mut out, i, args);
@@ -189,7 +209,11 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner()).flush();
             c.out.ok();
         }
-        "kill" if n == 2 => return Err(NOT_BUSY),
+        "kill" if n == 2 => match c.shared.running.kill() {
+            Kill::Asked => c.out.ok(),
+            Kill::NotBusy => return Err(NOT_BUSY),
+            Kill::Unkillable => return Err(UNKILLABLE),
+        },
         "load" if n == 3 => {
             let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
             match scripts.load(&a[2]) {

@@ -166,7 +166,10 @@ fn exec(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
         end(c.shared, c.conn);
         return Err(EXECABORT);
     }
-    let alone = c.shared.gate.exclusive();
+    let Some(alone) = c.shared.gate.exclusive_unless(|| c.shared.running.busy()) else {
+        end(c.shared, c.conn);
+        return Err(crate::errors::BUSY);
+    };
     let broken = watch_broken(c.shared, c.conn);
     end(c.shared, c.conn);
     if broken {

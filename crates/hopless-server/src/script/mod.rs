@@ -11,6 +11,7 @@
 //! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `bit.rs` | the `bit` library |
 //! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
+//! | `running.rs` | the script running now as other loops see it: busy, wrote, killed |
 //! | `convert.rs` | replies into Lua values, Lua values into replies, Lua arguments into commands', `%g` |
 //!
 //! The server runs a script with every event loop's gate held (as EXEC runs a transaction), so no
@@ -18,6 +19,7 @@
 //! state.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
@@ -29,8 +31,10 @@ mod cfunc;
 mod cjson;
 mod cmsgpack;
 mod convert;
+mod running;
 mod sandbox;
 
+pub use running::{Kill, Running};
 pub use sandbox::sha1_hex;
 use sandbox::{RunState, HANDLER, HOST};
 
@@ -69,27 +73,24 @@ pub enum RunError {
 
 pub struct Scripts {
     lua: Lua,
+    running: Arc<Running>,
     /// Compiled scripts by SHA1.
     cache: HashMap<String, RegistryKey>,
 }
 
-impl Default for Scripts {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Scripts {
-    pub fn new() -> Self {
+    /// The scripts of a server whose running script others see through `running`.
+    pub fn new(running: Arc<Running>) -> Self {
         Scripts {
-            lua: sandbox::new_state(MEMORY_LIMIT).expect("the Lua sandbox builds"),
+            lua: sandbox::new_state(MEMORY_LIMIT, running.clone()).expect("the Lua sandbox builds"),
+            running,
             cache: HashMap::new(),
         }
     }
 
     /// SCRIPT FLUSH: forgets every script, in a fresh state (as Redis resets its Lua VM).
     pub fn flush(&mut self) {
-        *self = Scripts::new();
+        *self = Scripts::new(self.running.clone());
     }
 
     pub fn exists(&self, sha: &[u8]) -> bool {
@@ -153,7 +154,9 @@ impl Scripts {
             Some(Ok(f)) => f,
             _ => return Err(RunError::NoScript),
         };
+        self.running.start();
         let outcome = run_function(lua, &f, keys, args, host);
+        self.running.stop();
         match outcome {
             Ok(Ok(v)) => {
                 let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
@@ -190,7 +193,7 @@ fn run_function(
     let result = lua.scope(|scope| {
         let call = scope.create_function_mut(|lua, argv: MultiValue| host_call(lua, host, argv))?;
         lua.set_named_registry_value(HOST, call)?;
-        let xpcall: Function = real_globals(lua)?.raw_get("xpcall")?;
+        let xpcall: Function = lua.named_registry_value("hopless.xpcall")?;
         let r: MultiValue = xpcall.call((f.clone(), handler))?;
         let mut r = r.into_iter();
         let ok = matches!(r.next(), Some(Value::Boolean(true)));

@@ -7,11 +7,11 @@
 -- has no read-only tables, so each protected table is reached through an empty proxy whose
 -- metatable reads through to it and refuses writes with Redis's message. `rawset`, `setmetatable`
 -- and `getmetatable` are wrapped so that they cannot reach behind a proxy either.
-local G, dbg, raw_call, raising, set_resp, sha1hex, log, set_repl = ...
+local G, dbg, raw_call, raising, set_resp, sha1hex, log, set_repl, killed = ...
 
 local type, error, tostring, tonumber, select = type, error, tostring, tonumber, select
-local raw_pcall, raw_rawset, raw_setmetatable, raw_getmetatable, rawget =
-  pcall, rawset, setmetatable, getmetatable, rawget
+local raw_pcall, raw_xpcall, raw_rawset, raw_setmetatable, raw_getmetatable, rawget =
+  pcall, xpcall, rawset, setmetatable, getmetatable, rawget
 local PRELUDE = dbg.getinfo(1, 'S').source
 
 local READONLY = 'Attempt to modify a readonly table'
@@ -49,6 +49,8 @@ end
 -- that a script's `return redis.sha1hex()` keeps the script's frame for the error's line: each answers
 -- its value and false, or the error table and true.
 local registry = dbg.getregistry()
+-- The scripts' own runner needs the real one.
+registry['hopless.xpcall'] = raw_xpcall
 
 registry['hopless.setresp'] = function(...)
   if select('#', ...) ~= 1 then return {err = 'ERR redis.setresp() requires one argument.'}, true end
@@ -99,9 +101,13 @@ for name, f in pairs(raising) do redis[name] = f end
 redis.replicate_commands = function() return true end
 
 -- Lua's pcall, with a Redis error table turned into its message (as Redis's own pcall does, for
--- scripts written when errors were strings).
+-- scripts written when errors were strings). Neither pcall nor xpcall can catch SCRIPT KILL's error:
+-- a killed script's error is raised again past them.
+local KILLED = 'ERR Script killed by user with SCRIPT KILL...'
+
 local function unwrap(ok, ...)
   if not ok then
+    if killed() then error({err = KILLED}) end
     local e = ...
     if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then return false, e.err end
     return false, e
@@ -109,6 +115,12 @@ local function unwrap(ok, ...)
   return ok, ...
 end
 G.pcall = function(...) return unwrap(raw_pcall(...)) end
+
+local function recheck(ok, ...)
+  if not ok and killed() then error({err = KILLED}) end
+  return ok, ...
+end
+G.xpcall = function(...) return recheck(raw_xpcall(...)) end
 
 -- Read-only proxies.
 local proxy_of = {}     -- protected table -> its proxy

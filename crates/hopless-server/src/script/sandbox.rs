@@ -4,9 +4,12 @@
 //! that scripts can read but not change (`prelude.lua`). Scripts run under the error handler the prelude
 //! returns, which turns every error into Redis's `{err=..., source=..., line=...}` table.
 
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use std::sync::Arc;
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 use super::cfunc;
+use super::running::Running;
 
 use super::{bit, cjson, cmsgpack};
 use crate::version::REDIS_VERSION;
@@ -54,6 +57,10 @@ impl Rand48 {
 
 const RAND_MAX: i64 = i32::MAX as i64;
 
+/// Instructions between two checks for SCRIPT KILL (a hook call costs about as much as a few
+/// instructions: a fraction of a percent).
+const KILL_CHECK_EVERY: u32 = 10_000;
+
 /// Redis's `LL_DEBUG` .. `LL_WARNING`.
 const LOG_LEVELS: [(&str, i64); 4] = [
     ("LOG_DEBUG", 0),
@@ -62,8 +69,9 @@ const LOG_LEVELS: [(&str, i64); 4] = [
     ("LOG_WARNING", 3),
 ];
 
-/// A fresh state, with at most `memory_limit` bytes for Lua's own memory.
-pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
+/// A fresh state, with at most `memory_limit` bytes for Lua's own memory; SCRIPT KILL reaches its
+/// scripts through `running`.
+pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Result<Lua> {
     // SAFETY: the debug library is loaded only to build the error handler, which keeps a private
     // reference to `debug.getinfo`; the prelude removes it from the globals before any script runs.
     let lua = unsafe {
@@ -120,6 +128,21 @@ pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
         Ok(())
     })?;
     let set_repl = lua.create_function(|_, _flags: i64| Ok(()))?;
+    let killed = {
+        let running = running.clone();
+        lua.create_function(move |_, ()| Ok(running.killed()))?
+    };
+    // Every so many instructions a script checks whether SCRIPT KILL asked it to stop.
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(KILL_CHECK_EVERY),
+        move |_, _| {
+            if running.killed() {
+                Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."))
+            } else {
+                Ok(VmState::Continue)
+            }
+        },
+    )?;
     let prelude = lua
         .load(include_str!("prelude.lua"))
         .set_name("=[hopless prelude]")
@@ -133,6 +156,7 @@ pub(super) fn new_state(memory_limit: usize) -> mlua::Result<Lua> {
         sha1hex,
         log,
         set_repl,
+        killed,
     ))?;
     lua.set_named_registry_value(HANDLER, handler)?;
     lua.set_named_registry_value(REAL_GLOBALS, g)?;

@@ -1,0 +1,118 @@
+//! The script running now, as the other event loops see it: since when it runs (Redis's "busy" script
+//! once that passes `busy-reply-threshold`), whether it wrote, and whether SCRIPT KILL asked it to
+//! stop. Atomics only: the script holds every gate and the script state's mutex while it runs.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Redis's `busy-reply-threshold` (alias `lua-time-limit`) default, in milliseconds.
+pub const DEFAULT_BUSY_MS: u64 = 5000;
+
+pub struct Running {
+    epoch: Instant,
+    /// Milliseconds since `epoch` plus one when the script started; 0 while none runs.
+    started: AtomicU64,
+    wrote: AtomicBool,
+    kill: AtomicBool,
+    busy_ms: AtomicU64,
+}
+
+/// What SCRIPT KILL did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// The script is asked to stop; it raises its error at its next check.
+    Asked,
+    /// No script runs.
+    NotBusy,
+    /// It wrote already: stopping it would leave half its writes (Redis refuses too).
+    Unkillable,
+}
+
+impl Default for Running {
+    fn default() -> Self {
+        Running {
+            epoch: Instant::now(),
+            started: AtomicU64::new(0),
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+            busy_ms: AtomicU64::new(DEFAULT_BUSY_MS),
+        }
+    }
+}
+
+impl Running {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// A script starts.
+    pub fn start(&self) {
+        self.wrote.store(false, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
+        self.started.store(self.now_ms() + 1, Ordering::Release);
+    }
+
+    /// It is done.
+    pub fn stop(&self) {
+        self.started.store(0, Ordering::Release);
+        self.kill.store(false, Ordering::Relaxed);
+    }
+
+    /// It calls a write command.
+    pub fn wrote(&self) {
+        self.wrote.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a script has run for `busy-reply-threshold` or longer: other clients then get BUSY.
+    pub fn busy(&self) -> bool {
+        let started = self.started.load(Ordering::Acquire);
+        started != 0 && self.now_ms() + 1 - started >= self.busy_ms.load(Ordering::Relaxed)
+    }
+
+    /// SCRIPT KILL.
+    pub fn kill(&self) -> Kill {
+        if self.started.load(Ordering::Acquire) == 0 {
+            Kill::NotBusy
+        } else if self.wrote.load(Ordering::Relaxed) {
+            Kill::Unkillable
+        } else {
+            self.kill.store(true, Ordering::Release);
+            Kill::Asked
+        }
+    }
+
+    /// Whether SCRIPT KILL asked the running script to stop.
+    pub fn killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+
+    pub fn busy_ms(&self) -> u64 {
+        self.busy_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn set_busy_ms(&self, ms: u64) {
+        self.busy_ms.store(ms, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_is_busy_past_the_threshold_and_killable_until_it_writes() {
+        let r = Running::default();
+        assert_eq!(r.kill(), Kill::NotBusy);
+        r.set_busy_ms(0);
+        r.start();
+        assert!(r.busy());
+        assert_eq!(r.kill(), Kill::Asked);
+        assert!(r.killed());
+        r.stop();
+        assert!(!r.busy() && !r.killed());
+        r.start();
+        r.wrote();
+        assert_eq!(r.kill(), Kill::Unkillable);
+        r.stop();
+    }
+}
