@@ -101,6 +101,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         block: None,
         replies: Default::default(),
         monitor: None,
+        in_script: false,
         pubsub: None,
         qbuf_free: 0,
     };

@@ -5,7 +5,6 @@
 //! the commands of every loop, in the order each loop ran them.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -50,9 +49,9 @@ impl Monitors {
 
     /// Sends every monitor the line for a command `args` that client `addr` ran; passwords (AUTH's,
     /// HELLO's AUTH) read `(redacted)`, as Redis shows them.
-    pub fn feed(&self, addr: &SocketAddr, args: &[Bytes]) {
+    pub fn feed(&self, client: &str, args: &[Bytes]) {
         let shown = redacted(args);
-        let line = Bytes::from(line(now_micros(), addr, shown.as_deref().unwrap_or(args)));
+        let line = Bytes::from(line(now_micros(), client, shown.as_deref().unwrap_or(args)));
         // A monitor's output is a normal client's: Redis's `client-output-buffer-limit normal` is
         // unlimited by default, and so is this.
         let unlimited = OutputLimit {
@@ -73,8 +72,8 @@ fn now_micros() -> u128 {
 }
 
 /// One MONITOR line (without the `+` and CRLF of its frame).
-pub fn line(micros: u128, addr: &SocketAddr, args: &[Bytes]) -> String {
-    let mut s = format!("{}.{:06} [0 {addr}]", micros / 1_000_000, micros % 1_000_000);
+pub fn line(micros: u128, client: &str, args: &[Bytes]) -> String {
+    let mut s = format!("{}.{:06} [0 {client}]", micros / 1_000_000, micros % 1_000_000);
     for a in args {
         s.push(' ');
         repr(&mut s, a);
@@ -110,16 +109,16 @@ mod tests {
 
     #[test]
     fn lines_read_as_redis_writes_them() {
-        let addr: SocketAddr = "127.0.0.1:6000".parse().unwrap();
+        let addr = "127.0.0.1:6000";
         let args = [
             Bytes::from_static(b"SET"),
             Bytes::from_static(b"k"),
             Bytes::from_static(b"a \"b\"\\\n\r\t\x07\x08\x00\xff"),
         ];
         assert_eq!(
-            line(1_339_518_083_107_412, &addr, &args),
+            line(1_339_518_083_107_412, addr, &args),
             r#"1339518083.107412 [0 127.0.0.1:6000] "SET" "k" "a \"b\"\\\n\r\t\a\b\x00\xff""#
         );
-        assert_eq!(line(5, &addr, &args[..1]), r#"0.000005 [0 127.0.0.1:6000] "SET""#);
+        assert_eq!(line(5, addr, &args[..1]), r#"0.000005 [0 127.0.0.1:6000] "SET""#);
     }
 }

@@ -160,6 +160,8 @@ pub struct ConnState {
     pub replies: ReplyMode,
     /// Set by MONITOR: where the lines for it are queued (cleared by RESET).
     pub monitor: Option<Arc<crate::pubsub::Outbox>>,
+    /// While a script of this connection runs a command: MONITOR and SLOWLOG show it as the script's.
+    pub in_script: bool,
 }
 
 impl ConnState {

@@ -3,7 +3,8 @@
 //! with their time and client address taken off (`<seconds>.<micros> [0 <addr>] "cmd" "arg"...`).
 //! What runs is shown, failed or not, quoted as Redis quotes it; administrative commands, unknown
 //! commands and commands with the wrong number of arguments are not; passwords read `(redacted)`;
-//! a transaction's commands show as they run, between MULTI and EXEC.
+//! a transaction's commands show as they run, between MULTI and EXEC; a script shows before the
+//! commands it runs, which show `lua` as their client.
 
 mod common;
 
@@ -30,6 +31,9 @@ const SCRIPT: &[&str] = &[
     "DEL k n",
     "LPUSH l a b",
     "DEBUG SLEEP 0",
+    "EVAL \"redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])\" 1 s v",
+    "EVALSHA 95f1c2c8ae2b3cd3e1bfb6e9d6b2b6d0c0e4c0a1 0",
+    "EVAL \"return redis.pcall('incr', 's')\" 0",
 ];
 
 /// The lines a monitor of `addr` gets while the script runs, without time and address.
@@ -50,8 +54,13 @@ fn lines(addr: SocketAddr) -> Vec<String> {
         let Frame::Simple(line) = watcher.read() else {
             panic!("MONITOR sends simple strings");
         };
-        let (_, cmd) = line.split_once("] ").expect("time and address, then the command");
-        got.push(cmd.to_string());
+        let (client, cmd) = line.split_once("] ").expect("time and address, then the command");
+        // A script's commands show `lua` as their client.
+        if client.ends_with("[0 lua") {
+            got.push(format!("lua {cmd}"));
+        } else {
+            got.push(cmd.to_string());
+        }
         if cmd == r#""ECHO" "done""# {
             return got;
         }
@@ -67,7 +76,12 @@ fn monitor_lines_match_redis() {
         let server = common::start_with(|o| o.threads = threads);
         let (theirs, ours) = (lines(raddr), lines(server.addr()));
         assert_eq!(theirs, ours, "Redis's lines first ({threads} event loops)");
-        for want in [r#""SET" "k" "v""#, r#""AUTH" "(redacted)""#, r#""EXEC""#] {
+        for want in [
+            r#""SET" "k" "v""#,
+            r#""AUTH" "(redacted)""#,
+            r#""EXEC""#,
+            r#"lua "set" "s" "v""#,
+        ] {
             assert!(ours.iter().any(|l| l == want), "{want} in {ours:?}");
         }
     }

@@ -83,6 +83,23 @@ const SCRIPT: &[&str] = &[
     "EVAL_RO \"return redis.call('set', 's', 1)\" 0",
     "EVAL \"#!lua flags=no-writes\nreturn redis.call('set', 's', 1)\" 0",
     "EVAL \"#!lua flags=no-writes\nreturn redis.call('get', 's')\" 0",
+    "EVAL \"#!lua flags=bogus\nreturn 1\" 0",
+    "EVAL \"#!py flags=x\nreturn 1\" 0",
+    "EVAL \"#!luax\nreturn 1\" 0",
+    "EVAL \"#!lua   flags=no-writes,no-writes\nreturn 1\" 0",
+    "EVAL \"#!lua name=x\nreturn 1\" 0",
+    "EVAL \"#!lua flags=\nreturn 1\" 0",
+    "EVAL \"#!lua\" 0",
+    "EVAL \"#!lua\nerror('x')\" 0",
+    "SCRIPT LOAD \"#!lua flags=no-writes\nreturn redis.call('set', 'x', '1')\"",
+    "EVALSHA 6496c2741353a8e9e5fd8f1f4205c2149edef733 0",
+    "CONFIG SET maxmemory 1",
+    "EVAL \"#!lua\nreturn 1\" 0",
+    "EVAL \"#!lua flags=no-writes\nreturn 1\" 0",
+    "EVAL \"#!lua flags=allow-oom\nreturn 1\" 0",
+    "EVAL \"return redis.call('set', 'a', 'b')\" 0",
+    "EVAL \"return redis.call('get', 'a')\" 0",
+    "CONFIG SET maxmemory 0",
     // Errors and the sandbox.
     "EVAL \"syntax error here\" 0",
     "EVAL \"error('boom')\" 0",
@@ -393,4 +410,26 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
         f => panic!("SCRIPT KILL of a script that wrote: {f:?}"),
     }
     assert_eq!(runner.read(), common::bulk("done"));
+}
+
+/// SHUTDOWN NOSAVE is accepted during a busy script, which stops too (even one that wrote).
+#[test]
+fn shutdown_nosave_ends_a_busy_script() {
+    let server = common::start_with(|o| o.threads = 2);
+    let addr = server.addr();
+    let mut runner = Raw::connect(addr);
+    let mut other = Raw::connect(addr);
+    other
+        .cmd(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"100"])
+        .read();
+    runner.cmd(&[b"EVAL", b"redis.call('set', 'w', 1) while true do end", b"0"]);
+    std::thread::sleep(Duration::from_millis(300));
+    match other.cmd(&[b"SHUTDOWN"]).read() {
+        Frame::Error(e) => assert!(e.starts_with("BUSY"), "{e}"),
+        f => panic!("SHUTDOWN without NOSAVE during a busy script: {f:?}"),
+    }
+    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(other.closed(), "SHUTDOWN NOSAVE closes the connection");
+    assert!(matches!(runner.try_read(), Some(Frame::Error(_)) | None));
+    server.shutdown().unwrap();
 }

@@ -225,3 +225,20 @@ fn slowlog_replies_match_redis() {
     );
     d.assert_none();
 }
+
+/// A script's commands go in as its client's (`?:0`, no name), before the script itself, as in Redis.
+#[test]
+fn a_script_and_its_commands_are_logged() {
+    let server = common::start();
+    let mut c = Raw::connect(server.addr());
+    run(&mut c, "CLIENT SETNAME caller");
+    run(&mut c, "CONFIG SET slowlog-log-slower-than 0");
+    run(&mut c, "SLOWLOG RESET");
+    run(&mut c, "EVAL \"redis.call('set', 'a', '1'); return 1\" 0");
+    let entries = items(run(&mut c, "SLOWLOG GET 2"));
+    let (script, inner) = (items(entries[0].clone()), items(entries[1].clone()));
+    assert_eq!(words(&script[3])[0], "EVAL");
+    assert_eq!(script[5], bulk("caller"));
+    assert_eq!(words(&inner[3]), ["set", "a", "1"]);
+    assert_eq!((inner[4].clone(), inner[5].clone()), (bulk("?:0"), bulk("")));
+}

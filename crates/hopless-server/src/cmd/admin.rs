@@ -43,6 +43,10 @@ fn shutdown(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             return Err(SYNTAX);
         }
     }
+    if c.shared.running.busy() {
+        // SHUTDOWN NOSAVE during a busy script (nothing else gets here then): the script stops too.
+        c.shared.running.force_kill();
+    }
     tracing::info!(client = c.conn.id(), "SHUTDOWN: closing");
     c.shared.request_shutdown();
     c.action = Action::Close;

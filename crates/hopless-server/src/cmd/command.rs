@@ -38,6 +38,8 @@ pub struct Traits {
     /// Takes every loop's gate itself rather than its own loop's (EXEC, and the commands that run a
     /// script).
     pub every_gate: bool,
+    /// EVAL and its kin: MONITOR shows them before the commands they run.
+    pub runs_script: bool,
     /// `skip_slowlog` (EXEC: the commands it runs are logged, not it).
     pub skip_slowlog: bool,
     /// For a write command: whether, from its arguments and reply, it changed nothing (`DEL` of absent
@@ -235,6 +237,7 @@ impl Table {
                 ),
                 alone: c.name == "exec",
                 every_gate: matches!(c.name, "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"),
+                runs_script: matches!(c.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro"),
                 skip_slowlog: c.has_flag("skip_slowlog"),
                 unchanged: unchanged_test(c.name),
             })

@@ -204,9 +204,10 @@ fn administrative(cmd: &Command, args: &[Bytes]) -> bool {
 }
 
 /// Whether a command runs while a script is busy (without its loop's gate, which the script holds):
-/// SCRIPT KILL and FUNCTION KILL, as Redis allows them.
+/// SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE, as Redis allows them.
 fn allowed_while_busy(args: &[Bytes]) -> bool {
-    args.len() == 2 && (eq(&args[0], "script") || eq(&args[0], "function")) && eq(&args[1], "kill")
+    (args.len() == 2 && (eq(&args[0], "script") || eq(&args[0], "function")) && eq(&args[1], "kill"))
+        || (eq(&args[0], "shutdown") && args[1..].iter().any(|a| eq(a, "nosave")))
 }
 
 /// Runs a command of EXEC's queue (every loop's gate is held already).
@@ -258,11 +259,21 @@ fn run(
         run: run_in_exec,
         changed_keys: None,
     };
-    let r = (cmd.handler)(&mut ctx, args);
     // MONITOR sees what ran (failed or not), as Redis feeds its monitors after the call; not the
-    // administrative commands.
-    if shared.monitors.active() && !administrative(cmd, args) {
-        shared.monitors.feed(&ctx.conn.entry.addr, args);
+    // administrative commands. A script is shown before the commands it runs, which show `lua` as
+    // their client.
+    let monitored = shared.monitors.active() && !administrative(cmd, args);
+    if monitored && traits.runs_script {
+        shared.monitors.feed(&ctx.conn.entry.addr.to_string(), args);
+    }
+    let r = (cmd.handler)(&mut ctx, args);
+    if monitored && !traits.runs_script {
+        let client = if ctx.conn.in_script {
+            "lua".to_string()
+        } else {
+            ctx.conn.entry.addr.to_string()
+        };
+        shared.monitors.feed(&client, args);
     }
     let action = ctx.action;
     let changed_keys = ctx.changed_keys;
@@ -283,6 +294,8 @@ fn run(
         match ctx.conn.block.as_mut() {
             // A blocked command goes in once it is served or times out (`conn.rs`), as in Redis.
             Some(wait) => wait.slow = Some((args.to_vec(), micros)),
+            // A script's commands go in as the script's client's: no address, no name.
+            None if ctx.conn.in_script => log_slow_as(shared, "?:0".into(), Bytes::new(), micros, args),
             None => log_slow(shared, &ctx.conn.entry, micros, args),
         }
     }
@@ -307,6 +320,17 @@ pub fn log_slow(shared: &Shared, client: &crate::state::ClientEntry, micros: u64
         client.addr.to_string(),
         name,
     );
+}
+
+/// [`log_slow`] for a client given by its address and name.
+fn log_slow_as(shared: &Shared, addr: String, name: Bytes, micros: u64, args: &[Bytes]) {
+    if !shared.slowlog.wants(micros) {
+        return;
+    }
+    let hidden = crate::redact::redacted(args);
+    shared
+        .slowlog
+        .push(micros, hidden.as_deref().unwrap_or(args), addr, name);
 }
 
 /// After a write command to `args`'s keys (still under the loop's gate): serves the clients blocked on

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use super::command::{help, int_arg, subcommand, Command, Ctx, Runner, Table};
 use crate::codec::{Proto, Reply};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
-use crate::script::{shebang_flags, Body, Host, Kill, Refusal, RunError};
+use crate::script::{Body, Host, Kill, Refusal, RunError};
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
 
@@ -69,28 +69,6 @@ fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
         return Err(TOO_MANY_KEYS);
     }
     let (keys, args) = a[3..].split_at(numkeys);
-    let mut read_only = c.name.ends_with("_ro");
-    let mut allow_oom = false;
-    if let Body::Text(text) = body {
-        match shebang_flags(text) {
-            Some(Err(e)) => return Err(CmdError::Msg(e)),
-            Some(Ok(flags)) => {
-                for f in &flags {
-                    match f.as_str() {
-                        "no-writes" => read_only = true,
-                        "allow-oom" => allow_oom = true,
-                        "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
-                        other => {
-                            return Err(CmdError::Msg(format!(
-                                "ERR Unexpected flag in script shebang: {other}"
-                            )))
-                        }
-                    }
-                }
-            }
-            None => {}
-        }
-    }
     // Inside EXEC every gate is held already.
     let _alone = if c.in_exec {
         None
@@ -102,24 +80,36 @@ fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
                 .ok_or(crate::errors::BUSY)?,
         )
     };
+    let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
+    let (sha, flags) = scripts.prepare(body).map_err(run_error)?;
+    let read_only = c.name.ends_with("_ro") || flags.no_writes;
+    // A script that declares its flags and may write is refused before it starts over `maxmemory`
+    // (one without flags meets the check at its first command that may grow memory).
+    if flags.declared && !read_only && !flags.allow_oom && c.shared.store.refuses_growth() {
+        return Err(CmdError::Msg(hopless_kv::Error::OutOfMemory.to_string()));
+    }
     let mut host = ScriptHost {
         shared: c.shared,
         conn: c.conn,
         run: c.run,
         table: c.table,
         read_only,
-        allow_oom,
+        allow_oom: flags.allow_oom,
         writes: Vec::new(),
         errors: c.out.errors.clone(),
     };
-    let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
-    let ran = scripts.run(body, keys, args, &mut host, c.out);
+    let ran = scripts.run(&sha, keys, args, &mut host, c.out);
     drop(scripts);
     host.serve_blocked();
-    match ran {
-        Ok(()) => Ok(()),
-        Err(RunError::NoScript) => Err(NO_SCRIPT),
-        Err(RunError::Compile(msg)) => Err(CmdError::Msg(format!("ERR {msg}"))),
+    ran.map_err(run_error)
+}
+
+/// Redis's reply to a script that did not run.
+fn run_error(e: RunError) -> CmdError {
+    match e {
+        RunError::NoScript => NO_SCRIPT,
+        RunError::Compile(msg) => CmdError::Msg(format!("ERR {msg}")),
+        RunError::Shebang(text) => CmdError::Msg(text),
     }
 }
 
@@ -165,7 +155,9 @@ impl Host for ScriptHost<'_> {
         }
         let mut out = Reply::new(if resp3 { Proto::Resp3 } else { Proto::Resp2 });
         out.errors = self.errors.clone();
+        self.conn.in_script = true;
         (self.run)(self.shared, self.conn, &mut out, i, args);
+        self.conn.in_script = false;
         if traits.write && self.shared.blocked.active() {
             self.writes.push((i, args.to_vec()));
         }
@@ -216,11 +208,8 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         },
         "load" if n == 3 => {
             let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
-            match scripts.load(&a[2]) {
-                Ok(sha) => c.out.bulk(sha.as_bytes()),
-                Err(RunError::Compile(msg)) => return Err(CmdError::Msg(format!("ERR {msg}"))),
-                Err(RunError::NoScript) => return Err(NO_SCRIPT),
-            }
+            let sha = scripts.load(&a[2]).map_err(run_error)?;
+            c.out.bulk(sha.as_bytes());
         }
         "debug" if n == 3 => {
             return Err(CmdError::Static(

@@ -69,13 +69,24 @@ pub enum RunError {
     NoScript,
     /// It does not compile: Redis's message.
     Compile(String),
+    /// Its shebang line is wrong: Redis's whole error text.
+    Shebang(String),
+}
+
+/// What a script's shebang line (`#!lua flags=no-writes,allow-oom`) declares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// It has a shebang line: Redis then checks memory before it starts rather than at its writes.
+    pub declared: bool,
+    pub no_writes: bool,
+    pub allow_oom: bool,
 }
 
 pub struct Scripts {
     lua: Lua,
     running: Arc<Running>,
-    /// Compiled scripts by SHA1.
-    cache: HashMap<String, RegistryKey>,
+    /// Compiled scripts by SHA1, with their shebang's flags.
+    cache: HashMap<String, (RegistryKey, Flags)>,
 }
 
 impl Scripts {
@@ -113,6 +124,7 @@ impl Scripts {
         if self.cache.contains_key(&sha) {
             return Ok(sha);
         }
+        let flags = shebang_flags(body).map_err(RunError::Shebang)?;
         let f = self
             .lua
             .load(without_shebang(body))
@@ -123,34 +135,34 @@ impl Scripts {
             .lua
             .create_registry_value(f)
             .map_err(|e| RunError::Compile(e.to_string()))?;
-        self.cache.insert(sha.clone(), key);
+        self.cache.insert(sha.clone(), (key, flags));
         Ok(sha)
     }
 
-    /// Runs a script with `keys` and `args`, its commands through `host`, and writes its reply (or its
-    /// error, as Redis words it) to `out`.
+    /// The script `body` names (compiled and cached first when it is a text): its SHA1 and flags.
+    pub fn prepare(&mut self, body: Body<'_>) -> Result<(String, Flags), RunError> {
+        let sha = match body {
+            Body::Text(text) => self.load(text)?,
+            Body::Sha(sha) => std::str::from_utf8(sha)
+                .map_err(|_| RunError::NoScript)?
+                .to_ascii_lowercase(),
+        };
+        let flags = self.cache.get(&sha).ok_or(RunError::NoScript)?.1;
+        Ok((sha, flags))
+    }
+
+    /// Runs the script `sha` ([`Scripts::prepare`]) with `keys` and `args`, its commands through `host`,
+    /// and writes its reply (or its error, as Redis words it) to `out`.
     pub fn run(
         &mut self,
-        body: Body<'_>,
+        sha: &str,
         keys: &[Bytes],
         args: &[Bytes],
         host: &mut dyn Host,
         out: &mut Reply,
     ) -> Result<(), RunError> {
-        let sha = match body {
-            Body::Text(text) => self.load(text)?,
-            Body::Sha(sha) => {
-                let sha = std::str::from_utf8(sha)
-                    .map_err(|_| RunError::NoScript)?
-                    .to_ascii_lowercase();
-                if !self.cache.contains_key(&sha) {
-                    return Err(RunError::NoScript);
-                }
-                sha
-            }
-        };
         let lua = &self.lua;
-        let f: Function = match self.cache.get(&sha).map(|k| lua.registry_value(k)) {
+        let f: Function = match self.cache.get(sha).map(|(k, _)| lua.registry_value(k)) {
             Some(Ok(f)) => f,
             _ => return Err(RunError::NoScript),
         };
@@ -164,7 +176,7 @@ impl Scripts {
                     out.error(&format!("ERR {e}"));
                 }
             }
-            Ok(Err(err)) => write_script_error(out, &err, &sha),
+            Ok(Err(err)) => write_script_error(out, &err, sha),
             Err(e) => out.error(&format!("ERR Error running script {sha}, {e}")),
         }
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
@@ -298,26 +310,39 @@ fn without_shebang(body: &[u8]) -> &[u8] {
     }
 }
 
-/// The flags of a script's shebang line (`#!lua flags=no-writes,allow-oom`), or `None` without one.
-pub fn shebang_flags(body: &[u8]) -> Option<Result<Vec<String>, String>> {
+/// The flags of a script's shebang line (`#!lua flags=no-writes,allow-oom`): none declared without
+/// one; Redis's error for another engine, an unknown option or an unknown flag.
+fn shebang_flags(body: &[u8]) -> Result<Flags, String> {
     if !body.starts_with(b"#!") {
-        return None;
+        return Ok(Flags::default());
     }
-    let nl = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
-    let line = String::from_utf8_lossy(&body[2..nl]).into_owned();
+    let Some(nl) = body.iter().position(|&b| b == b'\n') else {
+        return Err("ERR Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[..nl]).into_owned();
     let mut words = line.split(' ').filter(|w| !w.is_empty());
     let engine = words.next().unwrap_or("");
-    if engine != "lua" {
-        return Some(Err(format!("ERR Could not find engine '{engine}'")));
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
     }
-    let mut flags = Vec::new();
+    let mut flags = Flags {
+        declared: true,
+        ..Flags::default()
+    };
     for w in words {
-        match w.strip_prefix("flags=") {
-            Some(list) => flags.extend(list.split(',').filter(|f| !f.is_empty()).map(str::to_string)),
-            None => return Some(Err(format!("ERR Unknown lua shebang option: {w}"))),
+        let Some(list) = w.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {w}"));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            match f {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
         }
     }
-    Some(Ok(flags))
+    Ok(flags)
 }
 
 /// The message of a compile error, as Redis words it.

@@ -81,6 +81,12 @@ impl Running {
         }
     }
 
+    /// SHUTDOWN NOSAVE during a busy script: the script stops at its next check, writes or not (nothing
+    /// is kept past the shutdown).
+    pub fn force_kill(&self) {
+        self.kill.store(true, Ordering::Release);
+    }
+
     /// Whether SCRIPT KILL asked the running script to stop.
     pub fn killed(&self) -> bool {
         self.kill.load(Ordering::Acquire)
