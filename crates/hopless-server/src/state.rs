@@ -202,6 +202,8 @@ pub struct Shared {
     pub slowlog: crate::slowlog::SlowLog,
     /// The Lua scripts (EVAL, SCRIPT); used with every loop's gate held.
     pub scripts: Mutex<crate::script::Scripts>,
+    /// The function libraries (FUNCTION, FCALL); used with every loop's gate held.
+    pub functions: Mutex<crate::script::Functions>,
     /// The script running now, as the other loops see it (BUSY, SCRIPT KILL).
     pub running: Arc<crate::script::Running>,
 }
@@ -241,6 +243,7 @@ impl Shared {
             monitors: Default::default(),
             slowlog: Default::default(),
             scripts: Mutex::new(crate::script::Scripts::new(running.clone())),
+            functions: Mutex::new(crate::script::Functions::new(running.clone())),
             running,
         }
     }

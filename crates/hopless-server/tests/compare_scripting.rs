@@ -200,6 +200,63 @@ const SCRIPT: &[&str] = &[
     "SCRIPT FLUSH BAD",
     "SCRIPT KILL",
     "SCRIPT NOSUCH",
+    // Functions.
+    "FUNCTION FLUSH",
+    "FUNCTION LOAD \"#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return args[1] end)\"",
+    "FCALL myfunc 0 hello",
+    "FCALL myfunc -1",
+    "FCALL myfunc abc",
+    "FCALL myfunc 3 a",
+    "FCALL nosuch 0",
+    "FCALL_RO myfunc 0 x",
+    "FUNCTION LOAD \"#!lua name=mylib\nredis.register_function('x', function() end)\"",
+    "FUNCTION LOAD REPLACE \"#!lua name=mylib\nredis.register_function{function_name='myfunc', callback=function(k, a) return redis.call('get', k[1]) end, flags={'no-writes', 'allow-oom'}, description='reads'}\"",
+    "FUNCTION LIST",
+    "FUNCTION LIST WITHCODE LIBRARYNAME my*",
+    "FUNCTION LIST LIBRARYNAME nomatch",
+    "FCALL_RO myfunc 1 s",
+    "FUNCTION LOAD \"#!lua name=errs\nredis.register_function('boom', function() error('x') end)\nredis.register_function('w', function(k) return redis.call('set', k[1], 'v') end)\nredis.register_function('bad', function() return redis.call('nosuch') end)\"",
+    "FCALL boom 0",
+    "FCALL w 1 fk",
+    "FCALL_RO w 1 fk",
+    "FCALL bad 0",
+    "FUNCTION STATS",
+    "FUNCTION LOAD \"return 1\"",
+    "FUNCTION LOAD \"#!lua\nreturn 1\"",
+    "FUNCTION LOAD \"#!lua name=bad-name\nreturn 1\"",
+    "FUNCTION LOAD \"#!py name=x\nreturn 1\"",
+    "FUNCTION LOAD \"#!lua name=x foo=bar\nreturn 1\"",
+    "FUNCTION LOAD \"#!lua name=x name=y\nreturn 1\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nreturn 1\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nredis.register_function('myfunc', function() end)\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nredis.register_function('bad name', function() end)\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nsyntax error\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nerror('at load')\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nredis.call('ping')\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nx = 1\"",
+    "FUNCTION LOAD \"#!lua name=lib2\nlocal x = redis.setresp\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function{function_name='f3', callback=function() return 1 end, flags={'bogus'}}\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function('f3')\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function{function_name='f3'}\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function{callback=function() end}\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function{function_name='f3', callback=function() end, foo=1}\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function('f3', function() end) redis.register_function('f3', function() end)\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function('f3', 1)\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function(1, function() end)\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.register_function()\"",
+    "FUNCTION LOAD \"#!lua name=lib3\nredis.log(redis.LOG_NOTICE, 'x') redis.register_function('f3', function() return redis.REDIS_VERSION_NUM > 0 end)\"",
+    "FCALL f3 0",
+    "EVAL \"return redis.register_function\" 0",
+    "FUNCTION DELETE lib3",
+    "FUNCTION DELETE lib3",
+    "FCALL f3 0",
+    "FUNCTION RESTORE garbage",
+    "FUNCTION RESTORE x bogus",
+    "FUNCTION KILL",
+    "SCRIPT FLUSH",
+    "FCALL myfunc 1 s",
+    "FUNCTION FLUSH",
+    "FUNCTION DUMP",
     "CONFIG GET busy-reply-threshold",
     "CONFIG GET lua-time-limit",
     // Inside a transaction.
@@ -432,4 +489,70 @@ fn shutdown_nosave_ends_a_busy_script() {
     assert!(other.closed(), "SHUTDOWN NOSAVE closes the connection");
     assert!(matches!(runner.try_read(), Some(Frame::Error(_)) | None));
     server.shutdown().unwrap();
+}
+
+/// FUNCTION DUMP's payload moves both ways: Redis's (LZF-compressed) restores into hopless, and
+/// hopless's into Redis; FUNCTION RESTORE's policies.
+#[test]
+fn function_dumps_move_between_redis_and_hopless() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    let lib = "#!lua name=moving\nredis.register_function('twice', function(keys, args) \
+               return args[1] .. args[1] end) -- padding so that Redis compresses the code: \
+               aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for r in [&mut d.redis, &mut d.ours] {
+        r.cmd(&[b"FUNCTION", b"FLUSH"]).read();
+    }
+    assert_eq!(
+        d.redis.cmd(&[b"FUNCTION", b"LOAD", lib.as_bytes()]).read(),
+        common::bulk("moving")
+    );
+    let Frame::Bulk(theirs) = d.redis.cmd(&[b"FUNCTION", b"DUMP"]).read() else {
+        panic!("FUNCTION DUMP answers a payload")
+    };
+    assert_eq!(
+        d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read(),
+        common::simple("OK")
+    );
+    assert_eq!(
+        d.ours.cmd(&[b"FCALL", b"twice", b"0", b"ab"]).read(),
+        common::bulk("abab")
+    );
+    // APPEND (the default) refuses a library that exists; REPLACE and FLUSH take it.
+    match d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read() {
+        Frame::Error(e) => assert_eq!(e, "ERR Library 'moving' already exists"),
+        f => panic!("{f:?}"),
+    }
+    for policy in [&b"REPLACE"[..], b"FLUSH"] {
+        assert_eq!(
+            d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs, policy]).read(),
+            common::simple("OK")
+        );
+    }
+    let Frame::Bulk(ours) = d.ours.cmd(&[b"FUNCTION", b"DUMP"]).read() else {
+        panic!("FUNCTION DUMP answers a payload")
+    };
+    d.redis.cmd(&[b"FUNCTION", b"FLUSH"]).read();
+    assert_eq!(
+        d.redis.cmd(&[b"FUNCTION", b"RESTORE", &ours]).read(),
+        common::simple("OK")
+    );
+    assert_eq!(
+        d.redis.cmd(&[b"FCALL", b"twice", b"0", b"x"]).read(),
+        common::bulk("xx")
+    );
+    // A payload with a bad checksum changes nothing.
+    let mut bad = ours.to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    d.ours.cmd(&[b"FUNCTION", b"FLUSH"]).read();
+    match d.ours.cmd(&[b"FUNCTION", b"RESTORE", &bad]).read() {
+        Frame::Error(e) => assert_eq!(e, "ERR DUMP payload version or checksum are wrong"),
+        f => panic!("{f:?}"),
+    }
+    assert_eq!(
+        d.ours.cmd(&[b"FCALL", b"twice", b"0", b"x"]).read(),
+        common::err("ERR Function not found")
+    );
 }

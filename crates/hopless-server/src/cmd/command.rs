@@ -236,8 +236,14 @@ impl Table {
                     "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
                 ),
                 alone: c.name == "exec",
-                every_gate: matches!(c.name, "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro"),
-                runs_script: matches!(c.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro"),
+                every_gate: matches!(
+                    c.name,
+                    "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+                ),
+                runs_script: matches!(
+                    c.name,
+                    "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+                ),
                 skip_slowlog: c.has_flag("skip_slowlog"),
                 unchanged: unchanged_test(c.name),
             })

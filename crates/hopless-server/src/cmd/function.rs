@@ -1,39 +1,60 @@
-//! Functions, which this server does not run: FCALL, FCALL_RO, FUNCTION LOAD and FUNCTION RESTORE are
-//! refused with an error that says so, while what clients and tools probe answers as Redis answers with
-//! an empty function library (FUNCTION LIST, STATS, FLUSH, DUMP). Redis's own test harness calls
-//! FUNCTION FLUSH before every unit, for one.
+//! Functions: FCALL FCALL_RO and FUNCTION (LOAD [REPLACE], DELETE, LIST [LIBRARYNAME] [WITHCODE], FLUSH,
+//! DUMP, RESTORE [FLUSH|APPEND|REPLACE], STATS, KILL, HELP), over the libraries of `script::functions`.
+//! A function runs as a script does (`scripting.rs`): alone across the event loops, its commands
+//! checked as Redis checks a script's, its flags (`no-writes`, `allow-oom`) honoured before it starts.
 
 use bytes::Bytes;
 
 use super::command::{help, subcommand, Command, Ctx};
-use super::scripting::{flush_mode, NOT_BUSY};
+use super::scripting::{checks, flush_mode, take_gates, Prepared, ScriptHost, NOT_BUSY};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
+use crate::script::Kill;
 use crate::words::eq;
+use hopless_kv::store::glob_match;
 
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("fcall", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("fcall", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", fcall)
         .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a function"),
-    Command::new("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", refuse)
+    Command::new("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", fcall)
         .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a read-only function"),
     Command::new("function", -2, "", function).acl("@slow")
         .subs(&["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"])
         .doc("scripting", "7.0.0", "A container for function commands"),
 ];
 
-/// The answer to every command that would run a function or load one.
-pub const NO_FUNCTIONS: CmdError = CmdError::Static(
-    "ERR functions are not supported by this server (no FCALL or FUNCTION LOAD); EVAL scripts are",
-);
+const NOT_FOUND: CmdError = CmdError::Static("ERR Function not found");
+const BAD_NUMKEYS: CmdError = CmdError::Static("ERR Bad number of keys provided");
+const NEGATIVE_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be negative");
+const TOO_MANY_KEYS: CmdError = CmdError::Static("ERR Number of keys can't be greater than number of args");
 
-/// What FUNCTION DUMP gives for an empty library in Redis 7.0: the RDB version (10, two bytes little
-/// endian) and the CRC64 of the payload, byte for byte.
-const EMPTY_DUMP: &[u8] = b"\x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda";
-
-fn refuse(_: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
-    Err(NO_FUNCTIONS)
+fn fcall(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let _alone = take_gates(c)?;
+    let shared = c.shared;
+    let mut functions = shared.functions.lock().unwrap_or_else(|e| e.into_inner());
+    let flags = functions.flags(&a[1]).ok_or(NOT_FOUND)?.to_vec();
+    let numkeys = hopless_kv::store::parse_i64(&a[2]).ok_or(BAD_NUMKEYS)?;
+    if numkeys > a.len() as i64 - 3 {
+        return Err(TOO_MANY_KEYS);
+    }
+    if numkeys < 0 {
+        return Err(NEGATIVE_KEYS);
+    }
+    let (keys, args) = a[3..].split_at(numkeys as usize);
+    let declared = Prepared {
+        declared: true,
+        no_writes: flags.contains(&"no-writes"),
+        allow_oom: flags.contains(&"allow-oom"),
+    };
+    let modes = checks(c, &declared)?;
+    let errors = c.out.errors.clone();
+    let mut host = ScriptHost::new(shared, &mut *c.conn, c.run, c.table, modes, errors);
+    functions.call(&a[1], keys, args, &mut host, c.out);
+    drop(functions);
+    host.serve_blocked();
+    Ok(())
 }
 
 /// `ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.`: Redis's reply
@@ -49,18 +70,29 @@ fn sub_syntax(c: &Ctx<'_>, sub: &[u8]) -> CmdError {
 fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     let n = a.len();
+    let mut functions = c.shared.functions.lock().unwrap_or_else(|e| e.into_inner());
     match sub.as_str() {
+        "load" if n == 3 || n == 4 => {
+            if n == 4 && !eq(&a[2], "replace") {
+                return Err(CmdError::Msg(format!(
+                    "ERR Unknown option given: {}",
+                    String::from_utf8_lossy(&a[2])
+                )));
+            }
+            let name = functions.load(&a[n - 1], n == 4).map_err(CmdError::Msg)?;
+            c.out.bulk(name.as_bytes());
+        }
         "list" => {
-            let (mut with_code, mut name) = (false, false);
+            let (mut with_code, mut pattern) = (false, None);
             let mut i = 2;
             while i < n {
                 if !with_code && eq(&a[i], "withcode") {
                     with_code = true;
-                } else if !name && eq(&a[i], "libraryname") {
+                } else if pattern.is_none() && eq(&a[i], "libraryname") {
                     if i + 1 >= n {
                         return Err(CmdError::Static("ERR library name argument was not given"));
                     }
-                    name = true;
+                    pattern = Some(a[i + 1].clone());
                     i += 1;
                 } else {
                     return Err(CmdError::Msg(format!(
@@ -70,7 +102,39 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 }
                 i += 1;
             }
-            c.out.array(0);
+            let libs: Vec<_> = functions
+                .libraries()
+                .filter(|l| pattern.as_ref().is_none_or(|p| glob_match(p, l.name.as_bytes())))
+                .collect();
+            c.out.array(libs.len());
+            for lib in libs {
+                c.out.map(if with_code { 4 } else { 3 });
+                c.out.bulk(b"library_name");
+                c.out.bulk(lib.name.as_bytes());
+                c.out.bulk(b"engine");
+                c.out.bulk(b"LUA");
+                c.out.bulk(b"functions");
+                c.out.array(lib.functions.len());
+                for f in &lib.functions {
+                    c.out.map(3);
+                    c.out.bulk(b"name");
+                    c.out.bulk(f.name.as_bytes());
+                    c.out.bulk(b"description");
+                    match &f.description {
+                        Some(d) => c.out.bulk(d),
+                        None => c.out.null(),
+                    }
+                    c.out.bulk(b"flags");
+                    c.out.set(f.flags.len());
+                    for flag in &f.flags {
+                        c.out.simple(flag);
+                    }
+                }
+                if with_code {
+                    c.out.bulk(b"library_code");
+                    c.out.bulk(&lib.code);
+                }
+            }
         }
         "flush" if n > 3 => return Err(sub_syntax(c, &a[1])),
         "flush" => {
@@ -79,6 +143,7 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                     "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
                 ));
             }
+            functions.flush();
             c.out.ok();
         }
         "stats" if n == 2 => {
@@ -90,14 +155,37 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.bulk(b"LUA");
             c.out.map(2);
             c.out.bulk(b"libraries_count");
-            c.out.int(0);
+            c.out.int(functions.libraries().count() as i64);
             c.out.bulk(b"functions_count");
-            c.out.int(0);
+            c.out.int(functions.function_count() as i64);
         }
-        "delete" if n == 3 => return Err(CmdError::Static("ERR Library not found")),
-        "kill" if n == 2 => return Err(NOT_BUSY),
-        "dump" if n == 2 => c.out.bulk(EMPTY_DUMP),
-        "load" | "restore" if n >= 3 => return Err(NO_FUNCTIONS),
+        "delete" if n == 3 => {
+            if !functions.delete(&a[2]) {
+                return Err(CmdError::Static("ERR Library not found"));
+            }
+            c.out.ok();
+        }
+        "kill" if n == 2 => match c.shared.running.kill(true) {
+            Kill::Asked => c.out.ok(),
+            Kill::NotBusy => return Err(NOT_BUSY),
+            Kill::Unkillable => return Err(super::scripting::UNKILLABLE),
+        },
+        "dump" if n == 2 => c.out.bulk(&functions.dump()),
+        "restore" if n == 3 || n == 4 => {
+            let policy = if n == 4 {
+                let p = String::from_utf8_lossy(&a[3]).to_ascii_lowercase();
+                if !matches!(p.as_str(), "flush" | "append" | "replace") {
+                    return Err(CmdError::Static(
+                        "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+                    ));
+                }
+                p
+            } else {
+                "append".to_string()
+            };
+            functions.restore(&a[2], &policy).map_err(CmdError::Msg)?;
+            c.out.ok();
+        }
         "help" if n == 2 => help(c, FUNCTION_HELP),
         "stats" | "delete" | "kill" | "dump" | "load" | "restore" | "help" => {
             return Err(wrong_sub_args(c.name, &a[1]))

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use super::command::{help, int_arg, subcommand, Command, Ctx, Runner, Table};
 use crate::codec::{Proto, Reply};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
+use crate::exec_gate::Exclusive;
 use crate::script::{Body, Host, Kill, Refusal, RunError};
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
@@ -37,7 +38,7 @@ pub(super) const COMMANDS: &[Command] = &[
 ];
 
 pub(super) const NOT_BUSY: CmdError = CmdError::Static("NOTBUSY No scripts in execution right now.");
-const UNKILLABLE: CmdError = CmdError::Static(
+pub(super) const UNKILLABLE: CmdError = CmdError::Static(
     "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either \
      wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
 );
@@ -69,39 +70,60 @@ fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
         return Err(TOO_MANY_KEYS);
     }
     let (keys, args) = a[3..].split_at(numkeys);
-    // Inside EXEC every gate is held already.
-    let _alone = if c.in_exec {
-        None
-    } else {
-        Some(
-            c.shared
-                .gate
-                .exclusive_unless(|| c.shared.running.busy())
-                .ok_or(crate::errors::BUSY)?,
-        )
-    };
+    let _alone = take_gates(c)?;
     let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());
     let (sha, flags) = scripts.prepare(body).map_err(run_error)?;
-    let read_only = c.name.ends_with("_ro") || flags.no_writes;
-    // A script that declares its flags and may write is refused before it starts over `maxmemory`
-    // (one without flags meets the check at its first command that may grow memory).
-    if flags.declared && !read_only && !flags.allow_oom && c.shared.store.refuses_growth() {
-        return Err(CmdError::Msg(hopless_kv::Error::OutOfMemory.to_string()));
-    }
-    let mut host = ScriptHost {
-        shared: c.shared,
-        conn: c.conn,
-        run: c.run,
-        table: c.table,
-        read_only,
+    let declared = Prepared {
+        declared: flags.declared,
+        no_writes: flags.no_writes,
         allow_oom: flags.allow_oom,
-        writes: Vec::new(),
-        errors: c.out.errors.clone(),
     };
+    let modes = checks(c, &declared)?;
+    let errors = c.out.errors.clone();
+    let mut host = ScriptHost::new(c.shared, &mut *c.conn, c.run, c.table, modes, errors);
     let ran = scripts.run(&sha, keys, args, &mut host, c.out);
     drop(scripts);
     host.serve_blocked();
     ran.map_err(run_error)
+}
+
+/// What a script or function declares, for the checks before it runs.
+pub(super) struct Prepared {
+    /// It has flags (a shebang line; every function has): Redis then checks memory before it starts.
+    pub declared: bool,
+    pub no_writes: bool,
+    pub allow_oom: bool,
+}
+
+/// Redis's checks of what a script or function about to run for `c` declares (EVAL, FCALL, or their
+/// `_RO` forms): a `_RO` call of one that declares it may write is refused, and so is one that declares
+/// it may write and grow memory over `maxmemory`. Whether it runs read-only, and may grow memory.
+pub(super) fn checks(c: &Ctx<'_>, declared: &Prepared) -> Result<(bool, bool), CmdError> {
+    let ro = c.name.ends_with("_ro");
+    if ro && declared.declared && !declared.no_writes {
+        return Err(CmdError::Static(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    let read_only = ro || declared.no_writes;
+    if declared.declared && !read_only && !declared.allow_oom && c.shared.store.refuses_growth() {
+        return Err(CmdError::Msg(hopless_kv::Error::OutOfMemory.to_string()));
+    }
+    Ok((read_only, declared.allow_oom))
+}
+
+/// Every loop's gate, for a script to run alone (none inside EXEC, which holds them already); BUSY
+/// while another script is busy.
+pub(super) fn take_gates<'a>(c: &Ctx<'a>) -> Result<Option<Exclusive<'a>>, CmdError> {
+    if c.in_exec {
+        return Ok(None);
+    }
+    let shared = c.shared;
+    shared
+        .gate
+        .exclusive_unless(|| shared.running.busy())
+        .map(Some)
+        .ok_or(crate::errors::BUSY)
 }
 
 /// Redis's reply to a script that did not run.
@@ -115,7 +137,7 @@ fn run_error(e: RunError) -> CmdError {
 
 /// Runs a script's commands: the checks Redis makes of a command called from a script, then the
 /// dispatcher's run of it (every gate is held).
-struct ScriptHost<'a> {
+pub(super) struct ScriptHost<'a> {
     shared: &'a Shared,
     conn: &'a mut ConnState,
     run: Runner,
@@ -165,10 +187,31 @@ impl Host for ScriptHost<'_> {
     }
 }
 
-impl ScriptHost<'_> {
+impl<'a> ScriptHost<'a> {
+    /// The host of a script or function that passed [`checks`], for connection `conn`.
+    pub(super) fn new(
+        shared: &'a Shared,
+        conn: &'a mut ConnState,
+        run: Runner,
+        table: &'static Table,
+        (read_only, allow_oom): (bool, bool),
+        errors: Option<std::sync::Arc<crate::error_stats::ErrorStats>>,
+    ) -> Self {
+        ScriptHost {
+            shared,
+            conn,
+            run,
+            table,
+            read_only,
+            allow_oom,
+            writes: Vec::new(),
+            errors,
+        }
+    }
+
     /// The clients blocked on keys the script wrote are served now, before anybody else runs (as after
     /// EXEC).
-    fn serve_blocked(&mut self) {
+    pub(super) fn serve_blocked(&mut self) {
         for (i, args) in &self.writes {
             let served = self
                 .shared
@@ -201,7 +244,7 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner()).flush();
             c.out.ok();
         }
-        "kill" if n == 2 => match c.shared.running.kill() {
+        "kill" if n == 2 => match c.shared.running.kill(false) {
             Kill::Asked => c.out.ok(),
             Kill::NotBusy => return Err(NOT_BUSY),
             Kill::Unkillable => return Err(UNKILLABLE),

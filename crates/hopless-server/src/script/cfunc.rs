@@ -35,6 +35,7 @@ c_functions! { table_or_value:
     redis_sha1hex => c"hopless.sha1hex",
     redis_log => c"hopless.log",
     redis_set_repl => c"hopless.set_repl",
+    redis_register_function => c"hopless.register_function",
 }
 
 c_functions! { message_or_values:
@@ -46,7 +47,8 @@ c_functions! { message_or_values:
     cmsgpack_unpack_limit => c"hopless.cmsgpack.unpack_limit",
 }
 
-/// The `redis` table's raising functions by name (`call`, `setresp`, `sha1hex`, `log`, `set_repl`),
+/// The `redis` table's raising functions by name (`call`, `setresp`, `sha1hex`, `log`, `set_repl`, and
+/// `register_function`, which only FUNCTION LOAD's API holds),
 /// over the registry functions the prelude and the sandbox set.
 pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
     functions(
@@ -57,6 +59,7 @@ pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
             ("sha1hex", redis_sha1hex),
             ("log", redis_log),
             ("set_repl", redis_set_repl),
+            ("register_function", redis_register_function),
         ],
     )
 }

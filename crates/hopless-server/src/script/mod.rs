@@ -7,6 +7,8 @@
 //! |---|---|
 //! | `sandbox.rs` | the Lua state: libraries, the `redis` table, `math.random`, read-only globals |
 //! | `prelude.lua` | the sandbox's Lua side: the error handler, the `redis` functions' checks, read-only proxies |
+//! | `functions.rs` | FUNCTION's libraries: loading with `redis.register_function`, FCALL, list, dump and restore |
+//! | `dump.rs` | FUNCTION DUMP's payload: RDB strings, LZF, CRC64 |
 //! | `cjson.rs` | the `cjson` library |
 //! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `bit.rs` | the `bit` library |
@@ -31,14 +33,17 @@ mod cfunc;
 mod cjson;
 mod cmsgpack;
 mod convert;
+mod dump;
+mod functions;
 mod running;
 mod sandbox;
 
+pub use functions::Functions;
 pub use running::{Kill, Running};
 pub use sandbox::sha1_hex;
 use sandbox::{RunState, HANDLER, HOST};
 
-/// Lua's own memory at most (a script that allocates without bound gets an error).
+/// Lua's own memory at most, per state (a script that allocates without bound gets an error).
 const MEMORY_LIMIT: usize = 1 << 30;
 
 /// Why a command did not run for a script: Redis's texts, each becoming an error for the script.
@@ -166,7 +171,7 @@ impl Scripts {
             Some(Ok(f)) => f,
             _ => return Err(RunError::NoScript),
         };
-        self.running.start();
+        self.running.start(false);
         let outcome = run_function(lua, &f, keys, args, host);
         self.running.stop();
         match outcome {
@@ -198,19 +203,31 @@ fn run_function(
     let globals = real_globals(lua)?;
     globals.raw_set("KEYS", string_array(lua, keys)?)?;
     globals.raw_set("ARGV", string_array(lua, args)?)?;
-    if let Some(mut run) = lua.app_data_mut::<RunState>() {
-        *run = RunState::default();
-    }
     let handler: Function = lua.named_registry_value(HANDLER)?;
-    let result = lua.scope(|scope| {
-        let call = scope.create_function_mut(|lua, argv: MultiValue| host_call(lua, host, argv))?;
-        lua.set_named_registry_value(HOST, call)?;
+    run_with_host(lua, host, |lua| {
         let xpcall: Function = lua.named_registry_value("hopless.xpcall")?;
         let r: MultiValue = xpcall.call((f.clone(), handler))?;
         let mut r = r.into_iter();
         let ok = matches!(r.next(), Some(Value::Boolean(true)));
         let v = r.next().unwrap_or(Value::Nil);
         Ok(if ok { Ok(v) } else { Err(v) })
+    })
+}
+
+/// Runs `run` (a script or a function, under the error handler) with `host` reachable from
+/// `redis.call` and the run's settings (`redis.setresp`) fresh.
+fn run_with_host<R>(
+    lua: &Lua,
+    host: &mut dyn Host,
+    run: impl FnOnce(&Lua) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    if let Some(mut state) = lua.app_data_mut::<RunState>() {
+        *state = RunState::default();
+    }
+    let result = lua.scope(|scope| {
+        let call = scope.create_function_mut(|lua, argv: MultiValue| host_call(lua, host, argv))?;
+        lua.set_named_registry_value(HOST, call)?;
+        run(lua)
     });
     lua.set_named_registry_value(HOST, Value::Nil)?;
     result
@@ -221,6 +238,7 @@ fn real_globals(lua: &Lua) -> mlua::Result<Table> {
     lua.named_registry_value::<Table>(sandbox::REAL_GLOBALS)
 }
 
+/// A Lua array of byte strings (KEYS, ARGV, a function's two tables).
 fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(items.len(), 0)?;
     for (i, b) in items.iter().enumerate() {
@@ -270,14 +288,14 @@ fn host_call(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(
 
 /// A script's error as Redis 7.0 replies it: the error table's message, then where it was raised
 /// (`script: <sha>, on @user_script:<line>.`) when the handler found a Lua frame.
-fn write_script_error(out: &mut Reply, err: &Value, sha: &str) {
+fn write_script_error(out: &mut Reply, err: &Value, name: &str) {
     let Value::Table(t) = err else {
         let msg = match err {
             Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             _ => "execution failure".to_string(),
         };
         let msg: String = msg.chars().take(100).collect();
-        out.error(&format!("ERR Error running script {sha}, {msg}"));
+        out.error(&format!("ERR Error running script {name}, {msg}"));
         return;
     };
     let text = |k: &str| -> Option<String> {
@@ -294,7 +312,7 @@ fn write_script_error(out: &mut Reply, err: &Value, sha: &str) {
     );
     let mut msg = text("err").unwrap_or_default();
     if let (Some(source), Some(line)) = (text("source"), text("line")) {
-        msg.push_str(&format!(" script: {sha}, on {source}:{line}."));
+        msg.push_str(&format!(" script: {name}, on {source}:{line}."));
     }
     convert::write_error(out, msg.as_bytes(), ignore);
 }

@@ -25,8 +25,16 @@ local function handler(err)
     level = level + 1
   until not info or (info.what ~= 'C' and info.source ~= PRELUDE)
   if type(err) == 'userdata' then
-    -- Raised by a Rust function: its text without the kind of error Rust's side names.
-    err = tostring(err):gsub('^runtime error: ', ''):gsub('^memory error: ', '')
+    -- Raised by a Rust function: its text without the kind of error and the traceback Rust's side
+    -- adds, and with where the script called it first, as `luaL_error` words it (but for SCRIPT
+    -- KILL's error, which Redis raises without a position).
+    local msg = tostring(err):gsub('\nstack traceback:.*$', '')
+    local runtime = msg:find('^runtime error: ') ~= nil
+    msg = msg:gsub('^runtime error: ', ''):gsub('^memory error: ', '')
+    if runtime and info and not msg:find('^Script killed by user') then
+      msg = info.short_src .. ':' .. tostring(info.currentline) .. ': ' .. msg
+    end
+    err = msg
   end
   if type(err) ~= 'table' then
     err = {err = 'ERR ' .. tostring(err)}
@@ -96,7 +104,9 @@ registry['hopless.set_repl'] = function(...)
   return nil, false
 end
 
-for name, f in pairs(raising) do redis[name] = f end
+for name, f in pairs(raising) do
+  if name ~= 'register_function' then redis[name] = f end
+end
 
 redis.replicate_commands = function() return true end
 
@@ -165,10 +175,18 @@ local string_mt = raw_getmetatable('')
 string_mt.__index = G.string
 readonly(string_mt)
 
+-- What the scripts' globals read: the whole API, or while FUNCTION LOAD runs a library's code, only
+-- `redis.register_function`, `redis.log` and the constants (`set_api`).
+local api = G
+
+local function missing(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+
 local globals = {}
 raw_setmetatable(globals, {
   __index = function(_, k)
-    local v = rawget(G, k)
+    local v = rawget(api, k)
     if v == nil then
       error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end
@@ -180,4 +198,20 @@ proxy_of[G] = globals
 protected[globals] = G
 G._G = globals
 
-return handler, globals
+local load_redis = {register_function = raising.register_function, log = redis.log}
+for _, k in ipairs({'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM'}) do
+  load_redis[k] = redis[k]
+end
+raw_setmetatable(load_redis, {__index = missing, __newindex = function() error(READONLY, 2) end})
+local load_api = {redis = load_redis}
+
+local function set_api(loading)
+  if loading then api = load_api else api = G end
+end
+
+-- Runs a function of a library with its KEYS and ARGV tables, under the handler.
+local function run_with(f, keys, args)
+  return raw_xpcall(function() return f(keys, args) end, handler)
+end
+
+return handler, globals, set_api, run_with

@@ -13,6 +13,8 @@ pub struct Running {
     /// Milliseconds since `epoch` plus one when the script started; 0 while none runs.
     started: AtomicU64,
     wrote: AtomicBool,
+    /// The running script is a function (FCALL): FUNCTION KILL stops it, SCRIPT KILL does not.
+    function: AtomicBool,
     kill: AtomicBool,
     busy_ms: AtomicU64,
 }
@@ -34,6 +36,7 @@ impl Default for Running {
             epoch: Instant::now(),
             started: AtomicU64::new(0),
             wrote: AtomicBool::new(false),
+            function: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             busy_ms: AtomicU64::new(DEFAULT_BUSY_MS),
         }
@@ -45,9 +48,10 @@ impl Running {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// A script starts.
-    pub fn start(&self) {
+    /// A script (or, `function`, a function) starts.
+    pub fn start(&self, function: bool) {
         self.wrote.store(false, Ordering::Relaxed);
+        self.function.store(function, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
         self.started.store(self.now_ms() + 1, Ordering::Release);
     }
@@ -69,9 +73,9 @@ impl Running {
         started != 0 && self.now_ms() + 1 - started >= self.busy_ms.load(Ordering::Relaxed)
     }
 
-    /// SCRIPT KILL.
-    pub fn kill(&self) -> Kill {
-        if self.started.load(Ordering::Acquire) == 0 {
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true): each stops only its own kind.
+    pub fn kill(&self, function: bool) -> Kill {
+        if self.started.load(Ordering::Acquire) == 0 || self.function.load(Ordering::Relaxed) != function {
             Kill::NotBusy
         } else if self.wrote.load(Ordering::Relaxed) {
             Kill::Unkillable
@@ -108,17 +112,18 @@ mod tests {
     #[test]
     fn a_script_is_busy_past_the_threshold_and_killable_until_it_writes() {
         let r = Running::default();
-        assert_eq!(r.kill(), Kill::NotBusy);
+        assert_eq!(r.kill(false), Kill::NotBusy);
         r.set_busy_ms(0);
-        r.start();
+        r.start(false);
         assert!(r.busy());
-        assert_eq!(r.kill(), Kill::Asked);
+        assert_eq!(r.kill(true), Kill::NotBusy);
+        assert_eq!(r.kill(false), Kill::Asked);
         assert!(r.killed());
         r.stop();
         assert!(!r.busy() && !r.killed());
-        r.start();
+        r.start(true);
         r.wrote();
-        assert_eq!(r.kill(), Kill::Unkillable);
+        assert_eq!(r.kill(true), Kill::Unkillable);
         r.stop();
     }
 }

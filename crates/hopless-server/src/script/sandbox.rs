@@ -17,6 +17,13 @@ use crate::version::REDIS_VERSION;
 /// The registry name of the function that runs a command for the script being run (set for the length
 /// of one run: `Scripts::run`).
 pub(super) const HOST: &str = "hopless.host";
+/// The registry name of the function that registers a library's function (set while FUNCTION LOAD
+/// runs the library's code: `functions.rs`).
+pub(super) const REGISTER: &str = "hopless.register";
+/// The registry name of the prelude's switch between the whole API and FUNCTION LOAD's.
+pub(super) const SET_API: &str = "hopless.set_api";
+/// The registry name of the prelude's runner of a library's function with its KEYS and ARGV.
+pub(super) const RUN_WITH: &str = "hopless.run_with";
 /// The registry name of the error handler.
 pub(super) const HANDLER: &str = "hopless.handler";
 /// The registry name of the table behind the scripts' read-only globals.
@@ -147,7 +154,20 @@ pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Res
         .load(include_str!("prelude.lua"))
         .set_name("=[hopless prelude]")
         .into_function()?;
-    let (handler, globals): (Function, Table) = prelude.call((
+    // `redis.register_function`'s Rust side: the registering function of the FUNCTION LOAD running.
+    let register =
+        lua.create_function(
+            |lua, args: MultiValue| match lua.named_registry_value::<Value>(REGISTER)? {
+                Value::Function(f) => f.call::<MultiValue>(args),
+                _ => {
+                    let msg = "redis.register_function can only be called on FUNCTION LOAD command";
+                    let t = super::convert::error_table(lua, msg, false)?;
+                    Ok(MultiValue::from_vec(vec![Value::Table(t), Value::Boolean(true)]))
+                }
+            },
+        )?;
+    lua.set_named_registry_value("hopless.register_function", register)?;
+    let (handler, globals, set_api, run_with): (Function, Table, Function, Function) = prelude.call((
         g.clone(),
         debug,
         raw_call,
@@ -159,6 +179,8 @@ pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Res
         killed,
     ))?;
     lua.set_named_registry_value(HANDLER, handler)?;
+    lua.set_named_registry_value(SET_API, set_api)?;
+    lua.set_named_registry_value(RUN_WITH, run_with)?;
     lua.set_named_registry_value(REAL_GLOBALS, g)?;
     lua.set_globals(globals)?;
     Ok(lua)
