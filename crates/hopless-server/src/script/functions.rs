@@ -10,9 +10,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, RegistryKey, Value};
 
+use super::convert;
+use super::dump;
+use super::host::{run_with_host, string_array, write_script_error, Host};
 use super::running::Running;
-use super::sandbox::{self, REGISTER, RUN_WITH, SET_API};
-use super::{convert, dump, run_with_host, string_array, write_script_error, Host, RunState, MEMORY_LIMIT};
+use super::sandbox::{self, RunState, MEMORY_LIMIT, REGISTER, RUN_WITH, SET_API};
 use crate::codec::Reply;
 
 /// A function of a library, as FUNCTION LIST shows it.

@@ -64,6 +64,9 @@ impl Rand48 {
 
 const RAND_MAX: i64 = i32::MAX as i64;
 
+/// Lua's own memory at most, per state (a script that allocates without bound gets an error).
+pub(super) const MEMORY_LIMIT: usize = 1 << 30;
+
 /// Instructions between two checks for SCRIPT KILL (a hook call costs about as much as a few
 /// instructions: a fraction of a percent).
 const KILL_CHECK_EVERY: u32 = 10_000;
