@@ -45,6 +45,9 @@ c_functions! { message_or_values:
     cmsgpack_unpack => c"hopless.cmsgpack.unpack",
     cmsgpack_unpack_one => c"hopless.cmsgpack.unpack_one",
     cmsgpack_unpack_limit => c"hopless.cmsgpack.unpack_limit",
+    struct_pack => c"hopless.struct.pack",
+    struct_unpack => c"hopless.struct.unpack",
+    struct_size => c"hopless.struct.size",
 }
 
 /// The `redis` table's raising functions by name (`call`, `setresp`, `sha1hex`, `log`, `set_repl`, and
@@ -64,7 +67,7 @@ pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
     )
 }
 
-/// The C function named `name` of library `lib` (`cjson` or `cmsgpack`), over `f`, which answers `true`
+/// The C function named `name` of library `lib` (`cjson`, `cmsgpack` or `struct`), over `f`, which answers `true`
 /// and its values or `false` and an error message.
 pub(super) fn library_function(lua: &Lua, lib: &str, name: &str, f: Function) -> mlua::Result<Function> {
     let c: ffi::lua_CFunction = match (lib, name) {
@@ -74,6 +77,9 @@ pub(super) fn library_function(lua: &Lua, lib: &str, name: &str, f: Function) ->
         ("cmsgpack", "unpack") => cmsgpack_unpack,
         ("cmsgpack", "unpack_one") => cmsgpack_unpack_one,
         ("cmsgpack", "unpack_limit") => cmsgpack_unpack_limit,
+        ("struct", "pack") => struct_pack,
+        ("struct", "unpack") => struct_unpack,
+        ("struct", "size") => struct_size,
         _ => return Err(mlua::Error::runtime(format!("no C function for {lib}.{name}"))),
     };
     lua.set_named_registry_value(&format!("hopless.{lib}.{name}"), f)?;

@@ -14,6 +14,7 @@
 //! | `prelude.lua` | the sandbox's Lua side: the error handler, the `redis` functions' checks, read-only proxies |
 //! | `cjson.rs` | the `cjson` library |
 //! | `cmsgpack.rs` | the `cmsgpack` library |
+//! | `lua_struct.rs` | the `struct` library |
 //! | `bit.rs` | the `bit` library |
 //! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
 //! | `running.rs` | the script running now as other loops see it: busy, wrote, killed |
@@ -33,6 +34,7 @@ mod dump;
 mod eval;
 mod functions;
 mod host;
+mod lua_struct;
 mod running;
 mod sandbox;
 

@@ -1,5 +1,6 @@
 //! A Lua 5.1 state as Redis 7.0 sets one up for scripts: the base, table, string and math libraries
-//! (no io, os, package, or file loading; `print` and `debug` removed), the `bit` library, Redis's
+//! (no io, os, package, or file loading; `print` and `debug` removed), `bit`, `cjson`, `cmsgpack`
+//! and `struct`, Redis's
 //! `math.random` (the same sequence on every machine), the `redis` table, and globals and library tables
 //! that scripts can read but not change (`prelude.lua`). Scripts run under the error handler the prelude
 //! returns, which turns every error into Redis's `{err=..., source=..., line=...}` table.
@@ -11,7 +12,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use super::cfunc;
 use super::running::Running;
 
-use super::{bit, cjson, cmsgpack};
+use super::{bit, cjson, cmsgpack, lua_struct};
 use crate::version::REDIS_VERSION;
 
 /// The registry name of the function that runs a command for the script being run (set for the length
@@ -100,6 +101,7 @@ pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Res
     g.raw_set("bit", bit::library(&lua)?)?;
     g.raw_set("cjson", cjson::library(&lua)?)?;
     g.raw_set("cmsgpack", cmsgpack::library(&lua)?)?;
+    g.raw_set("struct", lua_struct::library(&lua)?)?;
     install_math_random(&lua, &g)?;
     g.raw_set("redis", redis_table(&lua)?)?;
 
