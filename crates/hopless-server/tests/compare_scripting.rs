@@ -576,3 +576,69 @@ fn function_dumps_move_between_redis_and_hopless() {
         common::err("ERR Function not found")
     );
 }
+
+/// A fixed-window rate limiter (INCR, PEXPIRE on the first hit, compare), as rate-limiting libraries
+/// run it with EVALSHA: four clients on two event loops, 100 tries each against a limit of 150, are
+/// allowed exactly 150 between them.
+#[test]
+fn a_rate_limiter_script_allows_exactly_its_limit_across_clients() {
+    let server = common::start_with(|o| o.threads = 2);
+    let addr = server.addr();
+    let limiter = b"local n = redis.call('incr', KEYS[1]) \
+        if n == 1 then redis.call('pexpire', KEYS[1], ARGV[2]) end \
+        if n > tonumber(ARGV[1]) then return 0 end return 1";
+    let Frame::Bulk(sha) = Raw::connect(addr).cmd(&[b"SCRIPT", b"LOAD", limiter]).read() else {
+        panic!("SCRIPT LOAD answers the SHA1")
+    };
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let sha = sha.clone();
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(addr);
+                (0..100)
+                    .filter(|_| {
+                        c.cmd(&[b"EVALSHA", &sha, b"1", b"rate:user", b"150", b"60000"])
+                            .read()
+                            == Frame::Integer(1)
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let allowed: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(allowed, 150);
+    let mut c = Raw::connect(addr);
+    assert!(matches!(c.cmd(&[b"PTTL", b"rate:user"]).read(), Frame::Integer(t) if t > 0 && t <= 60000));
+}
+
+/// A script returning a table that holds itself: Redis writes nested arrays until Lua's C stack would
+/// overflow, then `-ERR reached lua stack limit`; hopless writes the same bytes (and does not overflow
+/// its own stack doing it). Compared as raw bytes: the nesting is deeper than a frame parser takes.
+#[test]
+fn a_table_that_holds_itself_ends_as_redis_ends_it() {
+    use std::io::{Read, Write};
+    let Some((_guard, raddr)) = common::differ::start_redis() else {
+        return;
+    };
+    let server = common::start();
+    let body = b"local t = {} t[1] = t return t";
+    let mut request = format!("*3\r\n$4\r\nEVAL\r\n${}\r\n", body.len()).into_bytes();
+    request.extend_from_slice(body);
+    request.extend_from_slice(b"\r\n$1\r\n0\r\n");
+    let reply = |addr: SocketAddr| -> Vec<u8> {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(&request).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        while !got.ends_with(b"\r\n") || !got.windows(5).any(|w| w == b"-ERR ") {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the connection closed");
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    };
+    let (theirs, ours) = (reply(raddr), reply(server.addr()));
+    assert!(theirs.ends_with(b"-ERR reached lua stack limit\r\n"));
+    assert_eq!(theirs.len(), ours.len());
+    assert!(theirs == ours, "the same bytes as Redis");
+}

@@ -190,7 +190,13 @@ impl From<mlua::Error> for Stop {
 struct Cursor<'a> {
     s: &'a [u8],
     at: usize,
+    /// Arrays and maps open around the value being read.
+    depth: usize,
 }
+
+/// Nesting deeper than this in an input is refused (a hostile `\x91\x91...` must not overflow the
+/// event loop's stack).
+const MAX_DECODE_DEPTH: usize = 1000;
 
 impl Cursor<'_> {
     fn take(&mut self, n: usize) -> Result<&[u8], Stop> {
@@ -266,16 +272,25 @@ impl Cursor<'_> {
     }
 
     fn array(&mut self, lua: &Lua, n: usize) -> Result<Value, Stop> {
+        self.depth += 1;
+        if self.depth > MAX_DECODE_DEPTH {
+            return Err(Stop::BadFormat);
+        }
         // Never more slots up front than bytes left: a hostile length must not reserve gigabytes.
         let t = lua.create_table_with_capacity(n.min(self.s.len() - self.at), 0)?;
         for i in 1..=n {
             let v = self.decode(lua)?;
             t.raw_set(i, v)?;
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 
     fn map(&mut self, lua: &Lua, n: usize) -> Result<Value, Stop> {
+        self.depth += 1;
+        if self.depth > MAX_DECODE_DEPTH {
+            return Err(Stop::BadFormat);
+        }
         let t = lua.create_table()?;
         for _ in 0..n {
             let k = self.decode(lua)?;
@@ -285,6 +300,7 @@ impl Cursor<'_> {
             }
             t.raw_set(k, v)?;
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 }
@@ -338,7 +354,11 @@ fn unpack(lua: &Lua, args: &[Value], limited: Option<bool>) -> mlua::Result<Mult
             s.len()
         ));
     }
-    let mut c = Cursor { s: &s, at: offset };
+    let mut c = Cursor {
+        s: &s,
+        at: offset,
+        depth: 0,
+    };
     let mut values = vec![Value::Boolean(true)];
     if limited.is_some() {
         values.push(Value::Nil);

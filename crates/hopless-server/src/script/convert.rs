@@ -7,10 +7,6 @@ use mlua::{Lua, Table, Value};
 
 use crate::codec::{Frame, Reply};
 
-/// Nesting past this in a script's return value answers Redis's `reached lua stack limit` in its place
-/// (a table that holds itself would otherwise never end).
-const MAX_DEPTH: usize = 1000;
-
 /// Redis's `luaPushErrorBuff`: the error table `{err = "CODE message"}` for an error text, either
 /// `-CODE message` (the code is the first word) or a bare message (code `ERR`), with line ends trimmed.
 /// `ignore_stats`: the error was counted already (a command's own reply), so the script's reply of it
@@ -167,17 +163,50 @@ fn to_long_long(n: f64) -> i64 {
 }
 
 /// A script's return value written as Redis's `luaReplyToRedisReply` writes it. `script_resp3`: the
-/// script asked for RESP3 (`redis.setresp(3)`), which decides how a boolean is answered. Returns
-/// whether the reply is an error, and whether that error was counted already.
-pub(super) fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) -> mlua::Result<Option<bool>> {
-    write_value(out, v, script_resp3, 0)
+/// script asked for RESP3 (`redis.setresp(3)`), which decides how a boolean is answered.
+///
+/// The walk keeps its own stack rather than recursing, so a table that holds itself cannot overflow
+/// the event loop's: it ends where Redis's ends, when Lua's C stack (`LUAI_MAXCSTACK`, 8000 slots) would
+/// have no room for the next value (Redis's own values keep 2 slots; each array level holds 1 more, a
+/// map's or set's 3), with `-ERR reached lua stack limit` in that value's place.
+pub(super) fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) -> mlua::Result<()> {
+    // Each level: the values still to write, and the slots it holds.
+    let mut stack: Vec<(std::vec::IntoIter<Value>, usize)> = Vec::new();
+    let mut used = BASE_SLOTS;
+    let mut next = Some(v.clone());
+    loop {
+        let v = match next.take() {
+            Some(v) => v,
+            None => match stack.last_mut() {
+                None => return Ok(()),
+                Some((items, cost)) => match items.next() {
+                    Some(v) => v,
+                    None => {
+                        used -= *cost;
+                        stack.pop();
+                        continue;
+                    }
+                },
+            },
+        };
+        if used + 4 > MAX_SLOTS {
+            out.error("ERR reached lua stack limit");
+            continue;
+        }
+        if let Some((items, cost)) = write_value(out, &v, script_resp3)? {
+            used += cost;
+            stack.push((items.into_iter(), cost));
+        }
+    }
 }
 
-fn write_value(out: &mut Reply, v: &Value, resp3: bool, depth: usize) -> mlua::Result<Option<bool>> {
-    if depth > MAX_DEPTH {
-        out.error("reached lua stack limit");
-        return Ok(Some(false));
-    }
+/// Lua's `LUAI_MAXCSTACK`, and the slots Redis's conversion holds before the value it writes.
+const MAX_SLOTS: usize = 8000;
+const BASE_SLOTS: usize = 2;
+
+/// Writes `v`, or for a table that holds values (an array, map or set) its header: then the values to
+/// write under it, and the stack slots Redis would hold while writing them.
+fn write_value(out: &mut Reply, v: &Value, resp3: bool) -> mlua::Result<Option<(Vec<Value>, usize)>> {
     match v {
         Value::String(s) => out.bulk(&s.as_bytes()),
         Value::Boolean(b) if !resp3 => {
@@ -191,17 +220,17 @@ fn write_value(out: &mut Reply, v: &Value, resp3: bool, depth: usize) -> mlua::R
         Value::Boolean(b) => out.int(i64::from(*b)),
         Value::Number(n) => out.int(to_long_long(*n)),
         Value::Integer(i) => out.int(*i),
-        Value::Table(t) => return write_table(out, t, resp3, depth),
+        Value::Table(t) => return write_table(out, t),
         _ => out.null(),
     }
     Ok(None)
 }
 
-fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::Result<Option<bool>> {
+fn write_table(out: &mut Reply, t: &Table) -> mlua::Result<Option<(Vec<Value>, usize)>> {
     if let Value::String(e) = field(t, "err") {
         let ignore = matches!(field(t, "ignore_error_stats_update"), Value::Boolean(true));
         write_error(out, &e.as_bytes(), ignore);
-        return Ok(Some(ignore));
+        return Ok(None);
     }
     if let Value::String(s) = field(t, "ok") {
         out.buf.extend_from_slice(b"+");
@@ -215,6 +244,10 @@ fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::R
     }
     if let Value::Number(d) = field(t, "double") {
         out.double(d);
+        return Ok(None);
+    }
+    if let Value::Integer(d) = field(t, "double") {
+        out.double(d as f64);
         return Ok(None);
     }
     if let Value::String(n) = field(t, "big_number") {
@@ -253,11 +286,8 @@ fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::R
     if let Value::Table(m) = field(t, "map") {
         let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
         out.map(pairs.len());
-        for (k, v) in &pairs {
-            write_value(out, k, resp3, depth + 1)?;
-            write_value(out, v, resp3, depth + 1)?;
-        }
-        return Ok(None);
+        let items = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
+        return Ok(Some((items, 3)));
     }
     if let Value::Table(s) = field(t, "set") {
         let members: Vec<Value> = s
@@ -265,10 +295,7 @@ fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::R
             .map(|kv| kv.map(|(k, _)| k))
             .collect::<mlua::Result<_>>()?;
         out.set(members.len());
-        for m in &members {
-            write_value(out, m, resp3, depth + 1)?;
-        }
-        return Ok(None);
+        return Ok(Some((members, 3)));
     }
     let mut items = Vec::new();
     loop {
@@ -278,10 +305,7 @@ fn write_table(out: &mut Reply, t: &Table, resp3: bool, depth: usize) -> mlua::R
         }
     }
     out.array(items.len());
-    for v in &items {
-        write_value(out, v, resp3, depth + 1)?;
-    }
-    Ok(None)
+    Ok(Some((items, 1)))
 }
 
 /// `t[k]` as Lua reads it (metamethods included), nil where reading it raises (the globals' proxy
