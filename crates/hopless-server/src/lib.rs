@@ -3,7 +3,7 @@
 //! The store ([`hopless_kv::Store`]) as a Redis-protocol server: RESP2, RESP3 after `HELLO 3`, inline
 //! commands, pipelining, Redis 7's replies and error strings for the string and keyspace commands and
 //! the administration commands that `redis-cli`, `redis-benchmark`, client libraries and twemproxy use.
-//! It is a cache: nothing is persisted.
+//! It is a cache: nothing is persisted. Lua scripts and functions run as in Redis 7.0.
 //!
 //! ```no_run
 //! let server = hopless_server::Server::start(hopless_server::ServeOptions {
@@ -39,7 +39,8 @@
 //! | `cmd::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
-//! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT; FCALL and FUNCTION refused, or answered as by an empty library |
+//! | `cmd::function` | FUNCTION FCALL FCALL_RO |
+//! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, and what a script's commands are checked and run by |
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
@@ -61,7 +62,7 @@
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
 //! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
-//! | `script` | Lua scripting: the sandboxed Lua 5.1 state, the script cache, running a script, Redis's conversions |
+//! | `script` | Lua scripting: the sandboxed Lua 5.1 states, EVAL's cache, FUNCTION's libraries, Redis's conversions |
 //! | `redact` | passwords in a command's arguments, hidden as Redis hides them from MONITOR and SLOWLOG |
 //! | `errors` | Redis's error replies, each text built once |
 //! | `words` | how Redis spells values: keywords, byte counts (`100mb`), policy names, yes/no |

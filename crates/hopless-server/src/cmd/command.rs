@@ -40,6 +40,8 @@ pub struct Traits {
     pub every_gate: bool,
     /// EVAL and its kin: MONITOR shows them before the commands they run.
     pub runs_script: bool,
+    /// `noscript`: refused when a script calls it.
+    pub noscript: bool,
     /// `skip_slowlog` (EXEC: the commands it runs are logged, not it).
     pub skip_slowlog: bool,
     /// For a write command: whether, from its arguments and reply, it changed nothing (`DEL` of absent
@@ -240,6 +242,7 @@ impl Table {
                     c.name,
                     "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
                 ),
+                noscript: c.has_flag("noscript"),
                 runs_script: matches!(
                     c.name,
                     "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"

@@ -26,8 +26,8 @@
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG TIME |
 //! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
-//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT |
-//! | `function.rs` | FCALL FCALL_RO FUNCTION (refused, or answered as by an empty library) |
+//! | `function.rs` | FCALL FCALL_RO FUNCTION |
+//! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT, and the checks and run of a script's commands |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;

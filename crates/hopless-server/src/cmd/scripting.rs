@@ -147,10 +147,12 @@ pub(super) struct ScriptHost<'a> {
     /// The write commands run (table index and arguments), whose keys may wake blocked clients.
     writes: Vec<(usize, Vec<Bytes>)>,
     errors: Option<std::sync::Arc<crate::error_stats::ErrorStats>>,
+    /// The reply buffer of the script's commands, one after another.
+    reply: bytes::BytesMut,
 }
 
 impl Host for ScriptHost<'_> {
-    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<Vec<u8>, Refusal> {
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<&[u8], Refusal> {
         let Some(i) = self.table.lookup(&args[0]) else {
             return Err(Refusal::Text("Unknown Redis command called from script"));
         };
@@ -160,10 +162,10 @@ impl Host for ScriptHost<'_> {
                 "Wrong number of args calling Redis command from script",
             ));
         }
-        if cmd.has_flag("noscript") {
+        let traits = self.table.traits(i);
+        if traits.noscript {
             return Err(Refusal::Text("This Redis command is not allowed from script"));
         }
-        let traits = self.table.traits(i);
         if traits.write && self.read_only {
             return Err(Refusal::Text(
                 "Write commands are not allowed from read-only scripts.",
@@ -175,15 +177,21 @@ impl Host for ScriptHost<'_> {
         if traits.write {
             self.shared.running.wrote();
         }
-        let mut out = Reply::new(if resp3 { Proto::Resp3 } else { Proto::Resp2 });
-        out.errors = self.errors.clone();
+        let mut buf = std::mem::take(&mut self.reply);
+        buf.clear();
+        let mut out = Reply {
+            buf,
+            proto: if resp3 { Proto::Resp3 } else { Proto::Resp2 },
+            errors: self.errors.clone(),
+        };
         self.conn.in_script = true;
         (self.run)(self.shared, self.conn, &mut out, i, args);
         self.conn.in_script = false;
         if traits.write && self.shared.blocked.active() {
             self.writes.push((i, args.to_vec()));
         }
-        Ok(out.buf.to_vec())
+        self.reply = out.buf;
+        Ok(&self.reply)
     }
 }
 
@@ -206,6 +214,7 @@ impl<'a> ScriptHost<'a> {
             allow_oom,
             writes: Vec::new(),
             errors,
+            reply: bytes::BytesMut::new(),
         }
     }
 

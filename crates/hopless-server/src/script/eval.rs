@@ -11,7 +11,7 @@ use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 use super::convert;
 use super::host::{run_with_host, string_array, write_script_error, Host};
 use super::running::Running;
-use super::sandbox::{self, sha1_hex, RunState, HANDLER, MEMORY_LIMIT};
+use super::sandbox::{self, sha1_hex, RunState, HANDLER};
 use crate::codec::Reply;
 
 /// How a script's body is given: its text (EVAL) or its SHA1 (EVALSHA).
@@ -42,6 +42,7 @@ pub struct Flags {
 
 pub struct Scripts {
     lua: Lua,
+    parts: Parts,
     running: Arc<Running>,
     /// Compiled scripts by SHA1, with their shebang's flags.
     cache: HashMap<String, (RegistryKey, Flags)>,
@@ -50,8 +51,11 @@ pub struct Scripts {
 impl Scripts {
     /// The scripts of a server whose running script others see through `running`.
     pub fn new(running: Arc<Running>) -> Self {
+        let lua = sandbox::new_state(running.clone()).expect("the Lua sandbox builds");
+        let parts = Parts::of(&lua).expect("the sandbox's parts are in its registry");
         Scripts {
-            lua: sandbox::new_state(MEMORY_LIMIT, running.clone()).expect("the Lua sandbox builds"),
+            lua,
+            parts,
             running,
             cache: HashMap::new(),
         }
@@ -125,7 +129,7 @@ impl Scripts {
             _ => return Err(RunError::NoScript),
         };
         self.running.start(false);
-        let outcome = run_function(lua, &f, keys, args, host);
+        let outcome = run_function(lua, &self.parts, &f, keys, args, host);
         self.running.stop();
         match outcome {
             Ok(Ok(v)) => {
@@ -148,18 +152,16 @@ impl Scripts {
 /// the value it returned, or the error table (or value) it raised.
 fn run_function(
     lua: &Lua,
+    parts: &Parts,
     f: &Function,
     keys: &[Bytes],
     args: &[Bytes],
     host: &mut dyn Host,
 ) -> mlua::Result<Result<Value, Value>> {
-    let globals = real_globals(lua)?;
-    globals.raw_set("KEYS", string_array(lua, keys)?)?;
-    globals.raw_set("ARGV", string_array(lua, args)?)?;
-    let handler: Function = lua.named_registry_value(HANDLER)?;
+    parts.globals.raw_set("KEYS", string_array(lua, keys)?)?;
+    parts.globals.raw_set("ARGV", string_array(lua, args)?)?;
     run_with_host(lua, host, |lua| {
-        let xpcall: Function = lua.named_registry_value("hopless.xpcall")?;
-        let r: MultiValue = xpcall.call((f.clone(), handler))?;
+        let r: MultiValue = sandbox::limited(lua, || parts.xpcall.call((f.clone(), parts.handler.clone())))?;
         let mut r = r.into_iter();
         let ok = matches!(r.next(), Some(Value::Boolean(true)));
         let v = r.next().unwrap_or(Value::Nil);
@@ -167,9 +169,22 @@ fn run_function(
     })
 }
 
-/// The table behind the scripts' read-only globals (where the libraries and KEYS/ARGV live).
-fn real_globals(lua: &Lua) -> mlua::Result<Table> {
-    lua.named_registry_value::<Table>(sandbox::REAL_GLOBALS)
+/// What every run uses of the state, looked up once: the table behind the read-only globals (where
+/// KEYS and ARGV go), the error handler and Lua's own xpcall.
+struct Parts {
+    globals: Table,
+    handler: Function,
+    xpcall: Function,
+}
+
+impl Parts {
+    fn of(lua: &Lua) -> mlua::Result<Parts> {
+        Ok(Parts {
+            globals: lua.named_registry_value(sandbox::REAL_GLOBALS)?,
+            handler: lua.named_registry_value(HANDLER)?,
+            xpcall: lua.named_registry_value("hopless.xpcall")?,
+        })
+    }
 }
 
 /// A script's body without its `#!` line (Redis 7.0's shebang: `#!lua flags=...`), its newline kept so

@@ -14,7 +14,7 @@ use super::convert;
 use super::dump;
 use super::host::{run_with_host, string_array, write_script_error, Host};
 use super::running::Running;
-use super::sandbox::{self, RunState, MEMORY_LIMIT, REGISTER, RUN_WITH, SET_API};
+use super::sandbox::{self, RunState, REGISTER, RUN_WITH, SET_API};
 use crate::codec::Reply;
 
 /// A function of a library, as FUNCTION LIST shows it.
@@ -43,6 +43,8 @@ const FLAGS: [&str; 5] = [
 
 pub struct Functions {
     lua: Lua,
+    /// The prelude's runner of a function with its two tables (looked up once).
+    run_with: Function,
     running: Arc<Running>,
     libraries: BTreeMap<String, Library>,
     /// Function name → its library's name.
@@ -195,8 +197,13 @@ fn registration(args: MultiValue) -> Result<Registered, &'static str> {
 
 impl Functions {
     pub fn new(running: Arc<Running>) -> Self {
+        let lua = sandbox::new_state(running.clone()).expect("the Lua sandbox builds");
+        let run_with = lua
+            .named_registry_value(RUN_WITH)
+            .expect("the prelude's runner is in the registry");
         Functions {
-            lua: sandbox::new_state(MEMORY_LIMIT, running.clone()).expect("the Lua sandbox builds"),
+            lua,
+            run_with,
             running,
             libraries: BTreeMap::new(),
             index: HashMap::new(),
@@ -308,7 +315,7 @@ impl Functions {
             })?;
             lua.set_named_registry_value(REGISTER, register)?;
             set_api.call::<()>(true)?;
-            let r: MultiValue = xpcall.call((chunk.clone(), handler))?;
+            let r: MultiValue = sandbox::limited(lua, || xpcall.call((chunk.clone(), handler)))?;
             set_api.call::<()>(false)?;
             lua.set_named_registry_value(REGISTER, Value::Nil)?;
             let mut r = r.into_iter();
@@ -367,9 +374,9 @@ impl Functions {
         };
         self.running.start(true);
         let outcome = run_with_host(lua, host, |lua| {
-            let run_with: Function = lua.named_registry_value(RUN_WITH)?;
+            let run_with = &self.run_with;
             let (keys, args) = (string_array(lua, keys)?, string_array(lua, args)?);
-            let r: MultiValue = run_with.call((callback, keys, args))?;
+            let r: MultiValue = sandbox::limited(lua, || run_with.call((callback, keys, args)))?;
             let mut r = r.into_iter();
             let ok = matches!(r.next(), Some(Value::Boolean(true)));
             let v = r.next().unwrap_or(Value::Nil);

@@ -1,12 +1,12 @@
 //! Running a script's code against the server: what runs its commands (a [`Host`], the server's
-//! dispatcher behind it), `redis.call`'s Rust side, the scoped run that makes the host reachable from
-//! Lua, and how a script's error is replied.
+//! dispatcher behind it), `redis.call`'s Rust side, the run that makes the host reachable from Lua,
+//! and how a script's error is replied.
 
 use bytes::Bytes;
 use mlua::{Lua, MultiValue, Table, Value};
 
 use super::convert;
-use super::sandbox::{RunState, HOST};
+use super::sandbox::{self, Call, CurrentCall, RunState};
 use crate::codec::{Frame, Reply};
 
 /// Why a command did not run for a script: Redis's texts, each becoming an error for the script.
@@ -20,12 +20,13 @@ pub enum Refusal {
 /// What runs commands for a script: the server's dispatcher, with the checks Redis makes of a command
 /// called from a script.
 pub trait Host {
-    /// Runs `args` (a command and its arguments); its reply in RESP2 or, for `resp3`, RESP3.
-    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<Vec<u8>, Refusal>;
+    /// Runs `args` (a command and its arguments); its reply in RESP2 or, for `resp3`, RESP3 (in a
+    /// buffer of the host's, kept for the next call).
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<&[u8], Refusal>;
 }
 
 /// Runs `run` (a script or a function, under the error handler) with `host` reachable from
-/// `redis.call` and the run's settings (`redis.setresp`) fresh.
+/// `redis.call` (through [`CurrentCall`]) and the run's settings (`redis.setresp`) fresh.
 pub(super) fn run_with_host<R>(
     lua: &Lua,
     host: &mut dyn Host,
@@ -34,13 +35,34 @@ pub(super) fn run_with_host<R>(
     if let Some(mut state) = lua.app_data_mut::<RunState>() {
         *state = RunState::default();
     }
-    let result = lua.scope(|scope| {
-        let call = scope.create_function_mut(|lua, argv: MultiValue| host_call(lua, host, argv))?;
-        lua.set_named_registry_value(HOST, call)?;
-        run(lua)
-    });
-    lua.set_named_registry_value(HOST, Value::Nil)?;
-    result
+    let mut host: &mut dyn Host = host;
+    let call = Call {
+        f: call_through,
+        ctx: (&raw mut host).cast::<()>(),
+    };
+    lua.set_app_data(CurrentCall(Some(call)));
+    /// Clears the slot however `run` ends: the pointer it holds must not outlive `host`.
+    struct Clear<'a>(&'a Lua);
+    impl Drop for Clear<'_> {
+        fn drop(&mut self) {
+            self.0.set_app_data(CurrentCall(None));
+        }
+    }
+    let _clear = Clear(lua);
+    run(lua)
+}
+
+/// [`Call::f`] for [`run_with_host`]'s host.
+///
+/// # Safety
+///
+/// `ctx` points at a live `&mut dyn Host` that nothing else uses during the call.
+unsafe fn call_through(ctx: *mut (), lua: &Lua, argv: MultiValue) -> mlua::Result<MultiValue> {
+    // SAFETY: per the caller; `run_with_host` made `ctx` from its `&mut dyn Host` local, which lives
+    // until the slot is cleared, and the script's thread alone calls through it.
+    let host: &mut &mut dyn Host = unsafe { &mut *ctx.cast::<&mut dyn Host>() };
+    let (v, failed) = host_call(lua, *host, argv)?;
+    Ok(MultiValue::from_vec(vec![v, Value::Boolean(failed)]))
 }
 
 /// A Lua array of byte strings (KEYS, ARGV, a function's two tables).
@@ -55,6 +77,11 @@ pub(super) fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
 /// `redis.call`'s Rust side: the arguments checked, the command run through `host`, its reply as a Lua
 /// value, and whether it is an error (the Lua side raises it for `redis.call`).
 fn host_call(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(Value, bool)> {
+    sandbox::unlimited(lua, || call_command(lua, host, argv))
+}
+
+/// [`host_call`]'s work.
+fn call_command(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(Value, bool)> {
     let argv: Vec<Value> = argv.into_iter().collect();
     let fail = |text: &str| -> mlua::Result<(Value, bool)> {
         Ok((Value::Table(convert::error_table(lua, text, false)?), true))
@@ -71,7 +98,7 @@ fn host_call(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(
     let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
     match host.call(&args, resp3) {
         Ok(reply) => {
-            let frame = match Frame::parse(&reply) {
+            let frame = match Frame::parse(reply) {
                 Ok((f, _)) => f,
                 Err(_) => Frame::Null,
             };

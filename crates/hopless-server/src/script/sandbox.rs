@@ -15,9 +15,24 @@ use super::running::Running;
 use super::{bit, cjson, cmsgpack, lua_struct};
 use crate::version::REDIS_VERSION;
 
-/// The registry name of the function that runs a command for the script being run (set for the length
-/// of one run: `Scripts::run`).
-pub(super) const HOST: &str = "hopless.host";
+/// What runs a command for the script being run: a function and the context it is given (the host,
+/// behind a pointer whose type the function knows).
+#[derive(Clone, Copy)]
+pub(super) struct Call {
+    /// # Safety
+    ///
+    /// `ctx` is the context this `Call` was made with, alive.
+    pub f: unsafe fn(ctx: *mut (), &Lua, MultiValue) -> mlua::Result<MultiValue>,
+    pub ctx: *mut (),
+}
+
+/// `redis.call`'s way to the host: set by `host::run_with_host` for the length of one run, on the
+/// thread running it, and cleared before it returns; `None` otherwise.
+pub(super) struct CurrentCall(pub Option<Call>);
+
+// SAFETY: a state is used by one thread at a time (the server keeps it behind a mutex), and the slot
+// holds a pointer only while the thread that set it runs the script; no other thread reads it then.
+unsafe impl Send for CurrentCall {}
 /// The registry name of the function that registers a library's function (set while FUNCTION LOAD
 /// runs the library's code: `functions.rs`).
 pub(super) const REGISTER: &str = "hopless.register";
@@ -65,8 +80,27 @@ impl Rand48 {
 
 const RAND_MAX: i64 = i32::MAX as i64;
 
-/// Lua's own memory at most, per state (a script that allocates without bound gets an error).
-pub(super) const MEMORY_LIMIT: usize = 1 << 30;
+/// Lua's own memory at most, per state, while Lua code runs (a script that allocates without bound gets
+/// an error). Only then: mlua runs every API call under a protected call (a C closure allocated each
+/// time) while a limit is set, which would double the cost of a short script's setup and conversions.
+const MEMORY_LIMIT: usize = 1 << 30;
+
+/// Runs `f` (a script's or a library's Lua code) with Lua's memory limited to [`MEMORY_LIMIT`].
+pub(super) fn limited<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    let r = f();
+    lua.set_memory_limit(0)?;
+    r
+}
+
+/// Runs `f` (Rust work for a running script: a command's reply into Lua) without the limit, restoring
+/// what was set after.
+pub(super) fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
+    let was = lua.set_memory_limit(0)?;
+    let r = f();
+    lua.set_memory_limit(was)?;
+    r
+}
 
 /// Instructions between two checks for SCRIPT KILL (a hook call costs about as much as a few
 /// instructions: a fraction of a percent).
@@ -80,9 +114,8 @@ const LOG_LEVELS: [(&str, i64); 4] = [
     ("LOG_WARNING", 3),
 ];
 
-/// A fresh state, with at most `memory_limit` bytes for Lua's own memory; SCRIPT KILL reaches its
-/// scripts through `running`.
-pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Result<Lua> {
+/// A fresh state; SCRIPT KILL reaches its scripts through `running`.
+pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     // SAFETY: the debug library is loaded only to build the error handler, which keeps a private
     // reference to `debug.getinfo`; the prelude removes it from the globals before any script runs.
     let lua = unsafe {
@@ -91,7 +124,6 @@ pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Res
             LuaOptions::new(),
         )
     };
-    lua.set_memory_limit(memory_limit)?;
     lua.set_app_data(RunState::default());
     lua.set_app_data(Rand48::INITIAL);
     let g = lua.globals();
@@ -107,20 +139,24 @@ pub(super) fn new_state(memory_limit: usize, running: Arc<Running>) -> mlua::Res
 
     let debug: Table = g.raw_get("debug")?;
     g.raw_set("debug", Value::Nil)?;
-    let raw_call =
-        lua.create_function(
-            |lua, args: MultiValue| match lua.named_registry_value::<Value>(HOST)? {
-                Value::Function(host) => host.call::<MultiValue>(args),
-                _ => {
-                    let t = super::convert::error_table(
-                        lua,
-                        "redis.call/pcall can only be called inside a script invocation",
-                        false,
-                    )?;
-                    Ok(MultiValue::from_vec(vec![Value::Table(t), Value::Boolean(true)]))
-                }
-            },
-        )?;
+    lua.set_app_data(CurrentCall(None));
+    let raw_call = lua.create_function(|lua, args: MultiValue| {
+        // Copied out, so that no borrow of the app data is held while the command runs.
+        let current = lua.app_data_ref::<CurrentCall>().and_then(|c| c.0);
+        match current {
+            // SAFETY: the slot holds a call and its context only while `host::run_with_host` runs
+            // the script on this thread, with the context alive (see `CurrentCall`).
+            Some(call) => unsafe { (call.f)(call.ctx, lua, args) },
+            None => {
+                let t = super::convert::error_table(
+                    lua,
+                    "redis.call/pcall can only be called inside a script invocation",
+                    false,
+                )?;
+                Ok(MultiValue::from_vec(vec![Value::Table(t), Value::Boolean(true)]))
+            }
+        }
+    })?;
     lua.set_named_registry_value("hopless.raw_call", raw_call.clone())?;
     let raising = cfunc::redis_functions(&lua)?;
     let set_resp = lua.create_function(|lua, resp: i64| {
