@@ -18,6 +18,7 @@
 
 mod load;
 mod pin;
+pub mod scripts_mix;
 mod target;
 pub mod types_mix;
 
@@ -69,6 +70,8 @@ pub enum Workload {
     Types,
     /// The KV mix, [`TX_COMMANDS`] requests to a MULTI ... EXEC transaction.
     Transactions,
+    /// EVALSHA of a rate limiter and of a job queue's move ([`scripts_mix`]).
+    Scripts,
 }
 
 /// Commands per transaction of the transactions mix.
@@ -80,6 +83,7 @@ impl Workload {
             Workload::Strings => "strings",
             Workload::Types => "types",
             Workload::Transactions => "transactions",
+            Workload::Scripts => "scripts",
         }
     }
 
@@ -89,6 +93,7 @@ impl Workload {
             Workload::Strings => "server",
             Workload::Types => "server-types",
             Workload::Transactions => "server-tx",
+            Workload::Scripts => "server-scripts",
         }
     }
 }
@@ -117,7 +122,14 @@ impl Options {
                 .workloads
                 .clone()
                 .filter(|w| !w.is_empty())
-                .unwrap_or_else(|| vec![Workload::Strings, Workload::Types, Workload::Transactions]),
+                .unwrap_or_else(|| {
+                    vec![
+                        Workload::Strings,
+                        Workload::Types,
+                        Workload::Transactions,
+                        Workload::Scripts,
+                    ]
+                }),
             connections: self.connections.unwrap_or(8).max(1),
             pipelines,
             keys: self.keys.unwrap_or(if q { 50_000 } else { 1_000_000 }).max(1),
@@ -274,6 +286,53 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
     ))
 }
 
+/// One run of `kind` at `pipeline`, of the scripts mix: both scripts loaded and the delayed jobs
+/// preloaded (untimed), then the measured EVALSHAs.
+pub fn run_one_scripts(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
+    let server = Running::start(kind, p.threads, p.pin)?;
+    let (rss_start, _) = server.rss();
+    let per_conn = p.ops / p.connections / pipeline * pipeline;
+    let encode = |a: &Vec<Vec<u8>>| {
+        let mut out = Vec::new();
+        types_mix::encode(&mut out, a);
+        out
+    };
+    // One connection loads the scripts before the jobs go in over all of them.
+    let pre = scripts_mix::preload(per_conn * p.connections);
+    let (scripts, jobs) = pre.split_at(2);
+    send_all(server.addr, &scripts.iter().map(encode).collect::<Vec<_>>(), 1, 2)?;
+    send_all(
+        server.addr,
+        &jobs.iter().map(encode).collect::<Vec<_>>(),
+        p.connections,
+        64,
+    )?;
+    let (rss_preloaded, _) = server.rss();
+    let batches = (0..p.connections)
+        .map(|c| {
+            scripts_mix::requests(per_conn, p.keys, seed.wrapping_mul(1000) + c as u64)
+                .chunks(pipeline)
+                .map(|batch| {
+                    let mut out = Vec::new();
+                    for a in batch {
+                        types_mix::encode(&mut out, a);
+                    }
+                    (out, batch.len())
+                })
+                .collect()
+        })
+        .collect();
+    let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
+    Ok(RunResult::of(
+        &m,
+        cpu,
+        [rss_start, rss_preloaded],
+        after,
+        p.keys,
+        None,
+    ))
+}
+
 /// One run of `kind` at `pipeline` (transactions a batch), of the KV mix in transactions of
 /// [`TX_COMMANDS`] commands.
 pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
@@ -381,6 +440,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     Workload::Strings => run_one,
                     Workload::Types => run_one_types,
                     Workload::Transactions => run_one_tx,
+                    Workload::Scripts => run_one_scripts,
                 };
                 let r = one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
                     bar.abandon();
@@ -453,6 +513,16 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     p.connections, p.keys, p.ops, p.threads, p.runs,
                 );
                 println!("bytes/key here: (VmRSS after preload - VmRSS at start) / elements\n");
+            }
+            Workload::Scripts => {
+                println!(
+                    "\nhopless bench server, scripts: {} connections; EVALSHA of two scripts loaded once \
+                     (untimed), half each: a rate limiter (INCR, PEXPIRE on the first hit, compare; {} \
+                     counters) and a job queue's move (ZPOPMIN, HSET, LPUSH; a delayed job preloaded for every \
+                     move); {} scripts per run; hopless serve --threads {}, {servers}; median [min–max] of {} runs",
+                    p.connections, p.keys, p.ops, p.threads, p.runs,
+                );
+                println!("ops/s here: scripts run (each 3 or 4 commands inside the server)\n");
             }
             Workload::Transactions => {
                 println!(

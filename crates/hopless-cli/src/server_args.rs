@@ -42,7 +42,8 @@ pub struct ServerArgs {
     #[arg(long)]
     pin: bool,
     /// The mixes to run, comma-separated: `strings` (the KV workload's SET/GET mix), `types` (hashes, a
-    /// list, a sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC).
+    /// list, a sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC),
+    /// `scripts` (EVALSHA of a rate limiter and of a job queue's move).
     /// Default: all.
     #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
     workload: Option<Vec<server::Workload>>,
@@ -53,7 +54,10 @@ fn parse_workload(s: &str) -> Result<server::Workload, String> {
         "strings" => Ok(server::Workload::Strings),
         "types" => Ok(server::Workload::Types),
         "transactions" | "tx" => Ok(server::Workload::Transactions),
-        _ => Err(format!("unknown workload '{s}' (strings, types, transactions)")),
+        "scripts" => Ok(server::Workload::Scripts),
+        _ => Err(format!(
+            "unknown workload '{s}' (strings, types, transactions, scripts)"
+        )),
     }
 }
 
