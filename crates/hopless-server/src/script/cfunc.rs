@@ -29,8 +29,15 @@ macro_rules! c_functions {
     };
 }
 
-c_functions! { table_or_value:
+c_functions! { packed_table_or_value:
     redis_call => c"hopless.raw_call",
+}
+
+c_functions! { packed_value:
+    redis_pcall => c"hopless.raw_call",
+}
+
+c_functions! { table_or_value:
     redis_setresp => c"hopless.setresp",
     redis_sha1hex => c"hopless.sha1hex",
     redis_log => c"hopless.log",
@@ -50,7 +57,7 @@ c_functions! { message_or_values:
     struct_size => c"hopless.struct.size",
 }
 
-/// The `redis` table's raising functions by name (`call`, `setresp`, `sha1hex`, `log`, `set_repl`, and
+/// The `redis` table's C functions by name (`call`, `pcall`, `setresp`, `sha1hex`, `log`, `set_repl`, and
 /// `register_function`, which only FUNCTION LOAD's API holds),
 /// over the registry functions the prelude and the sandbox set.
 pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
@@ -58,6 +65,7 @@ pub(super) fn redis_functions(lua: &Lua) -> mlua::Result<Table> {
         lua,
         &[
             ("call", redis_call),
+            ("pcall", redis_pcall),
             ("setresp", redis_setresp),
             ("sha1hex", redis_sha1hex),
             ("log", redis_log),
@@ -94,6 +102,75 @@ fn functions(lua: &Lua, list: &[(&str, ffi::lua_CFunction)]) -> mlua::Result<Tab
         t.raw_set(name, unsafe { lua.create_c_function(f) }?)?;
     }
     Ok(t)
+}
+
+/// Puts the `n` arguments on the stack into one new table, leaving it and `n` on the stack: a Rust
+/// function then reads them one at a time (mlua gives every value it receives a reference slot, of
+/// which it has about 8 000; a `redis.call` may have as many arguments).
+///
+/// # Safety
+///
+/// `state` is the running thread with exactly `n` values on its stack, room for two more checked.
+unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
+    // SAFETY: per the caller: the table goes below the arguments, each `lua_rawseti` pops the top one
+    // into it (the last first), then `n` is pushed: the stack is the table and `n`.
+    unsafe {
+        ffi::lua_createtable(state, n, 0);
+        ffi::lua_insert(state, 1);
+        for i in (1..=n).rev() {
+            ffi::lua_rawseti(state, 1, i64::from(i));
+        }
+        ffi::lua_pushinteger(state, ffi::lua_Integer::from(n));
+    }
+}
+
+/// `redis.call`: the registry's function `key` called with the arguments packed
+/// ([`pack_arguments`]); raises the first of its two results if the second is true, else returns it.
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY: as in `table_or_value`, with the arguments packed into a table and their count first
+    // (room for the table, the count, the function and its two results checked before).
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 4) == 0 {
+            return 0;
+        }
+        pack_arguments(state, n);
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, 2, 2);
+        let failed = ffi::lua_toboolean(state, -1) != 0;
+        ffi::lua_pop(state, 1);
+        if failed {
+            ffi::lua_error(state);
+        }
+        1
+    }
+}
+
+/// `redis.pcall`: as [`packed_table_or_value`], but the first result is returned either way (an error
+/// is Redis's error table, as a value).
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn packed_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY: as in `packed_table_or_value`, the flag popped instead of acted on.
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 4) == 0 {
+            return 0;
+        }
+        pack_arguments(state, n);
+        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, 2, 2);
+        ffi::lua_pop(state, 1);
+        1
+    }
 }
 
 /// Calls the registry's function `key` with the arguments on the stack; raises the first of its two

@@ -8,6 +8,8 @@ use mlua::{Lua, MultiValue, Table, Value};
 use super::cfunc;
 
 const MAX_NESTING: usize = 16;
+/// Values one call returns at most.
+pub(super) const MAX_RESULTS: usize = 7000;
 
 /// The `cmsgpack` table.
 pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
@@ -164,11 +166,18 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> 
             encode(&t.raw_get::<Value>(i)?, out, level + 1)?;
         }
     } else {
-        let pairs: Vec<(Value, Value)> = t.clone().pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-        header(out, pairs.len(), 0x80, 0xde, 0xdf);
-        for (k, v) in &pairs {
-            encode(k, out, level + 1)?;
-            encode(v, out, level + 1)?;
+        // Counted, then written a pair at a time: mlua holds a reference slot for every live value
+        // (about 8 000 of them), so a map of 100 000 strings must not be collected first.
+        let mut len = 0;
+        for pair in t.clone().pairs::<Value, Value>() {
+            pair?;
+            len += 1;
+        }
+        header(out, len, 0x80, 0xde, 0xdf);
+        for pair in t.clone().pairs::<Value, Value>() {
+            let (k, v) = pair?;
+            encode(&k, out, level + 1)?;
+            encode(&v, out, level + 1)?;
         }
     }
     Ok(())
@@ -365,6 +374,11 @@ fn unpack(lua: &Lua, args: &[Value], limited: Option<bool>) -> mlua::Result<Mult
     }
     let mut count = 0;
     while c.at < s.len() && (limit == 0 || count < limit) {
+        // Lua's C stack holds the results: past its room Lua's own unpack refuses too (and mlua has a
+        // reference slot for each live value, about 8 000 of them).
+        if count >= MAX_RESULTS as i64 {
+            return fail("too many results to unpack".into());
+        }
         match c.decode(lua) {
             Ok(v) => values.push(v),
             Err(Stop::Eof) => return fail("Missing bytes in input.".into()),

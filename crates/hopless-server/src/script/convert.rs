@@ -3,7 +3,7 @@
 //! arguments into a command's ([`lua_to_args`]).
 
 use bytes::Bytes;
-use mlua::{Lua, Table, Value};
+use mlua::{Function, Lua, Table, Value};
 
 use crate::codec::{Frame, Reply};
 
@@ -99,19 +99,19 @@ pub(super) enum ArgsError {
 }
 
 /// `redis.call`'s arguments as a command's: strings as they are, numbers as `%.17g` writes them.
-pub(super) fn lua_to_args(args: &[Value]) -> Result<Vec<Bytes>, ArgsError> {
-    if args.is_empty() {
+/// (Each value is read, copied and dropped in turn: no more than one is alive at a time.)
+pub(super) fn lua_to_args(args: impl ExactSizeIterator<Item = Value>) -> Result<Vec<Bytes>, ArgsError> {
+    if args.len() == 0 {
         return Err(ArgsError::None);
     }
-    args.iter()
-        .map(|v| match v {
-            Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Number(n) => Ok(Bytes::from(fmt_g17(*n))),
-            // Lua 5.1's numbers are doubles; mlua hands whole ones over as integers.
-            Value::Integer(i) => Ok(Bytes::from(fmt_g17(*i as f64))),
-            _ => Err(ArgsError::NotStrings),
-        })
-        .collect()
+    args.map(|v| match v {
+        Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Number(n) => Ok(Bytes::from(fmt_g17(n))),
+        // Lua 5.1's numbers are doubles; mlua hands whole ones over as integers.
+        Value::Integer(i) => Ok(Bytes::from(fmt_g17(i as f64))),
+        _ => Err(ArgsError::NotStrings),
+    })
+    .collect()
 }
 
 /// C's `printf("%.17g", x)`.
@@ -163,50 +163,107 @@ fn to_long_long(n: f64) -> i64 {
 }
 
 /// A script's return value written as Redis's `luaReplyToRedisReply` writes it. `script_resp3`: the
-/// script asked for RESP3 (`redis.setresp(3)`), which decides how a boolean is answered.
+/// script asked for RESP3 (`redis.setresp(3)`), which decides how a boolean is answered; `next` is Lua's
+/// own `next`, for walking maps and sets.
 ///
-/// The walk keeps its own stack rather than recursing, so a table that holds itself cannot overflow
-/// the event loop's: it ends where Redis's ends, when Lua's C stack (`LUAI_MAXCSTACK`, 8000 slots) would
-/// have no room for the next value (Redis's own values keep 2 slots; each array level holds 1 more, a
-/// map's or set's 3), with `-ERR reached lua stack limit` in that value's place.
-pub(super) fn lua_to_reply(out: &mut Reply, v: &Value, script_resp3: bool) -> mlua::Result<()> {
-    // Each level: the values still to write, and the slots it holds.
-    let mut stack: Vec<(std::vec::IntoIter<Value>, usize)> = Vec::new();
-    let mut used = BASE_SLOTS;
-    let mut next = Some(v.clone());
+/// The walk keeps its own stack rather than recursing, and reads a table's values one at a time as it
+/// writes them: mlua holds a reference slot for every live value, and it has about 8 000 of them, so a
+/// script returning tens of thousands of strings must not hold them all at once. Past [`MAX_DEPTH`]
+/// nested tables (a table that holds itself) it writes `-ERR reached lua stack limit` in that value's
+/// place, as Redis does at the depth where Lua's C stack runs out (7 995 levels there).
+pub(super) fn lua_to_reply(
+    out: &mut Reply,
+    v: &Value,
+    script_resp3: bool,
+    next: &Function,
+) -> mlua::Result<()> {
+    let mut stack: Vec<Level> = Vec::new();
+    let mut pending = Some(v.clone());
     loop {
-        let v = match next.take() {
+        let v = match pending.take() {
             Some(v) => v,
             None => match stack.last_mut() {
                 None => return Ok(()),
-                Some((items, cost)) => match items.next() {
+                Some(level) => match level.next(next)? {
                     Some(v) => v,
                     None => {
-                        used -= *cost;
                         stack.pop();
                         continue;
                     }
                 },
             },
         };
-        if used + 4 > MAX_SLOTS {
+        if stack.len() >= MAX_DEPTH && matches!(v, Value::Table(_)) {
             out.error("ERR reached lua stack limit");
             continue;
         }
-        if let Some((items, cost)) = write_value(out, &v, script_resp3)? {
-            used += cost;
-            stack.push((items.into_iter(), cost));
+        if let Some(level) = write_value(out, &v, script_resp3)? {
+            stack.push(level);
         }
     }
 }
 
-/// Lua's `LUAI_MAXCSTACK`, and the slots Redis's conversion holds before the value it writes.
-const MAX_SLOTS: usize = 8000;
-const BASE_SLOTS: usize = 2;
+/// Nested tables written at most; each level holds at most three values.
+const MAX_DEPTH: usize = 1000;
 
-/// Writes `v`, or for a table that holds values (an array, map or set) its header: then the values to
-/// write under it, and the stack slots Redis would hold while writing them.
-fn write_value(out: &mut Reply, v: &Value, resp3: bool) -> mlua::Result<Option<(Vec<Value>, usize)>> {
+/// A table being written: an array by index, or a map's or set's pairs by `next`.
+enum Level {
+    Array {
+        t: Table,
+        next: usize,
+        len: usize,
+    },
+    Pairs {
+        t: Table,
+        key: Value,
+        left: usize,
+        set: bool,
+        value: Option<Value>,
+    },
+}
+
+impl Level {
+    /// The next value to write under this table, `None` when it is done.
+    fn next(&mut self, lua_next: &Function) -> mlua::Result<Option<Value>> {
+        match self {
+            Level::Array { t, next, len } => {
+                if *next > *len {
+                    return Ok(None);
+                }
+                *next += 1;
+                Ok(Some(field(t, *next - 1)))
+            }
+            Level::Pairs {
+                t,
+                key,
+                left,
+                set,
+                value,
+            } => {
+                if let Some(v) = value.take() {
+                    return Ok(Some(v));
+                }
+                if *left == 0 {
+                    return Ok(None);
+                }
+                let (k, v): (Value, Value) = lua_next.call((t.clone(), key.clone()))?;
+                if matches!(k, Value::Nil) {
+                    return Ok(None);
+                }
+                *left -= 1;
+                *key = k.clone();
+                if !*set {
+                    *value = Some(v);
+                }
+                Ok(Some(k))
+            }
+        }
+    }
+}
+
+/// Writes `v`, or for a table that holds values (an array, map or set) its header and the level that
+/// writes them.
+fn write_value(out: &mut Reply, v: &Value, resp3: bool) -> mlua::Result<Option<Level>> {
     match v {
         Value::String(s) => out.bulk(&s.as_bytes()),
         Value::Boolean(b) if !resp3 => {
@@ -226,7 +283,7 @@ fn write_value(out: &mut Reply, v: &Value, resp3: bool) -> mlua::Result<Option<(
     Ok(None)
 }
 
-fn write_table(out: &mut Reply, t: &Table) -> mlua::Result<Option<(Vec<Value>, usize)>> {
+fn write_table(out: &mut Reply, t: &Table) -> mlua::Result<Option<Level>> {
     if let Value::String(e) = field(t, "err") {
         let ignore = matches!(field(t, "ignore_error_stats_update"), Value::Boolean(true));
         write_error(out, &e.as_bytes(), ignore);
@@ -283,29 +340,39 @@ fn write_table(out: &mut Reply, t: &Table) -> mlua::Result<Option<(Vec<Value>, u
             return Ok(None);
         }
     }
-    if let Value::Table(m) = field(t, "map") {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-        out.map(pairs.len());
-        let items = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
-        return Ok(Some((items, 3)));
-    }
-    if let Value::Table(s) = field(t, "set") {
-        let members: Vec<Value> = s
-            .pairs::<Value, Value>()
-            .map(|kv| kv.map(|(k, _)| k))
-            .collect::<mlua::Result<_>>()?;
-        out.set(members.len());
-        return Ok(Some((members, 3)));
-    }
-    let mut items = Vec::new();
-    loop {
-        match field(t, items.len() + 1) {
-            Value::Nil => break,
-            v => items.push(v),
+    for (name, set) in [("map", false), ("set", true)] {
+        if let Value::Table(m) = field(t, name) {
+            // Counted first (each pair dropped as it is counted), then written one pair at a time.
+            let mut left = 0;
+            for pair in m.pairs::<Value, Value>() {
+                pair?;
+                left += 1;
+            }
+            if set {
+                out.set(left);
+            } else {
+                out.map(left);
+            }
+            return Ok(Some(Level::Pairs {
+                t: m,
+                key: Value::Nil,
+                left,
+                set,
+                value: None,
+            }));
         }
     }
-    out.array(items.len());
-    Ok(Some((items, 1)))
+    // An array: up to its first nil, as Redis counts it.
+    let mut len = 0;
+    while !matches!(field(t, len + 1), Value::Nil) {
+        len += 1;
+    }
+    out.array(len);
+    Ok(Some(Level::Array {
+        t: t.clone(),
+        next: 1,
+        len,
+    }))
 }
 
 /// `t[k]` as Lua reads it (metamethods included), nil where reading it raises (the globals' proxy

@@ -134,7 +134,7 @@ impl Scripts {
         match outcome {
             Ok(Ok(v)) => {
                 let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
-                if let Err(e) = convert::lua_to_reply(out, &v, resp3) {
+                if let Err(e) = convert::lua_to_reply(out, &v, resp3, &self.parts.next) {
                     out.error(&format!("ERR {e}"));
                 }
             }
@@ -175,12 +175,16 @@ struct Parts {
     globals: Table,
     handler: Function,
     xpcall: Function,
+    /// Lua's `next`, for writing a returned map or set.
+    next: Function,
 }
 
 impl Parts {
     fn of(lua: &Lua) -> mlua::Result<Parts> {
+        let globals: Table = lua.named_registry_value(sandbox::REAL_GLOBALS)?;
         Ok(Parts {
-            globals: lua.named_registry_value(sandbox::REAL_GLOBALS)?,
+            next: globals.raw_get("next")?,
+            globals,
             handler: lua.named_registry_value(HANDLER)?,
             xpcall: lua.named_registry_value("hopless.xpcall")?,
         })

@@ -43,8 +43,9 @@ const FLAGS: [&str; 5] = [
 
 pub struct Functions {
     lua: Lua,
-    /// The prelude's runner of a function with its two tables (looked up once).
+    /// The prelude's runner of a function with its two tables, and Lua's `next` (looked up once).
     run_with: Function,
+    next: Function,
     running: Arc<Running>,
     libraries: BTreeMap<String, Library>,
     /// Function name → its library's name.
@@ -201,9 +202,14 @@ impl Functions {
         let run_with = lua
             .named_registry_value(RUN_WITH)
             .expect("the prelude's runner is in the registry");
+        let next = lua
+            .named_registry_value::<mlua::Table>(sandbox::REAL_GLOBALS)
+            .and_then(|g| g.raw_get("next"))
+            .expect("the sandbox's globals hold next");
         Functions {
             lua,
             run_with,
+            next,
             running,
             libraries: BTreeMap::new(),
             index: HashMap::new(),
@@ -386,7 +392,7 @@ impl Functions {
         match outcome {
             Ok(Ok(v)) => {
                 let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
-                if let Err(e) = convert::lua_to_reply(out, &v, resp3) {
+                if let Err(e) = convert::lua_to_reply(out, &v, resp3, &self.next) {
                     out.error(&format!("ERR {e}"));
                 }
             }

@@ -57,11 +57,11 @@ pub(super) fn run_with_host<R>(
 /// # Safety
 ///
 /// `ctx` points at a live `&mut dyn Host` that nothing else uses during the call.
-unsafe fn call_through(ctx: *mut (), lua: &Lua, argv: MultiValue) -> mlua::Result<MultiValue> {
+unsafe fn call_through(ctx: *mut (), lua: &Lua, argv: Table, n: usize) -> mlua::Result<MultiValue> {
     // SAFETY: per the caller; `run_with_host` made `ctx` from its `&mut dyn Host` local, which lives
     // until the slot is cleared, and the script's thread alone calls through it.
     let host: &mut &mut dyn Host = unsafe { &mut *ctx.cast::<&mut dyn Host>() };
-    let (v, failed) = host_call(lua, *host, argv)?;
+    let (v, failed) = host_call(lua, *host, &argv, n)?;
     Ok(MultiValue::from_vec(vec![v, Value::Boolean(failed)]))
 }
 
@@ -76,17 +76,17 @@ pub(super) fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
 
 /// `redis.call`'s Rust side: the arguments checked, the command run through `host`, its reply as a Lua
 /// value, and whether it is an error (the Lua side raises it for `redis.call`).
-fn host_call(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(Value, bool)> {
-    sandbox::unlimited(lua, || call_command(lua, host, argv))
+fn host_call(lua: &Lua, host: &mut dyn Host, argv: &Table, n: usize) -> mlua::Result<(Value, bool)> {
+    sandbox::unlimited(lua, || call_command(lua, host, argv, n))
 }
 
 /// [`host_call`]'s work.
-fn call_command(lua: &Lua, host: &mut dyn Host, argv: MultiValue) -> mlua::Result<(Value, bool)> {
-    let argv: Vec<Value> = argv.into_iter().collect();
+fn call_command(lua: &Lua, host: &mut dyn Host, argv: &Table, n: usize) -> mlua::Result<(Value, bool)> {
     let fail = |text: &str| -> mlua::Result<(Value, bool)> {
         Ok((Value::Table(convert::error_table(lua, text, false)?), true))
     };
-    let args = match convert::lua_to_args(&argv) {
+    let args = match convert::lua_to_args((1..n + 1).map(|i| argv.raw_get::<Value>(i).unwrap_or(Value::Nil)))
+    {
         Ok(a) => a,
         Err(convert::ArgsError::None) => {
             return fail("Please specify at least one argument for this redis lib call")

@@ -237,6 +237,9 @@ fn unpack(lua: &Lua, args: &[Value]) -> Result<Vec<Value>, String> {
         lua.create_string(b).map(Value::String).map_err(|e| e.to_string())
     };
     while let Some(opt) = f.next() {
+        if out.len() >= super::cmsgpack::MAX_RESULTS {
+            return Err("too many results to unpack".into());
+        }
         let mut size = f.size(opt)?;
         pos += to_align(pos, &h, opt, size);
         if pos + size > data.len() {

@@ -7,7 +7,7 @@
 -- has no read-only tables, so each protected table is reached through an empty proxy whose
 -- metatable reads through to it and refuses writes with Redis's message. `rawset`, `setmetatable`
 -- and `getmetatable` are wrapped so that they cannot reach behind a proxy either.
-local G, dbg, raw_call, raising, set_resp, sha1hex, log, set_repl, killed = ...
+local G, dbg, raising, set_resp, sha1hex, log, set_repl, killed = ...
 
 local type, error, tostring, tonumber, select = type, error, tostring, tonumber, select
 local raw_pcall, raw_xpcall, raw_rawset, raw_setmetatable, raw_getmetatable, rawget =
@@ -49,9 +49,6 @@ end
 local redis = G.redis
 
 
-redis.pcall = function(...)
-  return (raw_call(...))
-end
 
 -- The functions that raise Redis's errors are C functions over these (`sandbox.rs`, `raising`), so
 -- that a script's `return redis.sha1hex()` keeps the script's frame for the error's line: each answers

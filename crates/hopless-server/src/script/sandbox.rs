@@ -16,13 +16,14 @@ use super::{bit, cjson, cmsgpack, lua_struct};
 use crate::version::REDIS_VERSION;
 
 /// What runs a command for the script being run: a function and the context it is given (the host,
-/// behind a pointer whose type the function knows).
+/// behind a pointer whose type the function knows), called with `redis.call`'s arguments packed in a
+/// table and their count.
 #[derive(Clone, Copy)]
 pub(super) struct Call {
     /// # Safety
     ///
     /// `ctx` is the context this `Call` was made with, alive.
-    pub f: unsafe fn(ctx: *mut (), &Lua, MultiValue) -> mlua::Result<MultiValue>,
+    pub f: unsafe fn(ctx: *mut (), &Lua, Table, usize) -> mlua::Result<MultiValue>,
     pub ctx: *mut (),
 }
 
@@ -140,13 +141,13 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     let debug: Table = g.raw_get("debug")?;
     g.raw_set("debug", Value::Nil)?;
     lua.set_app_data(CurrentCall(None));
-    let raw_call = lua.create_function(|lua, args: MultiValue| {
+    let raw_call = lua.create_function(|lua, (args, n): (Table, usize)| {
         // Copied out, so that no borrow of the app data is held while the command runs.
         let current = lua.app_data_ref::<CurrentCall>().and_then(|c| c.0);
         match current {
             // SAFETY: the slot holds a call and its context only while `host::run_with_host` runs
             // the script on this thread, with the context alive (see `CurrentCall`).
-            Some(call) => unsafe { (call.f)(call.ctx, lua, args) },
+            Some(call) => unsafe { (call.f)(call.ctx, lua, args, n) },
             None => {
                 let t = super::convert::error_table(
                     lua,
@@ -157,7 +158,7 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
             }
         }
     })?;
-    lua.set_named_registry_value("hopless.raw_call", raw_call.clone())?;
+    lua.set_named_registry_value("hopless.raw_call", raw_call)?;
     let raising = cfunc::redis_functions(&lua)?;
     let set_resp = lua.create_function(|lua, resp: i64| {
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
@@ -211,7 +212,6 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     let (handler, globals, set_api, run_with): (Function, Table, Function, Function) = prelude.call((
         g.clone(),
         debug,
-        raw_call,
         raising,
         set_resp,
         sha1hex,
