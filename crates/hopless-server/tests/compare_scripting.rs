@@ -666,3 +666,27 @@ fn scripts_with_many_values_go_through() {
     assert_eq!(c.cmd(&[b"EVAL", args, b"0"]).read(), Frame::Integer(7000));
     assert_eq!(c.cmd(&[b"PING"]).read(), common::simple("PONG"));
 }
+
+/// What Redis's own unit/scripting tries against the sandbox: a script must not reach the globals'
+/// metatable and point it elsewhere for every later script, load bytecode, or be refused a call with
+/// 7 999 arguments.
+#[test]
+fn the_sandbox_holds_against_redis_own_tricks() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    d.script(
+        &[
+            "EVAL \"local g = getmetatable(_G) g.__index = {}\" 0",
+            "EVAL \"rawset(getmetatable(_G), '__index', {})\" 0",
+            "EVAL \"setmetatable(getmetatable(_G), {})\" 0",
+            "EVAL \"getmetatable('').__index = {}\" 0",
+            "EVAL \"return redis.call('ping')\" 0",
+            "EVAL \"return ('x'):rep(3)\" 0",
+            "EVAL \"return loadstring(string.dump(function() return 1 end))()\" 0",
+            "EVAL \"local a = {} for i = 1, 7999 do a[i] = 1 end return redis.call('lpush', 'l', unpack(a))\" 0",
+        ],
+        |_| Order::Exact,
+    );
+    d.assert_none();
+}

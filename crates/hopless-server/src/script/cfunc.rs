@@ -110,7 +110,8 @@ fn functions(lua: &Lua, list: &[(&str, ffi::lua_CFunction)]) -> mlua::Result<Tab
 ///
 /// # Safety
 ///
-/// `state` is the running thread with exactly `n` values on its stack, room for two more checked.
+/// `state` is the running thread with exactly `n` values on its stack (a C function's, with Lua's
+/// `LUA_MINSTACK` free slots above them).
 unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
     // SAFETY: per the caller: the table goes below the arguments, each `lua_rawseti` pops the top one
     // into it (the last first), then `n` is pushed: the stack is the table and `n`.
@@ -132,12 +133,12 @@ unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
 /// As for [`table_or_value`].
 unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
     // SAFETY: as in `table_or_value`, with the arguments packed into a table and their count first
-    // (room for the table, the count, the function and its two results checked before).
+    // (the table, the count, the function and its two results fit in `LUA_MINSTACK`).
     unsafe {
+        // No `lua_checkstack`: it counts the arguments against Lua's limit of 8 000 and would refuse a
+        // call with 7 999 of them, which Redis takes; packing needs only one slot more than the
+        // arguments at any time, and 4 after, within the 20 Lua gives every C function.
         let n = ffi::lua_gettop(state);
-        if ffi::lua_checkstack(state, 4) == 0 {
-            return 0;
-        }
         pack_arguments(state, n);
         ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
         ffi::lua_insert(state, 1);
@@ -160,10 +161,10 @@ unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int
 unsafe fn packed_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
     // SAFETY: as in `packed_table_or_value`, the flag popped instead of acted on.
     unsafe {
+        // No `lua_checkstack`: it counts the arguments against Lua's limit of 8 000 and would refuse a
+        // call with 7 999 of them, which Redis takes; packing needs only one slot more than the
+        // arguments at any time, and 4 after, within the 20 Lua gives every C function.
         let n = ffi::lua_gettop(state);
-        if ffi::lua_checkstack(state, 4) == 0 {
-            return 0;
-        }
         pack_arguments(state, n);
         ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
         ffi::lua_insert(state, 1);

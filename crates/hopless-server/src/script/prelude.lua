@@ -133,14 +133,25 @@ G.xpcall = function(...) return recheck(raw_xpcall(...)) end
 local proxy_of = {}     -- protected table -> its proxy
 local protected = {}    -- proxy -> protected table
 
+local function refuse() error(READONLY, 2) end
+
+-- A proxy's metatable answers `getmetatable` with a read-only view of itself (`__metatable`): a script
+-- that reached the metatable itself could point `__index` elsewhere for every later script.
+local function guard(mt)
+  local view = {}
+  local view_mt = {__index = mt, __newindex = refuse}
+  view_mt.__metatable = view
+  raw_setmetatable(view, view_mt)
+  protected[view] = mt
+  mt.__metatable = view
+  return mt
+end
+
 local function readonly(t)
   local p = proxy_of[t]
   if p then return p end
   p = {}
-  raw_setmetatable(p, {
-    __index = t,
-    __newindex = function() error(READONLY, 2) end,
-  })
+  raw_setmetatable(p, guard({__index = t, __newindex = refuse}))
   proxy_of[t] = p
   protected[p] = t
   return p
@@ -162,6 +173,13 @@ G.getmetatable = function(v)
   return mt
 end
 
+-- Binary chunks are refused, as Redis refuses them (bytecode can break out of any sandbox).
+local raw_loadstring = loadstring
+G.loadstring = function(s, ...)
+  if type(s) == 'string' and s:byte(1) == 27 then return nil, 'binary chunks are not allowed' end
+  return raw_loadstring(s, ...)
+end
+
 for _, name in ipairs({'string', 'table', 'math', 'coroutine', 'bit', 'cjson', 'cmsgpack', 'struct', 'redis'}) do
   if type(rawget(G, name)) == 'table' then G[name] = readonly(G[name]) end
 end
@@ -181,7 +199,7 @@ local function missing(_, k)
 end
 
 local globals = {}
-raw_setmetatable(globals, {
+raw_setmetatable(globals, guard({
   __index = function(_, k)
     local v = rawget(api, k)
     if v == nil then
@@ -189,8 +207,8 @@ raw_setmetatable(globals, {
     end
     return v
   end,
-  __newindex = function() error(READONLY, 2) end,
-})
+  __newindex = refuse,
+}))
 proxy_of[G] = globals
 protected[globals] = G
 G._G = globals
@@ -199,7 +217,7 @@ local load_redis = {register_function = raising.register_function, log = redis.l
 for _, k in ipairs({'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM'}) do
   load_redis[k] = redis[k]
 end
-raw_setmetatable(load_redis, {__index = missing, __newindex = function() error(READONLY, 2) end})
+raw_setmetatable(load_redis, guard({__index = missing, __newindex = refuse}))
 local load_api = {redis = load_redis}
 
 local function set_api(loading)
