@@ -72,14 +72,14 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let n = a.len();
     let mut functions = c.shared.functions.lock().unwrap_or_else(|e| e.into_inner());
     match sub.as_str() {
-        "load" if n == 3 || n == 4 => {
-            if n == 4 && !eq(&a[2], "replace") {
+        "load" if n >= 3 => {
+            if let Some(bad) = a[2..n - 1].iter().find(|o| !eq(o, "replace")) {
                 return Err(CmdError::Msg(format!(
                     "ERR Unknown option given: {}",
-                    String::from_utf8_lossy(&a[2])
+                    String::from_utf8_lossy(bad)
                 )));
             }
-            let name = functions.load(&a[n - 1], n == 4).map_err(CmdError::Msg)?;
+            let name = functions.load(&a[n - 1], n > 3).map_err(CmdError::Msg)?;
             c.out.bulk(name.as_bytes());
         }
         "list" => {

@@ -47,8 +47,9 @@ pub struct Functions {
     run_with: Function,
     next: Function,
     running: Arc<Running>,
+    /// By name (case-sensitive, as Redis's library names are).
     libraries: BTreeMap<String, Library>,
-    /// Function name → its library's name.
+    /// Function name, lower-cased (matched in any case, as in Redis) → its library's name.
     index: HashMap<String, String>,
 }
 
@@ -78,7 +79,8 @@ fn metadata(code: &[u8]) -> Result<(String, usize), String> {
     let line = String::from_utf8_lossy(&code[2..nl]).into_owned();
     let mut words = line.split(' ').filter(|w| !w.is_empty());
     let engine = words.next().unwrap_or("");
-    if engine != "lua" {
+    // Engine names are matched in any case, as Redis matches them.
+    if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }
     let mut name = None;
@@ -235,7 +237,7 @@ impl Functions {
             return false;
         };
         for f in lib.functions {
-            self.index.remove(&f.name);
+            self.index.remove(&f.name.to_lowercase());
             let _ = self.lua.remove_registry_value(f.callback);
         }
         true
@@ -244,7 +246,8 @@ impl Functions {
     /// FUNCTION LOAD [REPLACE]: the library's name, or Redis's error text.
     pub fn load(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
         let (name, start) = metadata(code)?;
-        if self.libraries.contains_key(&name) && !replace {
+        let key = name.clone();
+        if self.libraries.contains_key(&key) && !replace {
             return Err(format!("ERR Library '{name}' already exists"));
         }
         let chunk = self
@@ -264,7 +267,11 @@ impl Functions {
             return Err("ERR No functions registered".into());
         }
         for r in &registered {
-            if self.index.get(&r.name).is_some_and(|lib| *lib != name) {
+            if self
+                .index
+                .get(&r.name.to_lowercase())
+                .is_some_and(|lib| *lib != key)
+            {
                 return Err(format!("ERR Function {} already exists", r.name));
             }
         }
@@ -275,7 +282,7 @@ impl Functions {
                 .lua
                 .create_registry_value(r.callback)
                 .map_err(|e| format!("ERR {e}"))?;
-            self.index.insert(r.name.clone(), name.clone());
+            self.index.insert(r.name.to_lowercase(), key.clone());
             functions.push(FunctionInfo {
                 name: r.name,
                 description: r.description,
@@ -284,7 +291,7 @@ impl Functions {
             });
         }
         self.libraries.insert(
-            name.clone(),
+            key,
             Library {
                 name: name.clone(),
                 code: code.to_vec(),
@@ -309,7 +316,7 @@ impl Functions {
                     Ok((Value::Table(convert::error_table(lua, &msg, false)?), true))
                 };
                 match registration(args) {
-                    Ok(r) if registered.iter().any(|x| x.name == r.name) => {
+                    Ok(r) if registered.iter().any(|x| x.name.eq_ignore_ascii_case(&r.name)) => {
                         failed("Function already exists in the library".into())
                     }
                     Ok(r) => {
@@ -342,17 +349,16 @@ impl Functions {
         }
     }
 
+    /// Function `name`, in any case.
+    fn find(&self, name: &[u8]) -> Option<&FunctionInfo> {
+        let name = String::from_utf8_lossy(name).to_lowercase();
+        let lib = self.libraries.get(self.index.get(&name)?)?;
+        lib.functions.iter().find(|f| f.name.to_lowercase() == name)
+    }
+
     /// The flags of function `name`, if there is one.
     pub fn flags(&self, name: &[u8]) -> Option<&[&'static str]> {
-        let name = String::from_utf8_lossy(name);
-        let lib = self.index.get(&*name)?;
-        let f = self
-            .libraries
-            .get(lib)?
-            .functions
-            .iter()
-            .find(|f| f.name == *name)?;
-        Some(&f.flags)
+        Some(&self.find(name)?.flags)
     }
 
     /// FCALL: runs function `name` with `keys` and `args`, its commands through `host`; writes its reply
@@ -365,15 +371,10 @@ impl Functions {
         host: &mut dyn Host,
         out: &mut Reply,
     ) -> bool {
-        let name = String::from_utf8_lossy(name).into_owned();
-        let Some(f) = self
-            .index
-            .get(&name)
-            .and_then(|lib| self.libraries.get(lib))
-            .and_then(|lib| lib.functions.iter().find(|f| f.name == name))
-        else {
+        let Some(f) = self.find(name) else {
             return false;
         };
+        let name = f.name.clone();
         let lua = &self.lua;
         let Ok(callback) = lua.registry_value::<Function>(&f.callback) else {
             return false;
