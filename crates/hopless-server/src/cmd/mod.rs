@@ -230,7 +230,7 @@ fn run(
     let traits = table.traits(i);
     let stat = &shared.cmdstats[i];
     let busy = || shared.running.busy();
-    let _gate = if in_exec || traits.every_gate || (allowed_while_busy(args) && busy()) {
+    let _gate = if in_exec || traits.every_gate || (busy() && allowed_while_busy(args)) {
         None
     } else {
         match shared.gate.enter_unless(conn.loop_index, busy) {
