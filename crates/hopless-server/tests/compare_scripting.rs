@@ -38,6 +38,7 @@ const SCRIPT: &[&str] = &[
     "EVAL \"return {map={a=1}}\" 0",
     "EVAL \"return {set={a=true}}\" 0",
     "EVAL \"return {big_number='123456789012345678901234567890'}\" 0",
+    "EVAL \"return {verbatim_string={format='mkd', string='hi'}}\" 0",
     "EVAL \"return KEYS[1]..ARGV[1]..#KEYS..#ARGV\" 2 k1 k2 a1",
     "EVAL \"return ARGV\" 0 a b c",
     // Arguments.

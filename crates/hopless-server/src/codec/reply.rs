@@ -126,9 +126,15 @@ impl Reply {
 
     /// Text for a person (INFO, CLIENT LIST): RESP3 verbatim `txt`, RESP2 a bulk string.
     pub fn verbatim(&mut self, text: &[u8]) {
+        self.verbatim_as(b"txt", text);
+    }
+
+    /// RESP3 verbatim text of a three-letter `format` (`txt`, `mkd`); RESP2 a bulk string.
+    pub fn verbatim_as(&mut self, format: &[u8], text: &[u8]) {
         if self.resp3() {
             self.header(b'=', text.len() as i64 + 4);
-            self.buf.extend_from_slice(b"txt:");
+            self.buf.extend_from_slice(format.get(..3).unwrap_or(b"txt"));
+            self.buf.extend_from_slice(b":");
             self.buf.extend_from_slice(text);
             self.buf.extend_from_slice(b"\r\n");
         } else {

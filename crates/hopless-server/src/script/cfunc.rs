@@ -125,13 +125,33 @@ unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
     }
 }
 
-/// `redis.call`: the registry's function `key` called with the arguments packed
-/// ([`pack_arguments`]); raises the first of its two results if the second is true, else returns it.
+/// `redis.call`: [`call_packed`], raising an error.
 ///
 /// # Safety
 ///
 /// As for [`table_or_value`].
 unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { call_packed(state, key, true) }
+}
+
+/// `redis.pcall`: [`call_packed`], an error returned as Redis's error table, a value.
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn packed_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { call_packed(state, key, false) }
+}
+
+/// The registry's function `key` called with the arguments packed ([`pack_arguments`]): its first
+/// result returned, or raised when it is an error (its second result true) and `raise` says so.
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn call_packed(state: *mut ffi::lua_State, key: &CStr, raise: bool) -> c_int {
     // SAFETY: as in `table_or_value`, with the arguments packed into a table and their count first
     // (the table, the count, the function and its two results fit in `LUA_MINSTACK`).
     unsafe {
@@ -145,31 +165,9 @@ unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int
         ffi::lua_call(state, 2, 2);
         let failed = ffi::lua_toboolean(state, -1) != 0;
         ffi::lua_pop(state, 1);
-        if failed {
+        if failed && raise {
             ffi::lua_error(state);
         }
-        1
-    }
-}
-
-/// `redis.pcall`: as [`packed_table_or_value`], but the first result is returned either way (an error
-/// is Redis's error table, as a value).
-///
-/// # Safety
-///
-/// As for [`table_or_value`].
-unsafe fn packed_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
-    // SAFETY: as in `packed_table_or_value`, the flag popped instead of acted on.
-    unsafe {
-        // No `lua_checkstack`: it counts the arguments against Lua's limit of 8 000 and would refuse a
-        // call with 7 999 of them, which Redis takes; packing needs only one slot more than the
-        // arguments at any time, and 4 after, within the 20 Lua gives every C function.
-        let n = ffi::lua_gettop(state);
-        pack_arguments(state, n);
-        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, 2, 2);
-        ffi::lua_pop(state, 1);
         1
     }
 }

@@ -324,19 +324,7 @@ fn write_table(out: &mut Reply, t: &Table) -> mlua::Result<Option<Level>> {
     }
     if let Value::Table(v) = field(t, "verbatim_string") {
         if let (Value::String(format), Value::String(text)) = (field(&v, "format"), field(&v, "string")) {
-            let (format, text) = (format.as_bytes(), text.as_bytes());
-            if out.resp3() {
-                let _ = std::io::Write::write_fmt(
-                    &mut BufWriter(&mut out.buf),
-                    format_args!("={}\r\n", text.len() + 4),
-                );
-                out.buf.extend_from_slice(format.get(..3).unwrap_or(b"txt"));
-                out.buf.extend_from_slice(b":");
-                out.buf.extend_from_slice(&text);
-                out.buf.extend_from_slice(b"\r\n");
-            } else {
-                out.bulk(&text);
-            }
+            out.verbatim_as(&format.as_bytes(), &text.as_bytes());
             return Ok(None);
         }
     }
@@ -391,19 +379,6 @@ pub(super) fn write_error(out: &mut Reply, text: &[u8], ignore: bool) {
         out.errors = errors;
     } else {
         out.error(&text);
-    }
-}
-
-struct BufWriter<'a>(&'a mut bytes::BytesMut);
-
-impl std::io::Write for BufWriter<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(b);
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
