@@ -34,7 +34,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use hopless::experiment::cache::{Magazine, ThreadCache};
 use hopless::experiment::lock::SpinLock;
-use hopless::experiment::size_class::{class_size, MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+use hopless::experiment::size_class::{class_size, BATCH_MAX, MAG_CAPACITY, NUM_CLASSES};
 use hopless::experiment::Heap;
 use hopless::{PageSource, PAGE_SIZE};
 
@@ -89,7 +89,7 @@ impl<'h, P: PageSource> Array<'h, P> {
     fn alloc_slow(&mut self) -> *mut u8 {
         self.slow += 1;
         // Half a magazine per refill or flush, as the global allocator moves.
-        let mut buf = [ptr::null_mut(); MAG_MAX];
+        let mut buf = [ptr::null_mut(); BATCH_MAX];
         let half = (self.mag.cap as usize / 2).max(1);
         let n = self.heap.refill(self.class, &mut buf[..half]);
         if n == 0 {

@@ -163,7 +163,8 @@ where_native! {
         }
         pub mod size_class {
             pub use crate::size_class::{
-                class_for, class_size, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, MEDIUM_MAX, NUM_CLASSES, SMALL_MAX,
+                class_for, class_size, BATCH_MAX, CLASS_SIZE, MAG_CAPACITY, MAG_MAX, MEDIUM_MAX, NUM_CLASSES,
+                SMALL_MAX,
             };
         }
         pub mod cache {

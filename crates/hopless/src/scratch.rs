@@ -1,8 +1,8 @@
 //! Stack buffers that a slow path writes before it reads them, left unzeroed.
 //!
-//! A refill and a flush each move up to [`MAG_MAX`](crate::size_class::MAG_MAX) block pointers (1 KiB)
+//! A refill and a flush each move up to [`BATCH_MAX`](crate::size_class::BATCH_MAX) block pointers (1 KiB)
 //! through a buffer on the stack, and a flush keeps one more for the slabs it hands back to purge.
-//! Zeroed first (`[ptr::null_mut(); MAG_MAX]`), each cost a 1 KiB `memset` per batch: 2.4% of the
+//! Zeroed first (`[ptr::null_mut(); BATCH_MAX]`), each cost a 1 KiB `memset` per batch: 2.4% of the
 //! instructions of a working set of 1 600 blocks of one size, whose every block goes through a refill
 //! and a flush. These buffers start unwritten, and only what was written is read.
 

@@ -101,7 +101,7 @@ pub const MAG_CAPACITY: [u32; NUM_CLASSES] = {
     let mut i = 0;
     while i < NUM_CLASSES {
         let by_bytes = (512 * 1024) / CLASS_SIZE[i];
-        let most = MAG_MAX as u32;
+        let most = BATCH_MAX as u32;
         out[i] = if by_bytes > most {
             most
         } else if by_bytes < 2 {
@@ -114,8 +114,44 @@ pub const MAG_CAPACITY: [u32; NUM_CLASSES] = {
     out
 };
 
-/// Largest magazine. A power of two: a free key holds a slot in 7 bits.
-pub const MAG_MAX: usize = 128;
+/// The most blocks one refill or flush step moves (the scratch buffers' length), and the most a
+/// magazine holds before it grows.
+pub const BATCH_MAX: usize = 128;
+
+/// The most slots a magazine has once grown (see [`MAG_GROWN`]). A power of two: a free key holds a
+/// slot in 14 bits.
+pub const MAG_MAX: usize = 1 << 14;
+
+/// The most bytes of blocks one grown magazine holds.
+pub const GROWN_BYTES: usize = 16 << 20;
+
+/// The most bytes of blocks a thread cache's magazines hold beyond their first capacities
+/// ([`MAG_CAPACITY`]), all classes together.
+pub const GROWN_BUDGET: usize = 32 << 20;
+
+/// The most slots the magazine of each class grows to: for small classes as many as [`GROWN_BYTES`]
+/// of blocks (at most [`MAG_MAX`]); medium classes do not grow (their blocks are 5 KiB to 256 KiB,
+/// and their slabs 512 KiB: a magazine of them holding a working set would pin several slabs a
+/// block).
+#[allow(clippy::indexing_slicing)] // evaluated at compile time: a bad index fails the build
+pub const MAG_GROWN: [u32; NUM_CLASSES] = {
+    let mut out = [0u32; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        let by_bytes = GROWN_BYTES / CLASS_SIZE[i] as usize;
+        out[i] = if i >= NUM_SMALL {
+            MAG_CAPACITY[i]
+        } else if by_bytes > MAG_MAX {
+            MAG_MAX as u32
+        } else if by_bytes < MAG_CAPACITY[i] as usize {
+            MAG_CAPACITY[i]
+        } else {
+            by_bytes as u32
+        };
+        i += 1;
+    }
+    out
+};
 
 /// Whether a class is served from small (64 KiB) or medium (512 KiB) slabs.
 #[inline]
@@ -238,7 +274,8 @@ mod tests {
         assert!(CLASS_SIZE.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(*CLASS_SIZE.last().unwrap() as usize, MEDIUM_MAX);
         for c in 0..NUM_CLASSES {
-            assert!(MAG_CAPACITY[c] >= 2 && MAG_CAPACITY[c] as usize <= MAG_MAX);
+            assert!(MAG_CAPACITY[c] >= 2 && MAG_CAPACITY[c] as usize <= BATCH_MAX);
+            assert!(MAG_GROWN[c] >= MAG_CAPACITY[c] && MAG_GROWN[c] as usize <= MAG_MAX);
             assert_eq!(class_size(c) % CLASS_ALIGN[c] as usize, 0);
         }
     }

@@ -24,3 +24,14 @@ pub(crate) fn check_sampled(p: *mut u8, len: usize, tag: u8) {
         assert_eq!(unsafe { p.add(off).read() }, tag, "block {p:p} lost byte {off}");
     }
 }
+
+/// Makes the magazine of `class` in `tc` one that has only been freed into since its last flush, so
+/// that it flushes when full instead of growing (`ThreadCache::grow`): for the tests of the flush.
+///
+/// # Safety
+///
+/// `tc` is a live cache of the calling thread; `class < NUM_CLASSES`.
+pub(crate) unsafe fn flush_when_full(tc: *mut crate::cache::ThreadCache, class: usize) {
+    // SAFETY: per the caller, the magazine is the calling thread's own.
+    unsafe { (*crate::cache::ThreadCache::mag(tc, class)).refills = 0 };
+}

@@ -288,6 +288,47 @@ fn double_frees_after_a_flush_are_reported_before_reuse() {
     assert_caught_before_reuse("double_frees_after_a_flush_are_reported_before_reuse", &cases);
 }
 
+/// A block freed twice by one thread whose magazine grew (a working set of a thousand blocks of one
+/// class, cycled until it stays in the magazine): freed again while it waits in a slot past the first
+/// capacity (`grown`), or after the thread's flush took it back to its slab (`grown-flushed`). Its key
+/// names that slot; either must be reported before any block is handed out again.
+#[test]
+fn double_frees_in_a_grown_magazine_are_reported_before_reuse() {
+    let layout = Layout::from_size_align(48, 8).unwrap();
+    let cases = ["grown", "grown-flushed"];
+    for case in cases {
+        if !armed(case) {
+            continue;
+        }
+        // SAFETY: blocks of the global heap, one freed twice on purpose: the fault under test.
+        unsafe {
+            let mut blocks = Vec::with_capacity(1000);
+            for _ in 0..4 {
+                blocks.clear();
+                blocks.extend((0..1000).map(|_| GLOBAL.alloc(layout) as usize));
+                for &q in &blocks {
+                    GLOBAL.dealloc(q as *mut u8, layout);
+                }
+            }
+            let p = blocks[700];
+            eprintln!("victim {p:#x}");
+            if case == "grown-flushed" {
+                Hopless::flush_thread_cache();
+            }
+            GLOBAL.dealloc(p as *mut u8, layout);
+            hand_out_again(layout);
+        }
+        unreachable!("the double free was not caught");
+    }
+    if std::env::var_os("HOPLESS_FAULT").is_some() {
+        return;
+    }
+    assert_caught_before_reuse(
+        "double_frees_in_a_grown_magazine_are_reported_before_reuse",
+        &cases,
+    );
+}
+
 /// A double free of a block whose slab went to another class: freed as a 64-byte block (its key names
 /// a slot of the 64-byte magazine), its slab emptied, flushed and taken by the 2560-byte class, whose
 /// refill put it in that magazine; then freed again as a 2560-byte block. Keys do not name the class,

@@ -2,7 +2,7 @@
 //!
 //! A free writes a key into the first word of the block it takes back: the block's address, mixed with a
 //! per-process secret, with *where the block went* in the top 16 bits (the id of the thread cache in
-//! bits 55..64, the magazine slot in bits 48..55) and the magazine's flush epoch in bits 32..48. Nothing
+//! bits 55..64, the magazine slot in bits 41..55) and the magazine's flush epoch in bits 25..41. Nothing
 //! else writes the word in the default mode: not the allocation path, refills included, and not a flush
 //! back to the slab, which leaves the key as it is and gives the magazine a new epoch. Epochs are
 //! numbered per thread cache, across its classes (`ThreadCache::epochs`): opening a magazine and each
@@ -27,11 +27,11 @@
 //! double free, reported. Otherwise the block was handed out since and its first word never written: a
 //! correct free.
 //!
-//! In memory a key is stored as it is: the address part in the low 32 bits, the epoch and where the
-//! block went in the high 32. A program's first write to a block is most often to its first bytes (a
+//! In memory a key is stored as it is: the address part in the low 25 bits, the epoch and where the
+//! block went in the high 39. A program's first write to a block is most often to its first bytes (a
 //! string's NUL, a flag byte, a 4- or 8-byte field), and that breaks the address part, so the free path
-//! tells "not a key" (the common case) with one rotate and one compare
-//! (`(word ^ key).rotate_left(WHERE_ROTATE) > WHERE_MASK`). Stored rotated the other way (where the
+//! tells "not a key" (the common case) with one test of the low bits
+//! (`(word ^ key) & KEY_LOW != 0`). Stored rotated the other way (where the
 //! block went in the low 16 bits), a 1-byte write would leave a word that reads as a key for another
 //! slot and send the free to the slow check: every iteration of a C loop of `p = malloc(n); p[0] = 0;
 //! free(p)` would take it. Every reader and writer goes through `read_key`, `key_word` and `write_key`.
@@ -46,18 +46,22 @@
 //!   count has come round to the key's again (65 536 flushes and magazine openings of that cache, or
 //!   one fewer, the epoch before also being accepted for the slots below where the last flush
 //!   started): the key then reads as one written since the last flush, and the one look finds the
-//!   slot holding something else. The epoch has 16 bits; more would weaken the "not a key" test,
-//!   which the address part's 32 bits make.
+//!   slot holding something else. The epoch has 16 bits and the slot 14 (a grown magazine's); more
+//!   would weaken the "not a key" test, which the address part's 25 bits make (a written word passes
+//!   for a key once in 32 million: the slow check then finds it in use).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::size_class::MAG_MAX;
 
-/// Bits of a key that must match for it to be one (the address part: the low 32 bits of the block's
+// The id, the slot and the epoch fill the word above the address part.
+const _: () = assert!(ID_SHIFT == SLOT_SHIFT + MAG_MAX.trailing_zeros() && SLOT_SHIFT == EPOCH_SHIFT + 16);
+
+/// Bits of a key that must match for it to be one (the address part: the low 25 bits of the block's
 /// address, mixed with the salt).
 pub const KEY_LOW: usize = (1 << EPOCH_SHIFT) - 1;
-/// Where a key keeps its magazine's flush epoch: bits 32..48 (see the module's docs).
-pub(crate) const EPOCH_SHIFT: u32 = 32;
+/// Where a key keeps its magazine's flush epoch: bits 25..41 (see the module's docs).
+pub(crate) const EPOCH_SHIFT: u32 = 25;
 /// The epoch's bits in a key, before the shift.
 pub(crate) const EPOCH_MASK: usize = 0xffff;
 /// Cache ids: 1..MAX_CACHE_ID (509 of them) name a slot of [`CACHE_TABLE`](super::CACHE_TABLE); 0 is a
@@ -67,11 +71,8 @@ pub const MAX_CACHE_ID: usize = 510;
 /// The cache id of a block's mark while it sits in its slab.
 pub const MARK_ID: usize = 511;
 pub(crate) const ID_SHIFT: u32 = 55;
-pub(crate) const SLOT_SHIFT: u32 = 48;
-/// The rotation that brings where a block went and its epoch (the key's bits from [`EPOCH_SHIFT`] up)
-/// to the low bits, and the mask of those bits then: the free path's one-compare test (see above).
-pub(crate) const WHERE_ROTATE: u32 = usize::BITS - EPOCH_SHIFT;
-pub(crate) const WHERE_MASK: usize = (1 << WHERE_ROTATE) - 1;
+/// Where a key keeps its slot: bits 41..55, as many as [`MAG_MAX`] slots.
+pub(crate) const SLOT_SHIFT: u32 = 41;
 
 static FREE_SALT: AtomicUsize = AtomicUsize::new(0x5be2_d1c9_a36f_8e47);
 

@@ -17,7 +17,7 @@ use core::sync::atomic::Ordering;
 
 use super::free_key::*;
 use super::thread_cache::{Magazine, ThreadCache};
-use crate::size_class::{MAG_CAPACITY, MAG_MAX, NUM_CLASSES};
+use crate::size_class::{class_size, GROWN_BUDGET, MAG_CAPACITY, MAG_GROWN, MAG_MAX, NUM_CLASSES};
 use crate::stats::stat;
 
 /// Every so many of a cache's flush epochs, each of its open magazines takes a new one
@@ -206,16 +206,14 @@ impl ThreadCache {
         let key = slot_key(p, tag, n as usize);
         // SAFETY: per the caller, the block's first word is ours to read and write.
         unsafe {
-            // The word and the key this push writes, rotated so that the address parts are the high
-            // bits: above `WHERE_MASK` when they differ, so the word is not a key (the common case, one
-            // compare). Otherwise `d` (rotated back) is 0 for the very key this push writes (a block
-            // popped from this slot, unwritten since), else the difference from a key for another
-            // place.
-            let x = opaque((key_word(p) ^ key).rotate_left(WHERE_ROTATE));
-            if x <= WHERE_MASK {
+            // The word and the key this push writes differ in their address parts when the word is
+            // not a key (the common case: one test of the low bits). Otherwise `d` is 0 for the very
+            // key this push writes (a block popped from this slot, unwritten since), else the
+            // difference from a key for another place.
+            let d = opaque(key_word(p) ^ key);
+            if d & KEY_LOW == 0 {
                 // A key: the program did not write the block since it was handed out.
                 unwritten();
-                let d = x.rotate_right(WHERE_ROTATE);
                 if d != 0 && !Self::popped_this_epoch(tc, m, n, p, d) {
                     return Push::Suspect;
                 }
@@ -263,6 +261,8 @@ impl ThreadCache {
         }
         // SAFETY: as above.
         unsafe {
+            (*m).refills = (*m).refills.saturating_add(1);
+            (*m).active = 1;
             (*m).refilled = n as u32;
             (*m).refill_filter = [0; 2];
             (*m).looks = 0;
@@ -307,14 +307,126 @@ impl ThreadCache {
             (*m).top = Self::slot_below(m, n - k).load(Ordering::Relaxed);
             Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32);
         }
-        // `k <= out.len()`: one bound for the loop.
-        for (i, o) in out.get_mut(..k).unwrap_or_default().iter_mut().enumerate() {
-            let slot = Self::slot_of(m, n - k + i);
+        // SAFETY: the owner's own field.
+        unsafe { (*m).refills = 0 };
+        Self::take_slots(m, n - k, out.get_mut(..k).unwrap_or_default());
+        k
+    }
+
+    /// Takes `k` more of the newest blocks into `out` after [`ThreadCache::take_newest`] took some, in
+    /// the same flush epoch: one flush of more than [`BATCH_MAX`](crate::size_class::BATCH_MAX) blocks,
+    /// a scratch buffer at a time. Returns how many it took.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::take_newest`], which the calling thread called on this magazine last: no
+    /// push, refill or other flush of it since.
+    pub unsafe fn take_more(
+        tc: *mut ThreadCache,
+        class: usize,
+        k: usize,
+        out: &mut [MaybeUninit<*mut u8>],
+    ) -> usize {
+        // SAFETY: per the caller.
+        let m = unsafe { Self::mag(tc, class) };
+        let count = Self::count_of(m);
+        let n = (count.load(Ordering::Relaxed) as usize).min(MAG_MAX);
+        let k = k.min(n).min(out.len());
+        if k == 0 {
+            return 0;
+        }
+        // The flush goes on in its epoch: it now started lower, and keys of the epoch before in the
+        // slots it takes no longer count as written since (`keyed_since_flush`).
+        count.store((n - k) as u32, Ordering::Release);
+        // SAFETY: the owner's own fields.
+        unsafe { (*m).top = Self::slot_below(m, n - k).load(Ordering::Relaxed) };
+        Self::flush_state_of(m).2.store((n - k) as u32, Ordering::Relaxed);
+        Self::take_slots(m, n - k, out.get_mut(..k).unwrap_or_default());
+        k
+    }
+
+    /// Copies the blocks of the slots from `from` into `out` (one per entry), leaving each slot holding
+    /// its block tagged ([`flushed`]).
+    fn take_slots(m: *mut Magazine, from: usize, out: &mut [MaybeUninit<*mut u8>]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let slot = Self::slot_of(m, from + i);
             let p = slot.load(Ordering::Relaxed);
             slot.store(flushed(p), Ordering::Relaxed);
             o.write(p);
         }
-        k
+    }
+
+    /// Grows the full magazine of `class` (doubling its capacity, up to [`MAG_GROWN`] and the cache's
+    /// [`GROWN_BUDGET`]) when it refilled since its last flush: the class's working set is larger than
+    /// the magazine and cycles through the central heap, where each block would pay a flush and a
+    /// refill (a bitmap edit under the class lock each way, and a double-free look at its next free,
+    /// its key being of an epoch the flush closed). Grown, the blocks stay in their slots, keyed for
+    /// them. False when it did not grow.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::open`].
+    pub unsafe fn grow(tc: *mut ThreadCache, class: usize) -> bool {
+        // SAFETY: per the caller, the magazine and the budget are the calling thread's own.
+        unsafe {
+            let m = Self::mag(tc, class);
+            let cap = (*m).cap;
+            let most = MAG_GROWN.get(class).copied().unwrap_or(0);
+            if (*m).refills == 0 || cap == 0 || cap >= most {
+                return false;
+            }
+            let to = cap.saturating_mul(2).min(most);
+            let bytes = (to - cap) as usize * class_size(class);
+            if (*tc).grown_bytes + bytes > GROWN_BUDGET {
+                return false;
+            }
+            (*tc).grown_bytes += bytes;
+            (*m).cap = to;
+            (*m).active = 1;
+            true
+        }
+    }
+
+    /// Halves the capacity of a grown magazine of `class` (not below its first one) when it filled
+    /// without a refill since its last flush: the class is only freed now, and the blocks a larger
+    /// working set left are better back in their slabs. Returns how many blocks the magazine keeps
+    /// through the flush that follows: half its capacity.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::open`].
+    pub unsafe fn shrink(tc: *mut ThreadCache, class: usize) -> usize {
+        // SAFETY: per the caller.
+        unsafe {
+            let m = Self::mag(tc, class);
+            let first = MAG_CAPACITY.get(class).copied().unwrap_or(2);
+            if (*m).refills == 0 && (*m).cap > first {
+                let to = ((*m).cap / 2).max(first);
+                Self::give_up_growth(tc, class, to);
+            }
+            ((*m).cap / 2) as usize
+        }
+    }
+
+    /// Sets the capacity of the magazine of `class` back to `to` (at least its first one, at most what
+    /// it is), giving the growth back to the cache's budget. The magazine holds at most `to` blocks
+    /// once its caller's flush is done.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::open`].
+    pub unsafe fn give_up_growth(tc: *mut ThreadCache, class: usize, to: u32) {
+        // SAFETY: per the caller.
+        unsafe {
+            let m = Self::mag(tc, class);
+            let cap = (*m).cap;
+            let to = to.max(MAG_CAPACITY.get(class).copied().unwrap_or(2));
+            if cap > to {
+                (*m).cap = to;
+                let bytes = (cap - to) as usize * class_size(class);
+                (*tc).grown_bytes = (*tc).grown_bytes.saturating_sub(bytes);
+            }
+        }
     }
 
     /// Moves the magazine `m` of cache `id` to epoch `e`: its epoch so far becomes the one before, for

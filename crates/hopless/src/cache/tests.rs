@@ -7,7 +7,7 @@ use crate::heap::Heap;
 use crate::platform::SystemPages;
 use crate::segment::{segment_of, slab_of, SLAB_POOLED};
 use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
-use crate::test_util::{check, fill, scaled};
+use crate::test_util::{check, fill, flush_when_full, scaled};
 
 #[test]
 fn magazine_refills_half_and_flushes_the_older_half() {
@@ -29,6 +29,8 @@ fn magazine_refills_half_and_flushes_the_older_half() {
         assert!((*m).count as usize <= cap);
         for (i, &p) in live.iter().enumerate() {
             check(p, 32, i as u8);
+            // A thread that only frees the class: its magazine flushes when full.
+            flush_when_full(tc, class);
             heap.free_checked(tc, class, p);
             assert!((*m).count as usize <= cap);
         }
@@ -210,6 +212,7 @@ fn a_flush_writes_no_block_and_tags_the_slots_it_took() {
         let mut extra = vec![core::ptr::null_mut(); cap - refilled + 2 + cap / 2];
         assert_eq!(heap.refill(class, &mut extra), extra.len());
         let pushes = cap - (*m).count as usize;
+        flush_when_full(tc, class);
         for &p in &extra[..pushes] {
             heap.free_checked(tc, class, p);
         }
@@ -294,6 +297,7 @@ fn a_pop_hands_out_the_top_slot_whatever_its_copy_says() {
         let mut blocks = vec![first];
         blocks.extend((0..cap * 2).map(|_| heap.alloc(tc, 64, 8, false)));
         for (i, &p) in blocks.iter().enumerate() {
+            flush_when_full(tc, class);
             heap.free_checked(tc, class, p);
             top_is_top_slot(&format!("after free {i}"));
         }

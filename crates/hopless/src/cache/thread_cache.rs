@@ -13,7 +13,7 @@ use crate::stats::ThreadCounters;
 
 /// Free blocks of one class owned by one thread. One or more cache lines of its own.
 ///
-/// Invariant: `count <= cap <= MAG_MAX`; `slots[..count]` are distinct free blocks of this class, each
+/// Invariant: `count <= cap <= MAG_GROWN[class] <= MAG_MAX`; `slots[..count]` are distinct free blocks of this class, each
 /// in use by nobody and not free in its slab's bitmap. `cap` is zero until the thread first uses the
 /// class (so a cache costs pages only for the classes its thread uses), and always in the static empty
 /// cache, whose fast paths therefore fall through to set-up.
@@ -26,7 +26,7 @@ pub struct Magazine {
     pub count: u32,
     pub cap: u32,
     /// This magazine's part of the free key: the process's salt with its cache's id in bits 55..64 (set
-    /// with `cap`) and its flush epoch in bits 32..48 (the next at each flush, `take_newest`).
+    /// with `cap`) and its flush epoch in bits 25..41 (the next at each flush, `take_newest`).
     pub tag: u64,
     /// Slots below this (and below `count`) may hold blocks a refill put there, which carry what their
     /// last free or flush left (a key for another slot or cache, a mark) rather than their slot's key;
@@ -54,6 +54,13 @@ pub struct Magazine {
     /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
     /// in its epoch bits), or 0 before the first flush.
     pub epoch_step: u32,
+    /// Refills since the last flush: a magazine that fills with some, its class's working set cycling
+    /// through the central heap, grows instead of flushing (`ThreadCache::grow`); one that fills with
+    /// none (only frees since) shrinks.
+    pub refills: u32,
+    /// Nonzero when the magazine refilled or grew since the cache's last decay pass (`Heap::decay`):
+    /// a grown magazine without either for a whole pass is not cycling, and shrinks.
+    pub active: u32,
     /// A copy of the top slot, `slots[count - 1]`, so that a pop's result
     /// does not wait for the count. In a free-then-malloc chain (a program freeing a block and
     /// allocating again at once) the count is a store a moment old, and the top slot's address needs
@@ -70,10 +77,11 @@ pub struct Magazine {
     pub slots: [*mut u8; MAG_MAX],
 }
 
-// `top` is where `slots[-1]` would be (see `ThreadCache::try_pop_in`).
+// `top` is where `slots[-1]` would be (see `ThreadCache::try_pop_in`), and the slots start a cache line.
 const _: () = assert!(
     core::mem::offset_of!(Magazine, slots)
         == core::mem::offset_of!(Magazine, top) + core::mem::size_of::<*mut u8>()
+        && core::mem::offset_of!(Magazine, slots) == 64
 );
 
 impl Magazine {
@@ -88,6 +96,8 @@ impl Magazine {
             refill_filter: [0; 2],
             flushed_from: 0,
             epoch_step: 0,
+            refills: 0,
+            active: 0,
             top: core::ptr::null_mut(),
             slots: [core::ptr::null_mut(); MAG_MAX],
         }
@@ -122,6 +132,13 @@ pub struct ThreadCache {
     /// and a cache taken again continues where its last holder stopped (its magazine pages, given
     /// back, read as zero). Only the holder writes it; in the first page, which a parked cache keeps.
     pub epochs: u32,
+    /// Bytes of blocks the magazines may hold beyond their first capacities (`MAG_CAPACITY`), at most
+    /// `GROWN_BUDGET`: the room their growth took. Only the holder reads or writes it; zero when every
+    /// magazine is at its first capacity.
+    pub grown_bytes: usize,
+    /// When the next decay pass of grown magazines is due (ms of `platform::now_ms`); only read while
+    /// `grown_bytes` is nonzero.
+    pub decay_at: u64,
     #[cfg(feature = "stats")]
     pub counters: [ThreadCounters; NUM_CLASSES],
     pub mags: [Magazine; NUM_CLASSES],

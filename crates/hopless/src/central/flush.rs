@@ -18,10 +18,10 @@ use crate::segment::{
     segment_of, slab_of, FreeError, RemoteFree, Returning, SegmentKind, Slab, SlabState, SEGMENT_MAGIC,
     SEGMENT_MAP, SLAB_MAGIC,
 };
-use crate::size_class::{self, is_medium, MAG_MAX};
+use crate::size_class::{self, is_medium, BATCH_MAX};
 
 impl ClassHeap {
-    /// Returns at most [`MAG_MAX`] blocks of `class` (this class) to their slabs; slabs that become free
+    /// Returns at most [`BATCH_MAX`] blocks of `class` (this class) to their slabs; slabs that become free
     /// beyond what the class keeps go to `pool`, and those it hands back are purged after the lock is
     /// dropped. A block that is not an in-use block of this class is reported and the process aborts.
     ///
@@ -41,9 +41,9 @@ impl ClassHeap {
         checks: Checks,
         blocks: &[*mut u8],
     ) {
-        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
-        let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
-        for chunk in blocks.chunks(MAG_MAX) {
+        let mut checked = scratch::buffer::<Returning, BATCH_MAX>();
+        let mut victims = scratch::buffer::<*mut Slab, BATCH_MAX>();
+        for chunk in blocks.chunks(BATCH_MAX) {
             let checked = Self::check_returns(class, chunk, &mut checked);
             let nv = {
                 let mut g = self.inner.lock();
@@ -74,7 +74,7 @@ impl ClassHeap {
         checks: Checks,
         runs: &[Returning],
     ) {
-        let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
+        let mut victims = scratch::buffer::<*mut Slab, BATCH_MAX>();
         let nv = {
             let mut g = self.inner.lock();
             // SAFETY: forwarded; the guard is this class's.
@@ -99,11 +99,11 @@ impl ClassHeap {
         class: usize,
         pool: &SlabPool,
         blocks: &[*mut u8],
-        victims: &mut [MaybeUninit<*mut Slab>; MAG_MAX],
+        victims: &mut [MaybeUninit<*mut Slab>; BATCH_MAX],
     ) -> usize {
-        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
+        let mut checked = scratch::buffer::<Returning, BATCH_MAX>();
         let mut nv = 0;
-        for chunk in blocks.chunks(MAG_MAX) {
+        for chunk in blocks.chunks(BATCH_MAX) {
             let checked = Self::check_returns(class, chunk, &mut checked);
             let room = victims.get_mut(nv..).unwrap_or_default();
             // SAFETY: forwarded; the blocks were checked just above.
@@ -112,7 +112,7 @@ impl ClassHeap {
         nv
     }
 
-    /// The lock-free half of a flush: each of `blocks` (the first [`MAG_MAX`]; callers pass chunks of
+    /// The lock-free half of a flush: each of `blocks` (the first [`BATCH_MAX`]; callers pass chunks of
     /// that) is a handed-out block start of an in-use slab of `class` in a segment of its kind, or it is
     /// reported (the process stops). Returns the blocks gathered by slab and bitmap word, in `out` (not
     /// zeroed first: a flush is on the path of every magazine that overflows). A block named twice
@@ -120,7 +120,7 @@ impl ClassHeap {
     pub(crate) fn check_returns<'a>(
         class: usize,
         blocks: &[*mut u8],
-        out: &'a mut [MaybeUninit<Returning>; MAG_MAX],
+        out: &'a mut [MaybeUninit<Returning>; BATCH_MAX],
     ) -> &'a [Returning] {
         let want_kind = if is_medium(class) {
             SegmentKind::Medium
@@ -209,9 +209,9 @@ impl ClassHeap {
     }
 
     /// Writes `run` at `out[n]`; returns how many it wrote (0 only past the end, which a caller's
-    /// chunk of at most [`MAG_MAX`] blocks never reaches: a run holds at least one block).
+    /// chunk of at most [`BATCH_MAX`] blocks never reaches: a run holds at least one block).
     #[inline(always)]
-    fn emit(out: &mut [MaybeUninit<Returning>; MAG_MAX], n: usize, run: Returning) -> usize {
+    fn emit(out: &mut [MaybeUninit<Returning>; BATCH_MAX], n: usize, run: Returning) -> usize {
         match out.get_mut(n) {
             Some(o) => {
                 o.write(run);

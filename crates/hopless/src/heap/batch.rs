@@ -6,7 +6,7 @@ use core::ptr;
 use super::Heap;
 use crate::cache::{read_key, KeySays, Push, ThreadCache};
 use crate::platform::PageSource;
-use crate::size_class::{self, MAG_MAX};
+use crate::size_class::{self, BATCH_MAX};
 use crate::stats::stat;
 
 impl<P: PageSource> Heap<P> {
@@ -111,7 +111,7 @@ impl<P: PageSource> Heap<P> {
             });
             // Blocks with a key are checked one by one; the rest go to their slabs, whose bitmaps check
             // them, a magazine's worth per lock hold.
-            let mut buf = [ptr::null_mut(); MAG_MAX];
+            let mut buf = [ptr::null_mut(); BATCH_MAX];
             let mut n = 0;
             for &p in blocks.get(i..).unwrap_or(&[]) {
                 // SAFETY: per the caller, blocks of `class` of this heap.
@@ -125,7 +125,7 @@ impl<P: PageSource> Heap<P> {
                     *slot = p;
                     n += 1;
                 }
-                if n == MAG_MAX {
+                if n == BATCH_MAX {
                     // SAFETY: as above.
                     unsafe { self.flush_marked(class, &buf) };
                     n = 0;

@@ -10,7 +10,7 @@ use crate::central::ClassHeap;
 use crate::platform::PageSource;
 use crate::scratch;
 use crate::segment::{segment_of, slab_of, Slab};
-use crate::size_class::MAG_MAX;
+use crate::size_class::BATCH_MAX;
 
 /// A new slab in debug mode with every block takeable at once (hardened too): all of it poison.
 ///
@@ -88,7 +88,7 @@ impl<P: PageSource> Heap<P> {
                 // One hold of the class lock from the bitmap check to the bitmap update: two threads
                 // freeing the same block at once are told apart here (the second sees it free), not by
                 // the second finding the first one's poison (a "damaged trailer").
-                let mut victims = scratch::buffer::<*mut Slab, MAG_MAX>();
+                let mut victims = scratch::buffer::<*mut Slab, BATCH_MAX>();
                 let nv = {
                     let mut g = self.class(class).inner.lock();
                     // SAFETY: we hold the class lock that owns the bitmap.

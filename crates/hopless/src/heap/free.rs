@@ -22,7 +22,7 @@ use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::scratch;
 use crate::segment::{segment_of, slab_of, FreeError, SegmentHeader, Slab, SEGMENT_MAGIC};
-use crate::size_class::MAG_MAX;
+use crate::size_class::BATCH_MAX;
 use crate::stats::stat;
 
 impl<P: PageSource> Heap<P> {
@@ -103,8 +103,10 @@ impl<P: PageSource> Heap<P> {
         }
     }
 
-    /// The magazine of `class` is full (or not opened yet): flush its newer half, then keep `p`, whose
-    /// double-free check is done.
+    /// The magazine of `class` is full (or not opened yet): it grows when its class cycles through the
+    /// central heap (`ThreadCache::grow`), else it flushes down to half its capacity (halved first
+    /// when grown and only freed into since its last flush); then it keeps `p`, whose double-free
+    /// check is done.
     ///
     /// # Safety
     ///
@@ -112,20 +114,42 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn free_flush(&self, tc: *mut ThreadCache, class: usize, p: *mut u8) {
-        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
-        // SAFETY: the magazine is the calling thread's own.
+        // SAFETY: the magazine is the calling thread's own; no lock is held.
         unsafe {
+            self.decay_if_due(tc);
             ThreadCache::open(tc, class);
             stat!((*tc).counters[class].free_slow.bump());
             if ThreadCache::push_checked(tc, class, p) {
                 return;
             }
-            let half = ThreadCache::count(tc, class).div_ceil(2);
-            let n = ThreadCache::take_newest(tc, class, half, &mut buf);
-            // `take_newest` wrote the first `n`.
-            self.flush_from_magazine(tc, class, scratch::written(&buf, n));
+            if ThreadCache::grow(tc, class) && ThreadCache::push_checked(tc, class, p) {
+                return;
+            }
+            let keep = ThreadCache::shrink(tc, class);
+            self.flush_newest(tc, class, ThreadCache::count(tc, class).saturating_sub(keep));
             if !ThreadCache::push_checked(tc, class, p) {
                 self.flush_marked(class, &[p]);
+            }
+        }
+    }
+
+    /// Flushes the newest `k` blocks of the magazine of `class` (all of them, if it holds fewer), a
+    /// scratch buffer at a time, in one flush epoch.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live (not the empty) cache of the calling thread; `class < NUM_CLASSES`.
+    pub(crate) unsafe fn flush_newest(&self, tc: *mut ThreadCache, class: usize, k: usize) {
+        let mut buf = scratch::buffer::<*mut u8, BATCH_MAX>();
+        // SAFETY: the magazine is the calling thread's own; each take wrote the first `n` of `buf`,
+        // and nothing but these takes changes the magazine between them.
+        unsafe {
+            let mut n = ThreadCache::take_newest(tc, class, k.min(BATCH_MAX), &mut buf);
+            let mut left = k;
+            while n > 0 {
+                self.flush_from_magazine(tc, class, scratch::written(&buf, n));
+                left -= n;
+                n = ThreadCache::take_more(tc, class, left.min(BATCH_MAX), &mut buf);
             }
         }
     }
@@ -182,7 +206,7 @@ impl<P: PageSource> Heap<P> {
     /// Each pointer was handed out by this heap (or is a fault to report); no caller uses them again.
     pub unsafe fn flush(&self, class: usize, blocks: &[*mut u8]) {
         let checks = self.checks();
-        for chunk in blocks.chunks(MAG_MAX) {
+        for chunk in blocks.chunks(BATCH_MAX) {
             // SAFETY: forwarded.
             unsafe {
                 self.class(class)

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `batch.rs` | the batch API: many blocks of one layout per call, one lock hold per batch |
 //! | `free.rs` | the free path past the magazine push, top-down: the checked free, a full magazine's flush down to the class heap, the free key's look, large-block frees |
+//! | `growth.rs` | working sets larger than a magazine: magazines that grow, and their decay |
 //! | `registry.rs` | the thread-cache registry: set-up, parking, orphans, retirement |
 //! | `debug.rs` | debug mode's checked paths (no thread caches, the class lock, the op ring) |
 //! | `hardened.rs` | hardened mode's checked paths (thread caches kept; guard words, redzones, poison) |
@@ -35,6 +36,9 @@ mod batch;
 mod debug;
 mod fork;
 mod free;
+mod growth;
+#[cfg(test)]
+mod growth_tests;
 mod hardened;
 mod owned;
 #[cfg(test)]
@@ -55,7 +59,7 @@ use crate::platform::{HugeCatchUp, PageSource, Reservation, PAGE_SIZE};
 use crate::report::report_bad_free;
 use crate::scratch;
 use crate::segment::{FreeError, SegmentKind, Slab, MAX_BLOCKS, SEGMENT_MAGIC, SMALL_SLAB_SHIFT};
-use crate::size_class::{self, class_size, is_medium, MAG_MAX, NUM_CLASSES};
+use crate::size_class::{self, class_size, is_medium, BATCH_MAX, NUM_CLASSES};
 use crate::stats::stat;
 
 /// Whether the blocks of small class `class` fill its slab: a slab holds at most [`MAX_BLOCKS`] blocks,
@@ -212,10 +216,11 @@ impl<P: PageSource> Heap<P> {
     #[cold]
     #[inline(never)]
     pub(crate) unsafe fn alloc_refill(&self, tc: *mut ThreadCache, class: usize) -> *mut u8 {
-        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
-        let want = batch(class).min(MAG_MAX);
-        // SAFETY: the magazine is the calling thread's own, and empty.
+        let mut buf = scratch::buffer::<*mut u8, BATCH_MAX>();
+        let want = batch(class).min(BATCH_MAX);
+        // SAFETY: the magazine is the calling thread's own, and empty; no lock is held.
         unsafe {
+            self.decay_if_due(tc);
             ThreadCache::open(tc, class);
             let n = match buf.get_mut(..want) {
                 Some(out) if self.owns_slabs(tc, class) => self.refill_owned(tc, class, out),

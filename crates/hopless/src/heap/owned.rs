@@ -28,7 +28,7 @@ use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::scratch;
 use crate::segment::{FreeError, RemoteFree, Returning, Slab};
-use crate::size_class::{is_medium, MAG_MAX, NUM_CLASSES};
+use crate::size_class::{is_medium, BATCH_MAX, NUM_CLASSES};
 
 /// Slabs a cache owns of one small class at most (64 KiB each: 1 MiB).
 pub const OWNED_MAX: u32 = 16;
@@ -228,13 +228,13 @@ impl<P: PageSource> Heap<P> {
             return unsafe { self.flush(class, blocks) };
         }
         // Not zeroed first: a flush is on the path of every magazine that overflows.
-        let mut checked = scratch::buffer::<Returning, MAG_MAX>();
-        let mut to_class = scratch::buffer::<Returning, MAG_MAX>();
+        let mut checked = scratch::buffer::<Returning, BATCH_MAX>();
+        let mut to_class = scratch::buffer::<Returning, BATCH_MAX>();
         // SAFETY: per the caller, the cache is the calling thread's; so are the slabs whose owner is
         // its token (only their owner sets a token, under the class lock, and only it clears it).
         unsafe {
             let token = (*tc).token;
-            for chunk in blocks.chunks(MAG_MAX) {
+            for chunk in blocks.chunks(BATCH_MAX) {
                 let runs = ClassHeap::check_returns(class, chunk, &mut checked);
                 let mut nc = 0;
                 let mut back = 0i64;

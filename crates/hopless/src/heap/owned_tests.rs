@@ -10,6 +10,7 @@ use crate::heap::Heap;
 use crate::platform::SystemPages;
 use crate::segment::{segment_of, slab_of, Slab, SlabState};
 use crate::size_class::{class_for, MAG_CAPACITY};
+use crate::test_util::flush_when_full;
 
 fn slab(p: *mut u8) -> *mut Slab {
     // SAFETY: `p` is a block of a live small or medium segment of the test's heap.
@@ -43,6 +44,7 @@ fn a_threads_own_blocks_go_back_to_its_slabs_without_the_class() {
         assert_eq!((*s).owner.load(Ordering::Relaxed), (*a).token);
         assert_eq!((*s).state, SlabState::Owned);
         for &p in &blocks {
+            flush_when_full(a, class);
             heap.free_ptr(a, p);
         }
         {

@@ -14,7 +14,6 @@ use crate::cache::{
     Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, MAX_PARKED, MAX_WARM, NEXT_CACHE_ID, ORPHAN_PROBES,
 };
 use crate::platform::{PageSource, PAGE_SIZE};
-use crate::scratch;
 use crate::size_class::{MAG_MAX, NUM_CLASSES};
 
 impl<P: PageSource> Heap<P> {
@@ -119,16 +118,13 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// `tc` is a live cache that only the calling thread uses.
+    /// Grown magazines go back to their first capacities.
     pub(crate) unsafe fn flush_all(&self, tc: *mut ThreadCache) {
-        let mut buf = scratch::buffer::<*mut u8, MAG_MAX>();
         for class in 0..NUM_CLASSES {
-            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`;
-            // `take_newest` wrote the first `n` of `buf`.
+            // SAFETY: the magazine is the calling thread's; its blocks are blocks of `class`.
             unsafe {
-                let n = ThreadCache::take_newest(tc, class, MAG_MAX, &mut buf);
-                if n > 0 {
-                    self.flush_from_magazine(tc, class, scratch::written(&buf, n));
-                }
+                self.flush_newest(tc, class, MAG_MAX);
+                ThreadCache::give_up_growth(tc, class, 0);
             }
         }
     }

@@ -7,7 +7,7 @@ use crate::cache::ThreadCache;
 use crate::heap::Heap;
 use crate::platform::SystemPages;
 use crate::size_class::{class_for, class_size, MAG_CAPACITY, NUM_CLASSES};
-use crate::test_util::{check, fill, scaled};
+use crate::test_util::{check, fill, flush_when_full, scaled};
 
 #[test]
 fn every_class_round_trips_with_contents_intact() {
@@ -171,6 +171,7 @@ fn unwritten_frees_of_refilled_blocks_key_the_rest_of_the_refill_at_the_second_l
         let stale = |p: *mut u8, slot: usize| matches!(read_key(p), KeySays::Slot { id: i, slot: s } if i == id && s != slot);
         let blocks: Vec<*mut u8> = (0..3 * cap).map(|_| heap.take_block(tc, class)).collect();
         for &p in &blocks {
+            flush_when_full(tc, class);
             heap.free_checked(tc, class, p);
         }
         // Hand out what the magazine holds; the next take refills with blocks flushed before.
@@ -259,6 +260,7 @@ fn the_refill_filter_built_late_still_finds_every_refilled_block_the_magazine_ho
         // Blocks freed unwritten and flushed: a refill brings them back with their old keys.
         let blocks: Vec<*mut u8> = (0..3 * cap).map(|_| heap.take_block(tc, class)).collect();
         for &p in &blocks {
+            flush_when_full(tc, class);
             heap.free_checked(tc, class, p);
         }
         while ThreadCache::count(tc, class) > 0 {
