@@ -37,8 +37,8 @@ pub(crate) struct Caches {
 pub(crate) const MAX_PARKED: usize = 64;
 
 /// Parked caches that keep their magazine pages resident (see `Heap::retire_thread_cache`): at most
-/// this many times a cache's magazines (about 78 KiB, only the pages its thread used) stay mapped for
-/// threads that are not there.
+/// this many times a cache's magazines (only the pages its thread used: a page for each class, up to
+/// 128 KiB for a grown magazine) stay mapped for threads that are not there.
 pub(crate) const MAX_WARM: usize = 4;
 
 /// The bytes a thread cache takes from the page source: whole pages.
