@@ -166,6 +166,11 @@ impl<P: PageSource> Heap<P> {
     /// # Safety
     ///
     /// As for [`Heap::flush`]; the blocks come from a magazine of `tc`.
+    ///
+    /// Out of line: inlined into a loop over a magazine's batches, with the class flush's and the
+    /// owned flush's buffers beside the batch's, its frame took three more stack pages, which every
+    /// thread's exit touched.
+    #[inline(never)]
     pub(crate) unsafe fn flush_from_magazine(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
         if crate::mode::checked_on() {
             for &p in blocks {

@@ -62,6 +62,9 @@ impl<P: PageSource> Heap<P> {
         if tc.is_null() {
             return tc;
         }
+        // SAFETY: the whole reservation just made. Its magazines lie 128 KiB apart and a thread touches a
+        // page or two of each class it uses: on huge pages, each would be 2 MiB resident.
+        unsafe { self.source.keep_small(tc.cast(), CACHE_BYTES) };
         // SAFETY: fresh zeroed memory, big and aligned enough; all-zero is a valid ThreadCache (every
         // capacity zero: magazines open as their classes are first used).
         unsafe {

@@ -212,6 +212,15 @@ unsafe impl PageSource for OsPages {
         huge::dense_mark_passed()
     }
 
+    unsafe fn keep_small(&self, base: *mut u8, size: usize) {
+        if size >= huge_page_size() {
+            // SAFETY: per the caller, one whole reservation of ours; the advice changes how the kernel
+            // backs it, not its contents. A kernel without huge pages refuses it (EINVAL), which changes
+            // nothing, and `errno` is put back.
+            keeping_errno(|| unsafe { libc::madvise(base.cast(), size, libc::MADV_NOHUGEPAGE) });
+        }
+    }
+
     unsafe fn leave_huge(&self, base: *mut u8, size: usize, ptr: *mut u8, len: usize) {
         let huge = huge_page_size();
         if !huge::used() || size < huge {
@@ -312,5 +321,37 @@ mod tests {
             assert_eq!(*p.add(size - 6 * PAGE_SIZE), 0xa5);
             OsPages.release(p, size - 5 * PAGE_SIZE, align);
         }
+    }
+
+    /// `keep_small` marks the whole reservation `MADV_NOHUGEPAGE` (`nh` in the kernel's account of the
+    /// mapping), so a system whose transparent huge pages are `always` backs a thread cache's sparse
+    /// magazines with small pages.
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap")]
+    fn keep_small_keeps_a_reservation_off_huge_pages() {
+        let size = 8 << 20;
+        let p = OsPages.reserve(size, PAGE_SIZE);
+        assert!(!p.is_null());
+        // SAFETY: the whole fresh reservation; released once below.
+        unsafe { OsPages.keep_small(p, size) };
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        let mut flags = None;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = first.split_once('-') {
+                if let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16)) {
+                    inside = lo <= p.addr() && p.addr() < hi;
+                    continue;
+                }
+            }
+            if inside && line.starts_with("VmFlags:") {
+                flags = Some(line.to_string());
+            }
+        }
+        // SAFETY: the reservation made above, whole.
+        unsafe { OsPages.release(p, size, PAGE_SIZE) };
+        let flags = flags.expect("the reservation's mapping");
+        assert!(flags.split_whitespace().any(|f| f == "nh"), "{flags}");
     }
 }

@@ -110,6 +110,16 @@ pub unsafe trait PageSource: Sync {
     /// `base` and `size` are those of one live reservation of this source.
     unsafe fn advise_huge(&self, _base: *mut u8, _size: usize, _what: Reservation) {}
 
+    /// Keeps a whole reservation of `size` bytes at `base` on small pages, whatever the system's
+    /// transparent huge-page setting: for a reservation of which a program touches a page here and there
+    /// (a thread cache's magazines, each class's slots a page or more apart), where one huge page would
+    /// make 512 pages resident for one. The default does nothing.
+    ///
+    /// # Safety
+    ///
+    /// `base` and `size` are those of one live reservation of this source.
+    unsafe fn keep_small(&self, _base: *mut u8, _size: usize) {}
+
     /// Called before `ptr..ptr + len` (inside the reservation `base`, `size`) is decommitted: the huge
     /// pages the range touches (whole) go back to small pages for good, so that the kernel's background collapse
     /// (`khugepaged`, which fills a huge page around as little as one resident small page) cannot make
