@@ -178,7 +178,10 @@ fn keys_of_one_block_differ_only_in_the_slot_and_epoch() {
         }
         let later = tag_at(round % MAX_CACHE_ID, round + 1) ^ (x as u64 & 0xffff);
         let d = slot_key(p, later, 5) ^ slot_key(p, tag, 0);
-        assert!(d & KEY_LOW == 0 && (d >> EPOCH_SHIFT) & EPOCH_MASK != 0, "round {round}: {d:#x}");
+        assert!(
+            d & KEY_LOW == 0 && (d >> EPOCH_SHIFT) & EPOCH_MASK != 0,
+            "round {round}: {d:#x}"
+        );
         assert_eq!(d >> SLOT_SHIFT, 5);
     }
 }

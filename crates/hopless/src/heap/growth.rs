@@ -2,10 +2,10 @@
 //! coming back (a magazine that fills after it refilled since its last flush) grows its magazine
 //! instead of flushing (`ThreadCache::grow`: doubling, up to `MAG_GROWN` of the class and the cache's
 //! `GROWN_BUDGET`), so a working set of thousands of blocks of one class stays in slots the fast
-//! paths reach, each block keyed for its slot. Without that, each block past the magazine paid a flush
+//! paths reach, each block keyed for its slot. Otherwise each block past the magazine would pay a flush
 //! and a refill (its slab's bitmap edited under the class lock both ways) and, freed unwritten, a
-//! double-free look at its next free (its key of an epoch the flush had closed): 2.5 times the pair's
-//! cost in the magazine.
+//! double-free look at its next free (its key of an epoch the flush closed): 2.5 times the pair's cost
+//! in the magazine.
 //!
 //! A grown magazine gives its growth back three ways: it halves when it fills without a refill since
 //! its last flush (its class only freed now: `ThreadCache::shrink`); a decay pass here, at most once a

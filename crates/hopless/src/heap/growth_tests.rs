@@ -57,7 +57,10 @@ fn a_cycling_class_grows_its_magazine_and_stops_flushing() {
         for slot in 0..count {
             let says = read_key(ThreadCache::slot(tc, class, slot));
             let fresh = slot < first as usize && says == KeySays::Nothing;
-            assert!(fresh || says == KeySays::Slot { id, slot }, "slot {slot}: {says:?}");
+            assert!(
+                fresh || says == KeySays::Slot { id, slot },
+                "slot {slot}: {says:?}"
+            );
         }
         // A block in a slot past the first capacity, freed again: the push refuses it (one block
         // handed out first, so that the magazine has room), and the look finds it where its key says.
