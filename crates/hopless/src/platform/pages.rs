@@ -352,6 +352,12 @@ mod tests {
         // SAFETY: the reservation made above, whole.
         unsafe { OsPages.release(p, size, PAGE_SIZE) };
         let flags = flags.expect("the reservation's mapping");
-        assert!(flags.split_whitespace().any(|f| f == "nh"), "{flags}");
+        let flags: Vec<&str> = flags.split_whitespace().collect();
+        // A read-write mapping the kernel accounts for reads `rd wr`; an emulator's (qemu-user's) own
+        // account of the guest's mappings has neither, nor the advice.
+        if !flags.contains(&"rd") {
+            return;
+        }
+        assert!(flags.contains(&"nh"), "{flags:?}");
     }
 }
