@@ -25,7 +25,7 @@ pub(crate) use free_key::opaque;
 pub use free_key::{free_salt, key_epoch, read_key, seed_free_key, slab_mark, write_key, KeySays};
 pub use magazine::Push;
 pub use owned::{OwnedSlabs, FORK_GENERATION};
-pub use registry::{hint_owner, CACHE_TABLE, NEXT_CACHE_ID};
+pub use registry::{hint_owner, CACHE_HEAP, CACHE_TABLE, NEXT_CACHE_ID};
 pub(crate) use registry::{Caches, CACHE_BYTES, MAX_PARKED, MAX_WARM, ORPHAN_PROBES};
 pub use thread_cache::{class_at_mag_offset, mag_offset, Magazine, ThreadCache, MALLOC_MAG_OFFSET};
 

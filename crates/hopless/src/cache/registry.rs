@@ -10,9 +10,16 @@ use super::owned::token_id;
 use super::thread_cache::ThreadCache;
 use crate::platform::PAGE_SIZE;
 
-/// Every thread cache with an id, by id (never unmapped once here).
+/// Every thread cache with an id, by id (never unmapped once here, but by the drop of a heap other than
+/// the process's, which empties its entries first).
 pub static CACHE_TABLE: [AtomicPtr<ThreadCache>; MAX_CACHE_ID] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CACHE_ID];
+
+/// The address of the heap each id's cache belongs to, 0 before an id is given and after its heap is
+/// dropped. A word that only looks like a free key (a program's data, one in 32 million) may name any
+/// id: the double-free look follows an id to its cache only for a cache of its own heap, so that a test
+/// heap never reads a cache another heap's drop gave back.
+pub static CACHE_HEAP: [AtomicUsize; MAX_CACHE_ID] = [const { AtomicUsize::new(0) }; MAX_CACHE_ID];
 
 /// The next id to give a cache, counted for the whole process rather than per heap: the table above is
 /// the process's, so two heaps (tests build several) must not hand out the same id, or one heap's free

@@ -13,11 +13,10 @@
 //! `report::report_bad_free`, which never allocates.
 
 use core::ptr;
-use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::address::{locate, Located};
-use crate::cache::{key_epoch, read_key, slab_mark, write_key, KeySays, OwnKey, ThreadCache, CACHE_TABLE};
+use crate::cache::{key_epoch, read_key, slab_mark, write_key, KeySays, OwnKey, ThreadCache};
 use crate::platform::PageSource;
 use crate::report::report_bad_free;
 use crate::scratch;
@@ -272,10 +271,10 @@ impl<P: PageSource> Heap<P> {
             KeySays::Slot { id, slot } => {
                 // SAFETY: as above.
                 let epoch = unsafe { key_epoch(p) };
-                let (held, flushed) = match CACHE_TABLE.get(id).map(|c| c.load(Ordering::Acquire)) {
-                    // SAFETY: caches with an id are never unmapped; `holds_at` and `may_have_flushed`
-                    // read through atomics.
-                    Some(c) if !c.is_null() => unsafe {
+                let (held, flushed) = match self.own_cache(id) {
+                    // SAFETY: this heap's caches with an id stay mapped while it lives; `holds_at` and
+                    // `may_have_flushed` read through atomics.
+                    Some(c) => unsafe {
                         (
                             ThreadCache::holds_at(c, class, slot, p),
                             ThreadCache::may_have_flushed(c, class, slot, epoch),

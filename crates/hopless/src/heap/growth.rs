@@ -64,7 +64,10 @@ impl<P: PageSource> Heap<P> {
                     }
                     ThreadCache::give_up_growth(tc, class, to);
                 }
-                (*m).active = 0;
+                // Written only when set: a magazine its thread never used stays on the zero page.
+                if (*m).active != 0 {
+                    (*m).active = 0;
+                }
             }
         }
     }

@@ -467,6 +467,7 @@ impl<P: PageSource> Drop for Heap<P> {
             self.small.release_all(&self.source);
             self.medium.release_all(&self.source);
         }
+        self.forget_cache_ids();
         let g = self.caches.get_mut();
         let mut tc = g.all;
         while !tc.is_null() {

@@ -11,7 +11,8 @@ use core::sync::atomic::Ordering;
 
 use super::Heap;
 use crate::cache::{
-    Caches, ThreadCache, CACHE_BYTES, CACHE_TABLE, MAX_PARKED, MAX_WARM, NEXT_CACHE_ID, ORPHAN_PROBES,
+    Caches, ThreadCache, CACHE_BYTES, CACHE_HEAP, CACHE_TABLE, MAX_PARKED, MAX_WARM, NEXT_CACHE_ID,
+    ORPHAN_PROBES,
 };
 use crate::platform::{PageSource, PAGE_SIZE};
 use crate::size_class::{MAG_MAX, NUM_CLASSES};
@@ -79,12 +80,13 @@ impl<P: PageSource> Heap<P> {
         // An id names the cache in free keys: it must stay mapped from now on (see `retire`).
         // The counter only grows, so it stays past the table once it gets there (no wrap in 2^64 caches).
         let id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
-        if let Some(slot) = CACHE_TABLE.get(id) {
+        if let (Some(slot), Some(owner)) = (CACHE_TABLE.get(id), CACHE_HEAP.get(id)) {
             // SAFETY: not yet shared.
             unsafe {
                 (*tc).id = id as u32;
                 ThreadCache::renew_token(tc);
             }
+            owner.store(self.addr(), Ordering::Relaxed);
             slot.store(tc, Ordering::Release);
         }
         tc
@@ -298,6 +300,31 @@ impl<P: PageSource> Heap<P> {
     }
 
     /// Whether any thread's magazine of `class` holds `p` (a key from a cache without an id).
+    /// This heap's address, as [`CACHE_HEAP`] records the owner of each cache id.
+    pub(super) fn addr(&self) -> usize {
+        (self as *const Self).addr()
+    }
+
+    /// The cache with id `id`, if it is one of this heap's (see [`CACHE_HEAP`]).
+    pub(super) fn own_cache(&self, id: usize) -> Option<*mut ThreadCache> {
+        if CACHE_HEAP.get(id)?.load(Ordering::Relaxed) != self.addr() {
+            return None;
+        }
+        let c = CACHE_TABLE.get(id)?.load(Ordering::Acquire);
+        (!c.is_null()).then_some(c)
+    }
+
+    /// Forgets the ids of this heap's caches (its drop is about to give them back).
+    pub(super) fn forget_cache_ids(&mut self) {
+        let me = self.addr();
+        for (owner, slot) in CACHE_HEAP.iter().zip(CACHE_TABLE.iter()) {
+            if owner.load(Ordering::Relaxed) == me {
+                owner.store(0, Ordering::Relaxed);
+                slot.store(ptr::null_mut(), Ordering::Release);
+            }
+        }
+    }
+
     pub(super) fn in_any_magazine(&self, class: usize, p: *mut u8) -> bool {
         let g = self.caches.lock();
         let mut c = g.all;
