@@ -285,6 +285,40 @@ impl ThreadCache {
         k: usize,
         out: &mut [MaybeUninit<*mut u8>],
     ) -> usize {
+        // SAFETY: forwarded.
+        unsafe { Self::take(tc, class, k, out, true) }
+    }
+
+    /// Takes `k` more of the newest blocks into `out` after [`ThreadCache::take_newest`] took some, in
+    /// the same flush epoch: one flush of more than [`BATCH_MAX`](crate::size_class::BATCH_MAX) blocks,
+    /// a scratch buffer at a time. Returns how many it took.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::take_newest`], which the calling thread called on this magazine last: no
+    /// push, refill or other flush of it since.
+    pub unsafe fn take_more(
+        tc: *mut ThreadCache,
+        class: usize,
+        k: usize,
+        out: &mut [MaybeUninit<*mut u8>],
+    ) -> usize {
+        // SAFETY: forwarded.
+        unsafe { Self::take(tc, class, k, out, false) }
+    }
+
+    /// [`ThreadCache::take_newest`] (`opens_epoch`) or [`ThreadCache::take_more`].
+    ///
+    /// # Safety
+    ///
+    /// As for those.
+    unsafe fn take(
+        tc: *mut ThreadCache,
+        class: usize,
+        k: usize,
+        out: &mut [MaybeUninit<*mut u8>],
+        opens_epoch: bool,
+    ) -> usize {
         // SAFETY: per the caller.
         let m = unsafe { Self::mag(tc, class) };
         let count = Self::count_of(m);
@@ -302,45 +336,19 @@ impl ThreadCache {
         // there, and the owner's check of an earlier epoch's key tells a block popped from a slot from
         // one flushed from it (`own_key_says`).
         count.store((n - k) as u32, Ordering::Release);
-        // SAFETY: per the caller, `tc` is the calling thread's cache; `top` is its own field.
+        // SAFETY: per the caller, `tc` is the calling thread's cache; `top`, `refills` and the flush
+        // state are its own fields.
         unsafe {
             (*m).top = Self::slot_below(m, n - k).load(Ordering::Relaxed);
-            Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32);
+            if opens_epoch {
+                Self::move_to_epoch(m, (*tc).id as usize, Self::next_epoch(tc), (n - k) as u32);
+                (*m).refills = 0;
+            } else {
+                // The flush goes on in its epoch: it now started lower, and keys of the epoch before
+                // in the slots it takes no longer count as written since (`keyed_since_flush`).
+                Self::flush_state_of(m).2.store((n - k) as u32, Ordering::Relaxed);
+            }
         }
-        // SAFETY: the owner's own field.
-        unsafe { (*m).refills = 0 };
-        Self::take_slots(m, n - k, out.get_mut(..k).unwrap_or_default());
-        k
-    }
-
-    /// Takes `k` more of the newest blocks into `out` after [`ThreadCache::take_newest`] took some, in
-    /// the same flush epoch: one flush of more than [`BATCH_MAX`](crate::size_class::BATCH_MAX) blocks,
-    /// a scratch buffer at a time. Returns how many it took.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ThreadCache::take_newest`], which the calling thread called on this magazine last: no
-    /// push, refill or other flush of it since.
-    pub unsafe fn take_more(
-        tc: *mut ThreadCache,
-        class: usize,
-        k: usize,
-        out: &mut [MaybeUninit<*mut u8>],
-    ) -> usize {
-        // SAFETY: per the caller.
-        let m = unsafe { Self::mag(tc, class) };
-        let count = Self::count_of(m);
-        let n = (count.load(Ordering::Relaxed) as usize).min(MAG_MAX);
-        let k = k.min(n).min(out.len());
-        if k == 0 {
-            return 0;
-        }
-        // The flush goes on in its epoch: it now started lower, and keys of the epoch before in the
-        // slots it takes no longer count as written since (`keyed_since_flush`).
-        count.store((n - k) as u32, Ordering::Release);
-        // SAFETY: the owner's own fields.
-        unsafe { (*m).top = Self::slot_below(m, n - k).load(Ordering::Relaxed) };
-        Self::flush_state_of(m).2.store((n - k) as u32, Ordering::Relaxed);
         Self::take_slots(m, n - k, out.get_mut(..k).unwrap_or_default());
         k
     }
