@@ -166,9 +166,9 @@ impl<P: PageSource> Heap<P> {
     ///
     /// As for [`Heap::flush`]; the blocks come from a magazine of `tc`.
     ///
-    /// Out of line: inlined into a loop over a magazine's batches, with the class flush's and the
-    /// owned flush's buffers beside the batch's, its frame took three more stack pages, which every
-    /// thread's exit touched.
+    /// Out of line: inlined into the loop over a magazine's batches ([`Heap::flush_newest`]), the class
+    /// flush's and the owned flush's buffers would share one frame with the batch's, three more stack
+    /// pages for every thread's exit to touch.
     #[inline(never)]
     pub(crate) unsafe fn flush_from_magazine(&self, tc: *mut ThreadCache, class: usize, blocks: &[*mut u8]) {
         if crate::mode::checked_on() {
