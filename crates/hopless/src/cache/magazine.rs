@@ -261,7 +261,7 @@ impl ThreadCache {
         }
         // SAFETY: as above.
         unsafe {
-            (*m).refills = (*m).refills.saturating_add(1);
+            (*m).refills = (*m).refills.saturating_add(n as u32);
             (*m).active = 1;
             (*m).refilled = n as u32;
             (*m).refill_filter = [0; 2];
@@ -365,8 +365,10 @@ impl ThreadCache {
     }
 
     /// Grows the full magazine of `class` (doubling its capacity, up to [`MAG_GROWN`] and the cache's
-    /// [`GROWN_BUDGET`]) when it refilled since its last flush: the class's working set is larger than
-    /// the magazine and cycles through the central heap, where each block would pay a flush and a
+    /// [`GROWN_BUDGET`]) when its refills since its last flush brought at least its capacity in blocks:
+    /// the class's working set is larger than the magazine and cycles through the central heap (a
+    /// count that only wanders between empty and full, as in a thread that frees other threads' blocks
+    /// and allocates as many, refills less before it fills), where each block would pay a flush and a
     /// refill (a bitmap edit under the class lock each way, and a double-free look at its next free,
     /// its key being of an epoch the flush closed). Grown, the blocks stay in their slots, keyed for
     /// them. False when it did not grow.
@@ -380,7 +382,7 @@ impl ThreadCache {
             let m = Self::mag(tc, class);
             let cap = (*m).cap;
             let most = MAG_GROWN.get(class).copied().unwrap_or(0);
-            if (*m).refills == 0 || cap == 0 || cap >= most {
+            if (*m).refills < cap || cap == 0 || cap >= most {
                 return false;
             }
             let to = cap.saturating_mul(2).min(most);

@@ -54,9 +54,9 @@ pub struct Magazine {
     /// The last epoch XOR the one before it (how a key of the epoch before differs from this epoch's
     /// in its epoch bits), or 0 before the first flush.
     pub epoch_step: u32,
-    /// Refills since the last flush: a magazine that fills with some, its class's working set cycling
-    /// through the central heap, grows instead of flushing (`ThreadCache::grow`); one that fills with
-    /// none (only frees since) shrinks.
+    /// Blocks refilled since the last flush: a magazine that fills after at least its capacity's worth,
+    /// its class's working set cycling through the central heap, grows instead of flushing
+    /// (`ThreadCache::grow`); one that fills with none (only frees since) shrinks.
     pub refills: u32,
     /// Nonzero when the magazine refilled or grew since the cache's last decay pass (`Heap::decay`):
     /// a grown magazine without either for a whole pass is not cycling, and shrinks.

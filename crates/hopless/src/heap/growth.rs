@@ -1,5 +1,6 @@
 //! Working sets larger than a magazine. A class whose blocks keep going out to the central heap and
-//! coming back (a magazine that fills after it refilled since its last flush) grows its magazine
+//! coming back (a magazine that fills after its refills since its last flush brought a capacity's
+//! worth) grows its magazine
 //! instead of flushing (`ThreadCache::grow`: doubling, up to `MAG_GROWN` of the class and the cache's
 //! `GROWN_BUDGET`), so a working set of thousands of blocks of one class stays in slots the fast
 //! paths reach, each block keyed for its slot. Otherwise each block past the magazine would pay a flush
