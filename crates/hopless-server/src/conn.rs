@@ -104,6 +104,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         in_script: false,
         pubsub: None,
         qbuf_free: 0,
+        clock: Instant::now(),
     };
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.
@@ -124,16 +125,18 @@ async fn run(
     let mut out = Reply::new(Proto::Resp2);
     out.errors = Some(shared.errors.clone());
     let mut decoder = Decoder::new(max_bulk);
+    let mut args: Vec<Bytes> = Vec::new();
     let mut stop = shared.shutdown.subscribe();
     loop {
         // A client killed from another event loop runs no further command, even one that arrived in
         // the same read as the wake-up: the flag is checked before each request, not only here.
-        let more = process(shared, conn, &mut decoder, &mut buf, &mut out);
+        let more = process(shared, conn, &mut decoder, &mut buf, &mut out, &mut args);
         if !out.buf.is_empty() {
             shared
-                .counters
-                .net_output_bytes
-                .fetch_add(out.buf.len() as u64, Ordering::Relaxed);
+                .stats
+                .of(conn.loop_index)
+                .net_output
+                .add(out.buf.len() as u64);
             // A client killed while its output is stuck (a subscriber that stopped reading, closed at
             // its pub/sub output limit) is closed now, not when it reads again.
             tokio::select! {
@@ -215,10 +218,7 @@ async fn run(
         if n == 0 {
             return Ok(());
         }
-        shared
-            .counters
-            .net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.of(conn.loop_index).net_input.add(n as u64);
     }
 }
 
@@ -265,7 +265,7 @@ async fn wait_unblocked(
                 if n == 0 || buf.len() > shared.settings().client_query_buffer_limit {
                     break None;
                 }
-                shared.counters.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                shared.stats.of(conn.loop_index).net_input.add(n as u64);
             }
         }
     };
@@ -304,7 +304,8 @@ fn socket_fd(sock: &TcpStream) -> i64 {
     }
 }
 
-/// Runs every complete request in `buf`. True when it stopped early with requests left (the replies
+/// Runs every complete request in `buf` (`args`: an empty list for each request's arguments, kept
+/// between requests so that none allocates one). True when it stopped early with requests left (the replies
 /// should be written first), false when it needs more input.
 fn process(
     shared: &Shared,
@@ -312,7 +313,11 @@ fn process(
     decoder: &mut Decoder,
     buf: &mut BytesMut,
     out: &mut Reply,
+    args: &mut Vec<Bytes>,
 ) -> bool {
+    conn.clock = Instant::now();
+    // This loop's gate, held from the first command that needs it to the end of the batch.
+    let mut gate = crate::exec_gate::Held::default();
     loop {
         if conn.close || conn.entry.killed.load(Ordering::Acquire) {
             return false;
@@ -334,22 +339,34 @@ fn process(
             }
         };
         (conn.qbuf, conn.qbuf_free) = (buf.len(), buf.capacity() - buf.len());
-        let args: Vec<Bytes> = match req.args {
+        match req.args {
             Args::Ranges(ranges) => {
-                let frame = buf.split_to(req.consumed).freeze();
-                ranges.into_iter().map(|r| frame.slice(r)).collect()
+                let mut frame = buf.split_to(req.consumed).freeze();
+                if let Some((last, rest)) = ranges.split_last() {
+                    args.extend(rest.iter().map(|r| frame.slice(r.clone())));
+                    // The last argument is the frame itself, narrowed: one reference count less.
+                    frame.truncate(last.end);
+                    frame.advance(last.start);
+                    args.push(frame);
+                }
+                decoder.recycle(ranges);
             }
             Args::Owned(owned) => {
                 buf.advance(req.consumed);
-                owned.into_iter().map(Bytes::from).collect()
+                args.extend(owned.into_iter().map(Bytes::from));
             }
-        };
+        }
         if args.is_empty() {
             continue;
         }
-        match cmd::execute(shared, conn, out, &args) {
-            Action::Continue => {}
-            Action::Close => conn.close = true,
+        let action = cmd::execute(shared, conn, out, args, &mut gate);
+        args.clear();
+        if args.capacity() > 1024 {
+            // A request of many arguments does not leave its list behind.
+            *args = Vec::new();
+        }
+        if action == Action::Close {
+            conn.close = true;
         }
         if conn.block.is_some() {
             // The rest of the pipeline runs once the blocked command has its reply.

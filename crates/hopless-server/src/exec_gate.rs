@@ -3,8 +3,10 @@
 //! other client, on any loop, runs between a transaction's commands, and no reader sees part of one.
 //!
 //! The common path pays one uncontended read lock on a cache line its own loop alone uses (a reader
-//! never shares a lock word with another loop's readers); EXEC pays one write lock per loop and waits
-//! for each loop's command in flight to finish (microseconds: commands never block inside).
+//! never shares a lock word with another loop's readers), once for a batch of requests ([`Held`]: the
+//! requests one read brought from one client); EXEC pays one write lock per loop and waits for each
+//! loop's batch in flight to finish (microseconds: commands never block inside, and a batch ends at
+//! its client's buffered requests or 64 KiB of replies).
 //!
 //! Lock order, which keeps it free of deadlocks: gates in loop order, before any other lock a command
 //! takes (the watch and blocked-client registries, then the store's shard locks). A loop never takes its
@@ -58,6 +60,15 @@ impl ExecGate {
         }
     }
 
+    /// Makes sure `held` holds loop `loop_index`'s gate, taking it unless it does already; false when
+    /// `busy` says a script has held every gate too long (Redis's BUSY).
+    pub fn hold<'a>(&'a self, loop_index: usize, busy: impl Fn() -> bool, held: &mut Held<'a>) -> bool {
+        if held.0.is_none() {
+            held.0 = self.enter_unless(loop_index, busy);
+        }
+        held.0.is_some()
+    }
+
     /// Every loop's gate, in loop order (no other command runs until it is dropped), unless `busy` says a
     /// script has held every gate too long: `None` then. A writer waiting for a gate keeps new readers
     /// out of it, so a stream of commands on a loop cannot starve a transaction.
@@ -75,6 +86,18 @@ impl ExecGate {
             held.push(guard);
         }
         Some(Exclusive { _held: held })
+    }
+}
+
+/// A loop's gate held across the commands of one batch: taken before the first command that needs it,
+/// let go before a command that takes every gate (EXEC, a script: a loop never takes its own gate
+/// twice) and when the batch ends, before the loop waits for anything.
+#[derive(Default)]
+pub struct Held<'a>(Option<RwLockReadGuard<'a, ()>>);
+
+impl Held<'_> {
+    pub fn release(&mut self) {
+        self.0 = None;
     }
 }
 

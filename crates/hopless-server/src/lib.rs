@@ -58,7 +58,8 @@
 //! | `watch` | WATCH: who watches which key, marked by writes |
 //! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
 //! | `slowlog` | the slow log: entries, its two settings, arguments cut as Redis cuts them |
-//! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per command, all taken by EXEC |
+//! | `loop_stats` | the request path's counters: a row per loop, written by its loop alone |
+//! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per batch of commands, all taken by EXEC |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
 //! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
@@ -84,6 +85,7 @@ mod error_stats;
 mod errors;
 mod exec_gate;
 mod footprint;
+mod loop_stats;
 mod monitor;
 mod pubsub;
 mod redact;

@@ -33,22 +33,10 @@ pub struct Settings {
     pub list_compress_depth: i64,
 }
 
-/// One command's counters (INFO commandstats).
-#[derive(Default)]
-pub struct CmdStat {
-    pub calls: AtomicU64,
-    pub usec: AtomicU64,
-    pub failed: AtomicU64,
-    pub rejected: AtomicU64,
-}
-
 #[derive(Default)]
 pub struct Counters {
     pub connections_received: AtomicU64,
-    pub commands_processed: AtomicU64,
     pub rejected_connections: AtomicU64,
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
     pub unknown_commands: AtomicU64,
 }
 
@@ -162,6 +150,10 @@ pub struct ConnState {
     pub monitor: Option<Arc<crate::pubsub::Outbox>>,
     /// While a script of this connection runs a command: MONITOR and SLOWLOG show it as the script's.
     pub in_script: bool,
+    /// When this connection's last command ended, or its current batch of requests began: the next
+    /// command's start. One clock read per command then times each command of a pipeline (its
+    /// decoding, tens of nanoseconds, counted in).
+    pub clock: Instant,
 }
 
 impl ConnState {
@@ -178,7 +170,8 @@ pub struct Shared {
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub counters: Counters,
-    pub cmdstats: Box<[CmdStat]>,
+    /// Each loop's counts of its commands and bytes.
+    pub stats: crate::loop_stats::Stats,
     pub started: Instant,
     /// INFO's `run_id` and the replication id (`master_replid`): 40 hex digits, new each start.
     pub run_id: String,
@@ -210,7 +203,7 @@ pub struct Shared {
 
 impl Shared {
     /// `port`, `bind` and `threads` are what INFO and CONFIG GET report; `commands`: how many commands
-    /// the table has (one [`CmdStat`] each).
+    /// the table has (one [`crate::loop_stats::CmdStat`] each, on each loop).
     pub fn new(
         store: Store,
         settings: Settings,
@@ -227,7 +220,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             connected: AtomicUsize::new(0),
             counters: Counters::default(),
-            cmdstats: (0..commands).map(|_| CmdStat::default()).collect(),
+            stats: crate::loop_stats::Stats::new(threads, commands),
             started: Instant::now(),
             run_id: new_run_id(),
             port,

@@ -2,8 +2,6 @@
 //! categories, docs, handler), the table of all of them ([`Table`], looked up by name), and what its
 //! handler is given ([`Ctx`]) and returns.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use hopless_kv::store::parse_i64;
 
@@ -214,7 +212,9 @@ impl Command {
 pub struct Table {
     commands: Vec<Command>,
     traits: Vec<Traits>,
-    index: HashMap<&'static [u8], usize>,
+    /// Name to index, hashed with foldhash (hashbrown's default): SipHash costs a command more than its
+    /// lookup needs, and the names are ours, not a client's.
+    index: hashbrown::HashMap<&'static [u8], usize>,
 }
 
 impl Table {

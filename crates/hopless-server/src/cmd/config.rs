@@ -1,8 +1,6 @@
 //! CONFIG: the parameters a client may read (GET, by glob) and change at run time (SET), RESETSTAT, and the
 //! persistence ones a cache has no use for, answered as Redis without persistence would.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 use hopless_kv::store::glob_match;
 
@@ -239,12 +237,7 @@ fn config(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         "resetstat" if a.len() == 2 => {
-            for s in c.shared.cmdstats.iter() {
-                s.calls.store(0, Ordering::Relaxed);
-                s.usec.store(0, Ordering::Relaxed);
-                s.failed.store(0, Ordering::Relaxed);
-                s.rejected.store(0, Ordering::Relaxed);
-            }
+            c.shared.stats.reset_commands();
             c.shared.errors.reset();
             c.out.ok();
         }

@@ -153,9 +153,9 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                  rejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\n\
                  keyspace_misses:{}\r\nunknown_commands:{}\r\ntotal_error_replies:{}\r\n",
                 k.connections_received.load(Ordering::Relaxed),
-                k.commands_processed.load(Ordering::Relaxed),
-                k.net_input_bytes.load(Ordering::Relaxed),
-                k.net_output_bytes.load(Ordering::Relaxed),
+                sh.stats.processed(),
+                sh.stats.net_input(),
+                sh.stats.net_output(),
                 k.rejected_connections.load(Ordering::Relaxed),
                 st.expired,
                 st.evicted,
@@ -210,18 +210,14 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
         }
         "commandstats" => {
             t.push_str("# Commandstats\r\n");
-            for (cmd, s) in c.table.commands().iter().zip(sh.cmdstats.iter()) {
-                let calls = s.calls.load(Ordering::Relaxed);
-                let (rej, failed) = (
-                    s.rejected.load(Ordering::Relaxed),
-                    s.failed.load(Ordering::Relaxed),
-                );
+            for (i, cmd) in c.table.commands().iter().enumerate() {
+                let s = sh.stats.command(i);
+                let (calls, rej, failed, usec) = (s.calls, s.rejected, s.failed, s.nanos / 1000);
                 if calls + rej == 0 {
                     continue;
                 }
-                let usec = s.usec.load(Ordering::Relaxed);
                 let per = if calls > 0 {
-                    usec as f64 / calls as f64
+                    s.nanos as f64 / 1000.0 / calls as f64
                 } else {
                     0.0
                 };

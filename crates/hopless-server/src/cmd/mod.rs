@@ -39,6 +39,7 @@ use bytes::Bytes;
 use self::command::{Command, Ctx, Table};
 use crate::codec::Reply;
 use crate::errors::{unknown_command, wrong_args, NOAUTH};
+use crate::exec_gate::Held;
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
 
@@ -103,7 +104,13 @@ pub fn table() -> &'static Table {
 /// Runs one request (a non-empty argument list), or queues it inside MULTI; under CLIENT REPLY OFF or
 /// SKIP its reply is dropped, as Redis drops it (errors too), but not pub/sub frames: a subscriber's
 /// queued messages, and the (un)subscribe confirmations, which Redis sends as pushes whatever the mode.
-pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
+pub fn execute<'s>(
+    shared: &'s Shared,
+    conn: &mut ConnState,
+    out: &mut Reply,
+    args: &[Bytes],
+    gate: &mut Held<'s>,
+) -> Action {
     if let Some(subs) = &conn.pubsub {
         subs.outbox().drain(out, usize::MAX);
     }
@@ -112,7 +119,7 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
     }
     let at = out.buf.len();
     let before = conn.replies.silenced();
-    let action = execute_request(shared, conn, out, args);
+    let action = execute_request(shared, conn, out, args, gate);
     // CLIENT REPLY ON and RESET clear the mode before they answer, so their reply goes out.
     if before && conn.replies.silenced() && !pubsub::pushes_only(args) {
         out.buf.truncate(at);
@@ -125,7 +132,13 @@ pub fn execute(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[B
 }
 
 /// [`execute`]'s request, whatever CLIENT REPLY says.
-fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args: &[Bytes]) -> Action {
+fn execute_request<'s>(
+    shared: &'s Shared,
+    conn: &mut ConnState,
+    out: &mut Reply,
+    args: &[Bytes],
+    gate: &mut Held<'s>,
+) -> Action {
     let table = table();
     let Some(i) = table.lookup(&args[0]) else {
         shared.counters.unknown_commands.fetch_add(1, Ordering::Relaxed);
@@ -134,15 +147,15 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
         return Action::Continue;
     };
     let cmd: &Command = &table.commands()[i];
-    let stat = &shared.cmdstats[i];
+    let stat = &shared.stats.of(conn.loop_index).commands[i];
     if !cmd.arity_allows(args.len()) {
-        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        stat.rejected.add(1);
         out.error(&wrong_args(cmd.name).into_text(cmd.name));
         transaction::fail(conn);
         return Action::Continue;
     }
     if !conn.authenticated && !cmd.has_flag("no_auth") {
-        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        stat.rejected.add(1);
         out.error(NOAUTH);
         transaction::fail(conn);
         return Action::Continue;
@@ -155,7 +168,7 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
         _ => shared.store.refuses_growth(),
     };
     if oom_refused(conn) {
-        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        stat.rejected.add(1);
         out.error(&hopless_kv::Error::OutOfMemory.to_string());
         transaction::fail(conn);
         if table.traits(i).alone {
@@ -167,7 +180,7 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
     // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
     // Redis's EXECABORT, and discards any).
     if conn.pubsub.is_some() && !pubsub::admit(conn, out, cmd, args) {
-        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        stat.rejected.add(1);
         transaction::fail(conn);
         if table.traits(i).alone {
             transaction::abort_refused_exec(shared, conn, out);
@@ -176,19 +189,29 @@ fn execute_request(shared: &Shared, conn: &mut ConnState, out: &mut Reply, args:
     }
     let traits = table.traits(i);
     if shared.running.busy() && !allowed_while_busy(args) {
-        stat.rejected.fetch_add(1, Ordering::Relaxed);
+        stat.rejected.add(1);
         out.error(&crate::errors::BUSY.into_text(cmd.name));
         transaction::fail(conn);
         return Action::Continue;
     }
     if conn.multi.is_some() && !traits.transaction_control {
         if traits.no_multi {
-            stat.rejected.fetch_add(1, Ordering::Relaxed);
+            stat.rejected.add(1);
             out.error(transaction::NOT_IN_MULTI);
             transaction::fail(conn);
         } else {
             transaction::queue(conn, out, i, args, traits.denyoom);
         }
+        return Action::Continue;
+    }
+    // This loop's gate, held across the batch; not for EXEC or a script (they take every gate), nor for
+    // SCRIPT KILL and the like while a script is busy.
+    let busy = || shared.running.busy();
+    if traits.every_gate || (busy() && allowed_while_busy(args)) {
+        gate.release();
+    } else if !shared.gate.hold(conn.loop_index, busy, gate) && !allowed_while_busy(args) {
+        stat.rejected.add(1);
+        out.error(&crate::errors::BUSY.into_text(cmd.name));
         return Action::Continue;
     }
     run(shared, conn, out, i, args, false)
@@ -215,8 +238,8 @@ fn run_in_exec(shared: &Shared, conn: &mut ConnState, out: &mut Reply, i: usize,
     run(shared, conn, out, i, args, true)
 }
 
-/// Runs the command at table index `i`: under this loop's gate unless inside EXEC (or EXEC itself,
-/// which takes every gate).
+/// Runs the command at table index `i` (under this loop's gate, or every gate inside EXEC and scripts, or
+/// none for EXEC and scripts themselves, which take every gate).
 fn run(
     shared: &Shared,
     conn: &mut ConnState,
@@ -228,25 +251,17 @@ fn run(
     let table = table();
     let cmd = &table.commands()[i];
     let traits = table.traits(i);
-    let stat = &shared.cmdstats[i];
-    let busy = || shared.running.busy();
-    let _gate = if in_exec || traits.every_gate || (busy() && allowed_while_busy(args)) {
-        None
-    } else {
-        match shared.gate.enter_unless(conn.loop_index, busy) {
-            Some(g) => Some(g),
-            None if allowed_while_busy(args) => None,
-            None => {
-                stat.rejected.fetch_add(1, Ordering::Relaxed);
-                out.error(&crate::errors::BUSY.into_text(cmd.name));
-                return Action::Continue;
-            }
-        }
-    };
+    let stats = shared.stats.of(conn.loop_index);
+    let stat = &stats.commands[i];
     conn.entry
         .last_cmd
         .store(cmd.last_cmd_code(i, args), Ordering::Relaxed);
-    let start = Instant::now();
+    // A script's commands are timed alone, not with the Lua that ran before them.
+    let start = if conn.in_script {
+        Instant::now()
+    } else {
+        conn.clock
+    };
     let reply_at = out.buf.len();
     let mut ctx = Ctx {
         shared,
@@ -279,7 +294,7 @@ fn run(
     let changed_keys = ctx.changed_keys;
     match r {
         Err(e) => {
-            stat.failed.fetch_add(1, Ordering::Relaxed);
+            stat.failed.add(1);
             ctx.out.error(&e.into_text(cmd.name));
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
@@ -287,9 +302,11 @@ fn run(
         }
         Ok(()) => {}
     }
-    let micros = start.elapsed().as_micros() as u64;
-    stat.calls.fetch_add(1, Ordering::Relaxed);
-    stat.usec.fetch_add(micros, Ordering::Relaxed);
+    let end = Instant::now();
+    let took = end.saturating_duration_since(start);
+    let micros = took.as_micros() as u64;
+    stat.calls.add(1);
+    stat.nanos.add(took.as_nanos() as u64);
     if !traits.skip_slowlog {
         match ctx.conn.block.as_mut() {
             // A blocked command goes in once it is served or times out (`conn.rs`), as in Redis.
@@ -299,10 +316,13 @@ fn run(
             None => log_slow(shared, &ctx.conn.entry, micros, args),
         }
     }
-    shared.counters.commands_processed.fetch_add(1, Ordering::Relaxed);
+    stats.processed.add(1);
+    conn.clock = end;
     let e = &conn.entry;
-    e.last_ms
-        .store(e.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    e.last_ms.store(
+        end.saturating_duration_since(e.created).as_millis() as u64,
+        Ordering::Relaxed,
+    );
     action
 }
 

@@ -81,6 +81,8 @@ pub struct Request {
 pub struct Decoder {
     max_bulk_len: usize,
     partial: Option<Partial>,
+    /// A request's range list given back by [`Decoder::recycle`], for the next request.
+    spare: Vec<Range<usize>>,
 }
 
 #[derive(Debug)]
@@ -103,6 +105,16 @@ impl Decoder {
         Decoder {
             max_bulk_len,
             partial: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Gives back a request's range list once its arguments are taken, so that the next request's
+    /// does not allocate (one kept; not one grown past a thousand arguments).
+    pub fn recycle(&mut self, mut ranges: Vec<Range<usize>>) {
+        if ranges.capacity() <= 1024 {
+            ranges.clear();
+            self.spare = ranges;
         }
     }
 
@@ -133,11 +145,13 @@ impl Decoder {
                     args: Args::Ranges(Vec::new()),
                 }));
             }
+            let mut args = std::mem::take(&mut self.spare);
+            // Never trust the count for an allocation: a million-argument header costs nothing.
+            args.reserve((n as usize).min(1024));
             self.partial = Some(Partial {
                 remaining: n as usize,
                 pos: next,
-                // Never trust the count for an allocation: a million-argument header costs nothing.
-                args: Vec::with_capacity((n as usize).min(1024)),
+                args,
             });
         }
         let max_bulk = self.max_bulk_len;
