@@ -105,6 +105,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         pubsub: None,
         qbuf_free: 0,
         clock: Instant::now(),
+        lookup: Default::default(),
     };
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.

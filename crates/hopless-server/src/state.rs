@@ -154,6 +154,8 @@ pub struct ConnState {
     /// command's start. One clock read per command then times each command of a pipeline (its
     /// decoding, tens of nanoseconds, counted in).
     pub clock: Instant,
+    /// The last command looked up.
+    pub lookup: crate::cmd::LookupCache,
 }
 
 impl ConnState {

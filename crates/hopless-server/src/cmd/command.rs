@@ -209,6 +209,14 @@ impl Command {
 }
 
 /// Every command, in the order COMMAND lists them, and an index by name.
+/// The last command name a connection sent, as sent, and its index (`len` 0: none yet).
+#[derive(Default)]
+pub struct LookupCache {
+    name: [u8; 16],
+    len: u8,
+    index: usize,
+}
+
 pub struct Table {
     commands: Vec<Command>,
     traits: Vec<Traits>,
@@ -299,6 +307,21 @@ impl Table {
             *d = s.to_ascii_lowercase();
         }
         self.index.get(&*l).copied()
+    }
+
+    /// [`Table::lookup`] through a connection's one-entry cache: a pipeline mostly repeats one
+    /// command, spelled the same way, and a byte compare is cheaper than a lower-cased hash lookup.
+    pub fn lookup_cached(&self, name: &[u8], cache: &mut LookupCache) -> Option<usize> {
+        if usize::from(cache.len) == name.len() && cache.name.get(..name.len()) == Some(name) {
+            return Some(cache.index);
+        }
+        let i = self.lookup(name)?;
+        if let Some(keep) = cache.name.get_mut(..name.len()) {
+            keep.copy_from_slice(name);
+            cache.len = name.len() as u8;
+            cache.index = i;
+        }
+        Some(i)
     }
 
     /// CLIENT LIST's `cmd=` for a [`Command::last_cmd_code`] (0: none yet, `NULL`).

@@ -68,7 +68,7 @@ mod string;
 mod transaction;
 mod zset;
 
-pub use self::command::Action;
+pub use self::command::{Action, LookupCache};
 
 /// Every command, in the order COMMAND lists them.
 pub fn table() -> &'static Table {
@@ -140,7 +140,7 @@ fn execute_request<'s>(
     gate: &mut Held<'s>,
 ) -> Action {
     let table = table();
-    let Some(i) = table.lookup(&args[0]) else {
+    let Some(i) = table.lookup_cached(&args[0], &mut conn.lookup) else {
         shared.counters.unknown_commands.fetch_add(1, Ordering::Relaxed);
         out.error(&unknown_command(args));
         transaction::fail(conn);
@@ -395,6 +395,28 @@ mod tests {
             assert_eq!(t.lookup(c.name.to_ascii_uppercase().as_bytes()), Some(i));
         }
         assert_eq!(t.lookup(b"nosuchcommandwithalongname"), None);
+    }
+
+    /// The cache answers as the table does, whatever came before: the same name, another case, a
+    /// prefix, an unknown name, a name too long to keep.
+    #[test]
+    fn the_lookup_cache_answers_as_the_table() {
+        let t = table();
+        let mut cache = LookupCache::default();
+        let names: [&[u8]; 9] = [
+            b"get",
+            b"get",
+            b"GET",
+            b"ge",
+            b"getx",
+            b"get",
+            b"",
+            b"nosuchcommandwithalongname",
+            b"set",
+        ];
+        for name in names.iter().chain(names.iter().rev()) {
+            assert_eq!(t.lookup_cached(name, &mut cache), t.lookup(name), "{name:?}");
+        }
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Replies out: a writer that appends RESP to a connection's output buffer, in RESP2 or (after
 //! `HELLO 3`) RESP3. Commands write their replies straight into it: no intermediate values.
 
-use std::io::Write;
-
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -39,8 +37,15 @@ impl Reply {
         self.proto == Proto::Resp3
     }
 
+    /// A type byte, a number, CRLF: every integer reply and bulk, array and map header (itoa, not
+    /// `fmt`, which costs more than the rest of a short reply).
     fn header(&mut self, t: u8, n: i64) {
-        let _ = write!(WriteBytes(&mut self.buf), "{}{n}\r\n", t as char);
+        let mut digits = itoa::Buffer::new();
+        let d = digits.format(n).as_bytes();
+        self.buf.reserve(d.len() + 3);
+        self.buf.extend_from_slice(&[t]);
+        self.buf.extend_from_slice(d);
+        self.buf.extend_from_slice(b"\r\n");
     }
 
     pub fn ok(&mut self) {
@@ -163,20 +168,6 @@ pub(crate) fn format_double(d: f64) -> String {
     }
 }
 
-/// `io::Write` onto a `BytesMut`, for `write!` of numbers without a temporary `String`.
-struct WriteBytes<'a>(&'a mut BytesMut);
-
-impl Write for WriteBytes<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(b);
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +188,21 @@ mod tests {
         r.double(1.5);
         r.verbatim(b"hi");
         assert_eq!(&r.buf[..], b"_\r\n%1\r\n:1\r\n,1.5\r\n=6\r\ntxt:hi\r\n");
+    }
+
+    #[test]
+    fn integers_at_the_ends_of_the_range() {
+        let mut r = Reply::new(Proto::Resp2);
+        for i in [0, -1, 10, i64::MIN, i64::MAX] {
+            r.int(i);
+        }
+        r.array(0);
+        r.bulk(b"");
+        let want = format!(
+            ":0\r\n:-1\r\n:10\r\n:{}\r\n:{}\r\n*0\r\n$0\r\n\r\n",
+            i64::MIN,
+            i64::MAX
+        );
+        assert_eq!(&r.buf[..], want.as_bytes());
     }
 }
