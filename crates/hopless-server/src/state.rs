@@ -155,7 +155,16 @@ pub struct ConnState {
     /// decoding, tens of nanoseconds, counted in).
     pub clock: Instant,
     /// The last command looked up.
-    pub lookup: crate::cmd::LookupCache,
+    pub lookup: LookupCache,
+}
+
+/// The last command name a connection sent, as sent, and its index in the command table (`len` 0: none
+/// yet); the table's `lookup_cached` reads and fills it.
+#[derive(Default)]
+pub struct LookupCache {
+    pub(crate) name: [u8; 16],
+    pub(crate) len: u8,
+    pub(crate) index: usize,
 }
 
 impl ConnState {

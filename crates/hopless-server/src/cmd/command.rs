@@ -7,7 +7,7 @@ use hopless_kv::store::parse_i64;
 
 use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult, NOT_INTEGER};
-use crate::state::{ConnState, Shared};
+use crate::state::{ConnState, LookupCache, Shared};
 
 /// What the connection does after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,14 +209,6 @@ impl Command {
 }
 
 /// Every command, in the order COMMAND lists them, and an index by name.
-/// The last command name a connection sent, as sent, and its index (`len` 0: none yet).
-#[derive(Default)]
-pub struct LookupCache {
-    name: [u8; 16],
-    len: u8,
-    index: usize,
-}
-
 pub struct Table {
     commands: Vec<Command>,
     traits: Vec<Traits>,

@@ -68,7 +68,7 @@ mod string;
 mod transaction;
 mod zset;
 
-pub use self::command::{Action, LookupCache};
+pub use self::command::Action;
 
 /// Every command, in the order COMMAND lists them.
 pub fn table() -> &'static Table {
@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn the_lookup_cache_answers_as_the_table() {
         let t = table();
-        let mut cache = LookupCache::default();
+        let mut cache = crate::state::LookupCache::default();
         let names: [&[u8]; 9] = [
             b"get",
             b"get",
