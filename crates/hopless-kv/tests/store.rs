@@ -230,6 +230,43 @@ fn sampled_lru_evicts_and_keeps_hot_keys() {
     assert!(hot > 90 && cold < 30, "hot {hot} cold {cold}");
 }
 
+/// Collection writes over `maxmemory` under LRU: making room may evict the very key being written (it is
+/// then created anew, holding only what came after), and a key of another type is refused before any
+/// eviction.
+#[test]
+fn collection_writes_survive_their_own_key_being_evicted() {
+    let clock = Arc::new(ManualClock::new(START));
+    let s = store_with(clock, |c| {
+        c.maxmemory = 64 << 10;
+        c.policy = Policy::SampledLru;
+        c.shards = 1;
+    });
+    let mut since = [0usize; 4];
+    let mut restarted = 0;
+    for i in 0..20_000usize {
+        let key = format!("set{}", i % 4);
+        let member = format!("{i:0>200}");
+        let n = s.sadd(key.as_bytes(), &[member.as_bytes()]).unwrap();
+        assert_eq!(n, 1);
+        let card = s.scard(key.as_bytes()).unwrap();
+        since[i % 4] += 1;
+        // Evicted meanwhile: the set is what was added since.
+        assert!(card >= 1 && card <= since[i % 4], "{card} {since:?}");
+        restarted += usize::from(card < since[i % 4]);
+        since[i % 4] = card;
+        if s.set_simple(b"str", b"x").is_ok() {
+            let before = s.stats().evicted;
+            assert_eq!(s.sadd(b"str", &[b"m"]), Err(Error::WrongType));
+            assert_eq!(s.stats().evicted, before, "a refused write evicts nothing");
+        }
+    }
+    assert!(
+        s.stats().evicted > 100 && restarted > 10,
+        "{restarted} {:?}",
+        s.stats()
+    );
+}
+
 #[test]
 fn a_value_read_stays_valid_after_overwrite_delete_and_expiry() {
     let clock = Arc::new(ManualClock::new(START));

@@ -123,12 +123,20 @@ impl<A: KvAlloc> Store<A> {
         self.count(Op::CollWrite);
         let limits = self.limits();
         let mut g = self.slot(l).lock.write();
-        self.expire_if_due(&mut g, l, key);
-        if create {
-            self.check_type(&g, l, key, kind)?;
-            self.make_room(&mut g, l, 0)?;
+        // One lookup finds the key's live slot (a key past its deadline goes first, as before any write)
+        // for the type check and the change both.
+        let mut found = self.live_slot(&mut g, l, key);
+        if let Some(i) = found {
+            // SAFETY: the table's item, under the lock.
+            if unsafe { value::kind(g.table.item(i)) } != kind {
+                return Err(Error::WrongType);
+            }
         }
-        let Some(i) = g.table.find(l.hash, key) else {
+        if create && self.make_room(&mut g, l, 0)? {
+            // An eviction may have taken the key itself, or moved its slot.
+            found = g.table.find(l.hash, key);
+        }
+        let Some(i) = found else {
             if !create {
                 return Ok(None);
             }
@@ -142,12 +150,9 @@ impl<A: KvAlloc> Store<A> {
             return Ok(Some(r));
         };
         let item = g.table.item(i);
-        // SAFETY: the table's item; we hold the write lock for the whole change, so the collection is
-        // ours alone meanwhile.
+        // SAFETY: the table's item, of `kind` (checked above); we hold the write lock for the whole
+        // change, so the collection is ours alone meanwhile.
         let coll = unsafe {
-            if value::kind(item) != kind {
-                return Err(Error::WrongType);
-            }
             if self.tracks_lru() {
                 value::touch(item, self.slot(l).c.clock.fetch_add(1, Ordering::Relaxed));
             }
@@ -177,17 +182,6 @@ impl<A: KvAlloc> Store<A> {
         let l = self.loc(key);
         let mut g = self.slot(l).lock.write();
         self.make_room(&mut g, l, 0).map(|_| ())
-    }
-
-    /// WRONGTYPE if `key` is live and holds something other than `kind`.
-    fn check_type(&self, g: &Shard<A>, l: Loc, key: &[u8], kind: Kind) -> Result<()> {
-        if let Some(i) = g.table.find(l.hash, key) {
-            // SAFETY: the table's item, under the lock.
-            if unsafe { value::kind(g.table.item(i)) } != kind {
-                return Err(Error::WrongType);
-            }
-        }
-        Ok(())
     }
 
     /// Runs `f` with every shard of `keys` write-locked (in shard order, so two such calls never
