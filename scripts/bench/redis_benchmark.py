@@ -14,6 +14,13 @@ then per core: requests/s with the server's cores busy, and CPU microseconds per
     scripts/bench/redis_benchmark.py [--runs 3] [--requests 100000] [--pipelines 1,16] [--threads 1]
                                      [--pin] [--random-keys N] [--client-threads N]
                                      [--hopless target/release/hopless] [--json PATH]
+                                     [--before OLD.json [--tolerance 0.30]] [--compare NEW.json]
+
+The regression guard: --before compares this run's figures with an earlier run's --json, test by test,
+on the ratio against Redis (measured beside it in each run, so a slower or faster machine cancels out):
+CPU per request where the runs were pinned, requests/s otherwise. A test whose ratio moved the wrong way by
+more than --tolerance is flagged and the exit status is 1. --compare NEW.json does the same for two saved
+runs without running anything.
 
 Needs redis-server and redis-benchmark (Debian's redis-server and redis-tools) and a release build of
 the `hopless` command (`cargo build --release`).
@@ -135,7 +142,15 @@ def main() -> int:
     ap.add_argument("--client-threads", type=int, default=0, help="redis-benchmark --threads N")
     ap.add_argument("--hopless", default=str(Path(__file__).resolve().parents[2] / "target/release/hopless"))
     ap.add_argument("--json")
+    ap.add_argument("--before", help="an earlier run's --json to compare this one with")
+    ap.add_argument("--tolerance", type=float, default=0.30, help="a ratio change flagged as a regression")
+    ap.add_argument("--compare", help="with --before: a saved run to compare, instead of running")
     args = ap.parse_args()
+    if args.compare:
+        if not args.before:
+            sys.exit("--compare needs --before")
+        load = lambda path: json.loads(Path(path).read_text())
+        return compare(load(args.before), load(args.compare), args.tolerance)
     if args.pin and not client_cores(args):
         sys.exit(f"--pin needs more than {args.threads} cores: the client runs on the cores the servers leave")
     pipelines = [int(p) for p in args.pipelines.split(",")]
@@ -215,6 +230,37 @@ def main() -> int:
             print(f"{'CPU per request, max ratio / geomean':<40} {max(good):.2f}x / {statistics.geometric_mean(good):.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
+    if args.before:
+        return compare(json.loads(Path(args.before).read_text()), summary, args.tolerance)
+    return 0
+
+
+def compare(before: list, now: list, tolerance: float) -> int:
+    """Prints each test's ratio against Redis before and now; 1 when one regressed past `tolerance`.
+
+    Pinned rows compare CPU per request (lower is better), the others requests/s (higher is better)."""
+    old = {(r["pipeline"], r["test"]): r for r in before}
+    worse = []
+    print(f"\n{'pipeline / test':<46} {'before':>8} {'now':>8} {'change':>8}")
+    for r in now:
+        b = old.get((r["pipeline"], r["test"]))
+        if b is None:
+            continue
+        cpu = "cpu_ratio" in r and "cpu_ratio" in b
+        key = "cpu_ratio" if cpu else "ratio"
+        x, y = b[key], r[key]
+        if not (x == x and y == y) or x <= 0:
+            continue
+        change = y / x - 1
+        regressed = change > tolerance if cpu else change < -tolerance
+        name = f"-P {r['pipeline']} {r['test']} ({'CPU/req' if cpu else 'req/s'})"
+        print(f"{name:<46} {x:>7.2f}x {y:>7.2f}x {change:>+7.0%}{'  REGRESSION' if regressed else ''}")
+        if regressed:
+            worse.append(name)
+    if worse:
+        print(f"{len(worse)} regressed past {tolerance:.0%}: {', '.join(worse)}")
+        return 1
+    print(f"no test regressed past {tolerance:.0%}")
     return 0
 
 
