@@ -162,8 +162,8 @@ async fn run(
         if more {
             continue;
         }
-        let settings = shared.settings();
-        if buf.len() > settings.client_query_buffer_limit {
+        let limits = &shared.read_limits;
+        if buf.len() > limits.query_buffer() {
             warn!(
                 id = conn.id(),
                 addr = %conn.entry.addr,
@@ -182,7 +182,7 @@ async fn run(
         let timeout = if conn.pubsub.is_some() {
             0
         } else {
-            settings.timeout
+            limits.timeout()
         };
         let idle = async {
             match timeout {
@@ -263,7 +263,7 @@ async fn wait_unblocked(
             }
             r = sock.read_buf(buf) => {
                 let n = r?;
-                if n == 0 || buf.len() > shared.settings().client_query_buffer_limit {
+                if n == 0 || buf.len() > shared.read_limits.query_buffer() {
                     break None;
                 }
                 shared.stats.of(conn.loop_index).net_input.add(n as u64);

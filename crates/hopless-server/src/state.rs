@@ -40,6 +40,39 @@ pub struct Counters {
     pub unknown_commands: AtomicU64,
 }
 
+/// The two settings a connection looks at before every read (`client-query-buffer-limit`, `timeout`),
+/// as plain loads: a copy of the settings under their lock on every read cost a locked instruction or
+/// two, and an allocation where a password is set.
+pub struct ReadLimits {
+    query_buffer: AtomicUsize,
+    timeout: AtomicU64,
+}
+
+impl ReadLimits {
+    fn new(s: &Settings) -> Self {
+        ReadLimits {
+            query_buffer: AtomicUsize::new(s.client_query_buffer_limit),
+            timeout: AtomicU64::new(s.timeout),
+        }
+    }
+
+    fn set(&self, s: &Settings) {
+        self.query_buffer
+            .store(s.client_query_buffer_limit, Ordering::Relaxed);
+        self.timeout.store(s.timeout, Ordering::Relaxed);
+    }
+
+    /// `client-query-buffer-limit`.
+    pub fn query_buffer(&self) -> usize {
+        self.query_buffer.load(Ordering::Relaxed)
+    }
+
+    /// `timeout`: idle seconds before a client is closed; 0: never.
+    pub fn timeout(&self) -> u64 {
+        self.timeout.load(Ordering::Relaxed)
+    }
+}
+
 /// A connected client, as CLIENT LIST and KILL see it.
 pub struct ClientEntry {
     pub id: u64,
@@ -177,6 +210,8 @@ impl ConnState {
 pub struct Shared {
     pub store: Store,
     pub settings: RwLock<Settings>,
+    /// The settings a connection reads before each read, kept beside `settings` by `with_settings`.
+    pub read_limits: ReadLimits,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientEntry>>>,
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
@@ -226,6 +261,7 @@ impl Shared {
         let running = Arc::new(crate::script::Running::default());
         Shared {
             store,
+            read_limits: ReadLimits::new(&settings),
             settings: RwLock::new(settings),
             clients: Mutex::new(BTreeMap::new()),
             next_client_id: AtomicU64::new(1),
@@ -257,7 +293,10 @@ impl Shared {
     }
 
     pub fn with_settings<R>(&self, f: impl FnOnce(&mut Settings) -> R) -> R {
-        f(&mut self.settings.write().unwrap_or_else(|e| e.into_inner()))
+        let mut s = self.settings.write().unwrap_or_else(|e| e.into_inner());
+        let r = f(&mut s);
+        self.read_limits.set(&s);
+        r
     }
 
     pub fn clients(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ClientEntry>>> {

@@ -180,6 +180,40 @@ fn query_buffer_limit_closes_that_client() {
     });
 }
 
+/// The limit set at run time (CONFIG SET) applies to a connection opened before it, and the idle
+/// timeout too.
+#[test]
+fn limits_set_at_run_time_apply_to_open_connections() {
+    let s = common::start();
+    let mut big = Raw::connect(s.addr());
+    big.cmd(&[b"PING"]).read();
+    let mut idle = Raw::connect(s.addr());
+    idle.cmd(&[b"PING"]).read();
+    let mut admin = Raw::connect(s.addr());
+    admin.cmd(&[b"CONFIG", b"SET", b"client-query-buffer-limit", b"1mb"]);
+    assert_eq!(admin.read(), simple("OK"));
+    admin.cmd(&[b"CONFIG", b"SET", b"timeout", b"1"]);
+    assert_eq!(admin.read(), simple("OK"));
+    let mut b = b"*3\r\n$3\r\nSET\r\n$1\r\nq\r\n$4000000\r\n".to_vec();
+    b.resize(b.len() + (3 << 20), b'q');
+    let _ = big.sock.write_all(&b);
+    assert_closed(&mut big);
+    // `idle` was waiting in a read when the timeout was set: it takes it from its next command on.
+    idle.cmd(&[b"PING"]).read();
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = idle.sock.write_all(b"PING\r\n");
+    assert_closed(&mut idle);
+}
+
+/// The server closed `r` without a reply (an end of stream or a reset, not a read that timed out).
+fn assert_closed(r: &mut Raw) {
+    use std::io::Read;
+    let mut one = [0u8; 1];
+    let got = r.sock.read(&mut one);
+    let reset = matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset);
+    assert!(matches!(got, Ok(0)) || reset, "{got:?}");
+}
+
 #[test]
 fn maxclients_refuses_the_extra_client() {
     let s = common::start_with(|o| o.maxclients = 3);
