@@ -140,25 +140,27 @@ fn free_fifo_lifo<B: Blocks>(b: &B, live: &[*mut u8], size: B::Size) {
     }
 }
 
-/// `k` threads, each running `rounds` rounds on blocks of its own, started together: the wall time.
+/// `k` threads, each running `rounds` rounds on blocks of its own, started together: the wall time
+/// from the start until the last thread's last round. Each thread first runs one round untimed, as the
+/// one-thread cell's thread ran the warm-up before it, and the clock stops before the threads exit: the
+/// cell times pairs while `k` threads run at once, not a thread's start or exit (the thread-churn rows
+/// of `scripts/bench/reliability.py` time those).
 fn each<B: Blocks>(b: &B, cell: GridCell, k: usize, rounds: usize) -> f64 {
-    let start = Barrier::new(k + 1);
+    let (start, end) = (Barrier::new(k + 1), Barrier::new(k + 1));
     std::thread::scope(|s| {
-        let threads: Vec<_> = (0..k)
-            .map(|_| {
-                let start = &start;
-                s.spawn(move || {
-                    let mut live = vec![std::ptr::null_mut(); cell.live];
-                    start.wait();
-                    rounds_of(b, cell.size, &mut live, rounds);
-                })
-            })
-            .collect();
+        for _ in 0..k {
+            let (start, end) = (&start, &end);
+            s.spawn(move || {
+                let mut live = vec![std::ptr::null_mut(); cell.live];
+                rounds_of(b, cell.size, &mut live, 1);
+                start.wait();
+                rounds_of(b, cell.size, &mut live, rounds);
+                end.wait();
+            });
+        }
         start.wait();
         let t = Instant::now();
-        for th in threads {
-            th.join().expect("a grid thread panicked");
-        }
+        end.wait();
         t.elapsed().as_nanos() as f64
     })
 }
@@ -186,8 +188,8 @@ fn producer_consumer<B: Blocks>(b: &B, cell: GridCell, rounds: usize) -> f64 {
             .expect("the channel is open");
     }
     let t = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(move || {
+    let end = std::thread::scope(|s| {
+        let consumer = s.spawn(move || {
             let size = B::size(cell.size);
             for batch in full_rx.iter() {
                 for round in batch.chunks_exact(cell.live) {
@@ -201,6 +203,8 @@ fn producer_consumer<B: Blocks>(b: &B, cell: GridCell, rounds: usize) -> f64 {
                     break;
                 }
             }
+            // Before the thread's exit, which the cell does not time.
+            Instant::now()
         });
         let request = B::request(cell.size);
         for _ in 0..batches {
@@ -214,8 +218,9 @@ fn producer_consumer<B: Blocks>(b: &B, cell: GridCell, rounds: usize) -> f64 {
                 .expect("the consumer runs until the producer ends");
         }
         drop(full_tx);
+        consumer.join().expect("the consumer does not panic")
     });
-    t.elapsed().as_nanos() as f64 * rounds as f64 / (batches * per_batch) as f64
+    (end - t).as_nanos() as f64 * rounds as f64 / (batches * per_batch) as f64
 }
 
 #[cfg(test)]
@@ -297,7 +302,9 @@ mod tests {
             assert_eq!(a.out.load(Ordering::Relaxed), 0, "{name}: blocks left out");
             let rounds = pairs.div_ceil(cell.live);
             let blocks = match cell.threads {
-                GridThreads::Each(k) => rounds * cell.live * k,
+                GridThreads::Each(1) => rounds * cell.live,
+                // And each thread's untimed first round.
+                GridThreads::Each(k) => (rounds + 1) * cell.live * k,
                 // Whole hand-offs of ceil(1024 / n) rounds.
                 GridThreads::ProducerConsumer => {
                     let per = HANDOFF_BLOCKS.div_ceil(cell.live);
