@@ -102,6 +102,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         replies: Default::default(),
         monitor: None,
         in_script: false,
+        yield_loop: false,
         pubsub: None,
         qbuf_free: 0,
         clock: Instant::now(),
@@ -152,6 +153,9 @@ async fn run(
         }
         if conn.close || conn.entry.killed.load(Ordering::Acquire) || *stop.borrow() {
             return Ok(());
+        }
+        if std::mem::take(&mut conn.yield_loop) {
+            tokio::task::yield_now().await;
         }
         if let Some(wait) = conn.block.take() {
             if !wait_unblocked(shared, conn, sock, &mut buf, &mut out, &mut stop, wait).await? {
@@ -372,6 +376,10 @@ fn process(
         if conn.block.is_some() {
             // The rest of the pipeline runs once the blocked command has its reply.
             return false;
+        }
+        if conn.yield_loop {
+            // The rest runs once the connection is back on its loop's thread.
+            return true;
         }
     }
 }

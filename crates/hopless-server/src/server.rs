@@ -1,12 +1,16 @@
 //! Listeners and the server's life: [`Server::start`] (in-process, for tests and benchmarks),
 //! [`Server::shutdown`], and [`run`] (`hopless serve`: banner, logs, signals).
 //!
-//! Threads: one single-threaded tokio runtime per worker thread, each on its own OS thread, plus one
-//! more that only accepts (so a long command on a worker never holds up new connections). Every
-//! accepted connection is handed, round-robin, to one worker and stays there for its life. A connection's requests are never moved between threads or stolen by an idle
-//! worker, so a reply is never waiting on a wake-up of another thread: at `--threads 1` this is Redis's
-//! one event loop, and with more, one event loop per thread over the shared, sharded store. (A
-//! work-stealing runtime doubled the p99 latency against Redis on two cores.)
+//! Threads: one event loop per worker, a tokio runtime with one worker thread of its own, plus one more
+//! runtime that only accepts (so a long command on a worker never holds up new connections). Every
+//! accepted connection is handed, round-robin, to one worker and stays there for its life. A
+//! connection's requests are never moved between loops or stolen by an idle one, so a reply is never
+//! waiting on a wake-up of another thread: at `--threads 1` this is Redis's one event loop, and with
+//! more, one event loop per thread over the shared, sharded store. (A work-stealing runtime shared by
+//! the loops doubled the p99 latency against Redis on two cores.) The loops' runtimes are of tokio's
+//! multi-thread kind, with that one worker, for one reason: a busy script moves its loop to another
+//! thread and goes on off it (`script::Running::check`), as Redis serves other clients from inside a
+//! busy script.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -95,11 +99,21 @@ impl Server {
                 ));
             }
         }
-        let new_loop = || tokio::runtime::Builder::new_current_thread().enable_all().build();
+        // An event loop: one worker thread, no work stealing. Its runtime is the multi-thread kind so that
+        // a busy script can move it to another thread and go on off it (`script::Running::check`).
+        let new_loop = |i: usize| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(format!("hopless-loop-{i}"))
+                .enable_all()
+                .build()
+        };
         let workers: Vec<Runtime> = (0..opts.threads.max(1))
-            .map(|_| new_loop())
+            .map(new_loop)
             .collect::<io::Result<_>>()?;
-        let acceptor = new_loop()?;
+        let acceptor = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let listeners = acceptor.block_on(async {
             let mut ls = Vec::new();
             for host in &opts.bind {

@@ -183,6 +183,9 @@ pub struct ConnState {
     pub monitor: Option<Arc<crate::pubsub::Outbox>>,
     /// While a script of this connection runs a command: MONITOR and SLOWLOG show it as the script's.
     pub in_script: bool,
+    /// Its last script, once busy, let the event loop go to another thread: the connection yields to
+    /// the loop before its next request, so that the thread it ran on leaves the loop.
+    pub yield_loop: bool,
     /// When this connection's last command ended, or its current batch of requests began: the next
     /// command's start. One clock read per command then times each command of a pipeline (its
     /// decoding, tens of nanoseconds, counted in).

@@ -447,54 +447,90 @@ fn redis_py_lock_and_registered_scripts_work() {
     );
 }
 
-/// A script past `busy-reply-threshold` is busy: the other loop answers BUSY, SCRIPT KILL stops it
-/// (even through pcall), and one that wrote cannot be killed.
+/// A script past `busy-reply-threshold` is busy: every other connection, on the script's own event loop
+/// or another, answers BUSY; SCRIPT KILL from either stops it (even through pcall), and one that wrote
+/// cannot be killed. With one loop too: the busy script lets its loop go to another thread.
 #[test]
 fn a_busy_script_answers_busy_and_script_kill_stops_it() {
-    let server = common::start_with(|o| o.threads = 2);
-    let addr = server.addr();
-    // Two connections in a row land on the two loops.
-    let mut runner = Raw::connect(addr);
-    let mut other = Raw::connect(addr);
-    assert_eq!(
-        other
-            .cmd(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"100"])
-            .read(),
-        common::simple("OK")
-    );
-    assert_eq!(
-        other.cmd(&[b"SCRIPT", b"KILL"]).read(),
-        common::err("NOTBUSY No scripts in execution right now.")
-    );
-    for body in [
-        &b"while true do end"[..],
-        b"while true do pcall(function() while true do end end) end",
-    ] {
-        runner.cmd(&[b"EVAL", body, b"0"]);
+    for threads in [1, 2] {
+        let server = common::start_with(|o| o.threads = threads);
+        let addr = server.addr();
+        // Connections in a row go round the loops: with two, `same` shares the runner's loop.
+        let mut runner = Raw::connect(addr);
+        let mut other = Raw::connect(addr);
+        let mut same = Raw::connect(addr);
+        assert_eq!(
+            other
+                .cmd(&[b"CONFIG", b"SET", b"busy-reply-threshold", b"100"])
+                .read(),
+            common::simple("OK")
+        );
+        assert_eq!(
+            other.cmd(&[b"SCRIPT", b"KILL"]).read(),
+            common::err("NOTBUSY No scripts in execution right now.")
+        );
+        let bodies = [
+            &b"while true do end"[..],
+            b"while true do pcall(function() while true do end end) end",
+        ];
+        for (i, body) in bodies.into_iter().enumerate() {
+            // The killer takes turns: another loop's connection, then one on the runner's loop.
+            let (killer, bystander) = if i % 2 == 0 {
+                (&mut other, &mut same)
+            } else {
+                (&mut same, &mut other)
+            };
+            // A request pipelined behind the script runs once it is killed.
+            runner.cmd(&[b"EVAL", body, b"0"]).cmd(&[b"PING"]);
+            std::thread::sleep(Duration::from_millis(300));
+            for c in [&mut *killer, &mut *bystander] {
+                match c.cmd(&[b"PING"]).read() {
+                    Frame::Error(e) => assert!(e.starts_with("BUSY Redis is busy running a script."), "{e}"),
+                    f => panic!("PING during a busy script ({threads} loops): {f:?}"),
+                }
+            }
+            assert_eq!(killer.cmd(&[b"SCRIPT", b"KILL"]).read(), common::simple("OK"));
+            match runner.read() {
+                Frame::Error(e) => assert!(
+                    e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+                    "{e}"
+                ),
+                f => panic!("a killed script answers an error: {f:?}"),
+            }
+            assert_eq!(runner.read(), common::simple("PONG"));
+            for c in [&mut runner, killer, bystander] {
+                assert_eq!(c.cmd(&[b"PING"]).read(), common::simple("PONG"));
+            }
+        }
+        let writes_then_waits = b"redis.call('set', 'w', 1) local s = tonumber(redis.call('time')[1]) \
+            while tonumber(redis.call('time')[1]) < s + 2 do end return 'done'";
+        runner.cmd(&[b"EVAL", writes_then_waits, b"0"]);
         std::thread::sleep(Duration::from_millis(300));
-        match other.cmd(&[b"PING"]).read() {
-            Frame::Error(e) => assert!(e.starts_with("BUSY Redis is busy running a script."), "{e}"),
-            f => panic!("PING during a busy script: {f:?}"),
+        match same.cmd(&[b"SCRIPT", b"KILL"]).read() {
+            Frame::Error(e) => assert!(e.starts_with("UNKILLABLE"), "{e}"),
+            f => panic!("SCRIPT KILL of a script that wrote: {f:?}"),
         }
-        assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]).read(), common::simple("OK"));
+        assert_eq!(runner.read(), common::bulk("done"));
+        // A busy function: SCRIPT KILL does not stop it, FUNCTION KILL does (from the runner's loop).
+        let library = b"#!lua name=busy\nredis.register_function('spin', function() while true do end end)";
+        assert_eq!(
+            runner.cmd(&[b"FUNCTION", b"LOAD", library]).read(),
+            common::bulk("busy")
+        );
+        runner.cmd(&[b"FCALL", b"spin", b"0"]);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            same.cmd(&[b"SCRIPT", b"KILL"]).read(),
+            common::err("NOTBUSY No scripts in execution right now.")
+        );
+        assert_eq!(same.cmd(&[b"FUNCTION", b"KILL"]).read(), common::simple("OK"));
         match runner.read() {
-            Frame::Error(e) => assert!(
-                e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
-                "{e}"
-            ),
-            f => panic!("a killed script answers an error: {f:?}"),
+            Frame::Error(e) => assert!(e.contains("killed by user"), "{e}"),
+            f => panic!("a killed function answers an error: {f:?}"),
         }
-        assert_eq!(other.cmd(&[b"PING"]).read(), common::simple("PONG"));
+        assert_eq!(same.cmd(&[b"PING"]).read(), common::simple("PONG"));
+        server.shutdown().unwrap();
     }
-    let writes_then_waits = b"redis.call('set', 'w', 1) local s = tonumber(redis.call('time')[1]) \
-        while tonumber(redis.call('time')[1]) < s + 2 do end return 'done'";
-    runner.cmd(&[b"EVAL", writes_then_waits, b"0"]);
-    std::thread::sleep(Duration::from_millis(300));
-    match other.cmd(&[b"SCRIPT", b"KILL"]).read() {
-        Frame::Error(e) => assert!(e.starts_with("UNKILLABLE"), "{e}"),
-        f => panic!("SCRIPT KILL of a script that wrote: {f:?}"),
-    }
-    assert_eq!(runner.read(), common::bulk("done"));
 }
 
 /// SHUTDOWN NOSAVE is accepted during a busy script, which stops too (even one that wrote).

@@ -70,6 +70,17 @@ fn sub_syntax(c: &Ctx<'_>, sub: &[u8]) -> CmdError {
 fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     let n = a.len();
+    // Before the libraries' lock, which the function to kill holds while it runs.
+    if sub == "kill" && n == 2 {
+        return match c.shared.running.kill(true) {
+            Kill::Asked => {
+                c.out.ok();
+                Ok(())
+            }
+            Kill::NotBusy => Err(NOT_BUSY),
+            Kill::Unkillable => Err(super::scripting::UNKILLABLE),
+        };
+    }
     let mut functions = c.shared.functions.lock().unwrap_or_else(|e| e.into_inner());
     match sub.as_str() {
         "load" if n >= 3 => {
@@ -165,11 +176,6 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
             c.out.ok();
         }
-        "kill" if n == 2 => match c.shared.running.kill(true) {
-            Kill::Asked => c.out.ok(),
-            Kill::NotBusy => return Err(NOT_BUSY),
-            Kill::Unkillable => return Err(super::scripting::UNKILLABLE),
-        },
         "dump" if n == 2 => c.out.bulk(&functions.dump()),
         "restore" if n == 3 || n == 4 => {
             let policy = if n == 4 {

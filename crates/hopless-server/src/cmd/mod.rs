@@ -214,7 +214,11 @@ fn execute_request<'s>(
         out.error(&crate::errors::BUSY.into_text(cmd.name));
         return Action::Continue;
     }
-    run(shared, conn, out, i, args, false)
+    let action = run(shared, conn, out, i, args, false);
+    if traits.every_gate && shared.running.take_let_go() {
+        conn.yield_loop = true;
+    }
+    action
 }
 
 /// Whether Redis flags the command (or its subcommand) `admin`, which keeps it from MONITOR: our table

@@ -1,9 +1,17 @@
 //! The script running now, as the other event loops see it: since when it runs (Redis's "busy" script
 //! once that passes `busy-reply-threshold`), whether it wrote, and whether SCRIPT KILL asked it to
 //! stop. Atomics only: the script holds every gate and the script state's mutex while it runs.
+//!
+//! A busy script also lets its own event loop go ([`Running::check`]): Redis serves its other clients
+//! from inside the script's hook, answering BUSY; here the loop's runtime moves to another thread
+//! (tokio's `block_in_place`) while the script goes on on this one, so the connections that share the
+//! script's loop get BUSY too, and SCRIPT KILL works from any connection.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Redis's `busy-reply-threshold` (alias `lua-time-limit`) default, in milliseconds.
 pub const DEFAULT_BUSY_MS: u64 = 5000;
@@ -17,6 +25,8 @@ pub struct Running {
     function: AtomicBool,
     kill: AtomicBool,
     busy_ms: AtomicU64,
+    /// The running script let its event loop go ([`Running::check`]).
+    let_go: AtomicBool,
 }
 
 /// What SCRIPT KILL did.
@@ -39,6 +49,7 @@ impl Default for Running {
             function: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             busy_ms: AtomicU64::new(DEFAULT_BUSY_MS),
+            let_go: AtomicBool::new(false),
         }
     }
 }
@@ -54,6 +65,24 @@ impl Running {
         self.function.store(function, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
         self.started.store(self.now_ms() + 1, Ordering::Release);
+    }
+
+    /// The script's periodic check (every so many Lua instructions): whether SCRIPT KILL asked it to
+    /// stop; and once it is busy, the first time, its event loop is let go (the module's docs).
+    pub fn check(&self) -> bool {
+        if self.killed() {
+            return true;
+        }
+        if self.busy() && !self.let_go.swap(true, Ordering::Relaxed) {
+            let_the_loop_go();
+        }
+        false
+    }
+
+    /// Whether the script that ran last let its event loop go (and clears it): its connection then
+    /// yields to that loop before anything else, so that one thread runs the loop again.
+    pub fn take_let_go(&self) -> bool {
+        self.let_go.load(Ordering::Relaxed) && self.let_go.swap(false, Ordering::Relaxed)
     }
 
     /// It is done.
@@ -103,6 +132,30 @@ impl Running {
     pub fn set_busy_ms(&self, ms: u64) {
         self.busy_ms.store(ms, Ordering::Relaxed);
     }
+}
+
+/// How long [`let_the_loop_go`] waits at most for another thread to take the loop.
+const LET_GO_WAIT: Duration = Duration::from_secs(1);
+
+/// Moves the runtime this thread drives (an event loop: a one-worker multi-thread runtime) to another
+/// thread, and returns once a task spawned on it ran there: the caller, inside one of the loop's tasks,
+/// goes on on this thread off the loop. Does nothing outside such a runtime (a test's runtime, or none).
+fn let_the_loop_go() {
+    let Ok(handle) = Handle::try_current() else {
+        return;
+    };
+    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return;
+    }
+    let moved = Arc::new(AtomicBool::new(false));
+    let flag = moved.clone();
+    tokio::task::block_in_place(|| {
+        handle.spawn(async move { flag.store(true, Ordering::Release) });
+        let until = Instant::now() + LET_GO_WAIT;
+        while !moved.load(Ordering::Acquire) && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    });
 }
 
 #[cfg(test)]

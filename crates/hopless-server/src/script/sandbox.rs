@@ -181,11 +181,12 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
         let running = running.clone();
         lua.create_function(move |_, ()| Ok(running.killed()))?
     };
-    // Every so many instructions a script checks whether SCRIPT KILL asked it to stop.
+    // Every so many instructions a script checks whether SCRIPT KILL asked it to stop, and lets its
+    // event loop go once it is busy.
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(KILL_CHECK_EVERY),
         move |_, _| {
-            if running.killed() {
+            if running.check() {
                 Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."))
             } else {
                 Ok(VmState::Continue)
