@@ -100,6 +100,11 @@ const SCRIPT: &[&str] = &[
     "EVAL \"#!lua flags=allow-oom\nreturn 1\" 0",
     "EVAL \"return redis.call('set', 'a', 'b')\" 0",
     "EVAL \"return redis.call('get', 'a')\" 0",
+    // An `allow-oom` script writes over the limit; the next script without it is refused again.
+    "EVAL \"#!lua flags=allow-oom\nredis.call('set', 'oom1', 'x') return redis.call('append', 'oom1', 'yz')\" 0",
+    "EVAL \"return redis.call('set', 'oom2', 'x')\" 0",
+    "SET oom3 x",
+    "GET oom1",
     "CONFIG SET maxmemory 0",
     // Errors and the sandbox.
     "EVAL \"syntax error here\" 0",

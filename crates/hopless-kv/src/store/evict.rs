@@ -43,6 +43,13 @@ impl<A: KvAlloc> Store<A> {
         self.inner.policy.store(policy as u8, Ordering::Relaxed);
     }
 
+    /// Lets writes grow memory past `maxmemory` under `noeviction` (`on`), or refuses them again: what a
+    /// server does while it runs a script flagged `allow-oom` alone (no other client's write may slip
+    /// through meanwhile). Eviction policies evict as ever.
+    pub fn set_over_limit(&self, on: bool) {
+        self.inner.over_limit.store(on, Ordering::Relaxed);
+    }
+
     /// Whether a write that may grow memory would be refused now: over `maxmemory` under `noeviction`
     /// (what a server checks before queuing a `denyoom` command inside MULTI, as Redis does).
     pub fn refuses_growth(&self) -> bool {
@@ -66,6 +73,9 @@ impl<A: KvAlloc> Store<A> {
         let mut evicted = false;
         while self.total_used() + need > max {
             if self.policy() == Policy::NoEviction || g.table.is_empty() {
+                if self.inner.over_limit.load(Ordering::Relaxed) {
+                    return Ok(evicted);
+                }
                 return Err(Error::OutOfMemory);
             }
             let now = c.clock.load(Ordering::Relaxed);

@@ -105,6 +105,8 @@ pub(super) struct Inner<A: KvAlloc> {
     /// construction, changed at run time by [`Store::set_maxmemory`] and [`Store::set_policy`] (CONFIG SET).
     pub(super) maxmemory: AtomicU64,
     pub(super) policy: AtomicU8,
+    /// Writes may grow memory past `maxmemory` under `noeviction` ([`Store::set_over_limit`]).
+    pub(super) over_limit: AtomicBool,
     /// Whether the background thread's passes run (DEBUG SET-ACTIVE-EXPIRE turns them off and on; lazy
     /// expiry on access goes on either way).
     pub(super) active_expiry_on: AtomicBool,
@@ -180,6 +182,7 @@ impl<A: KvAlloc> Store<A> {
             shards,
             maxmemory: AtomicU64::new(cfg.maxmemory),
             policy: AtomicU8::new(cfg.policy as u8),
+            over_limit: AtomicBool::new(false),
             active_expiry_on: AtomicBool::new(true),
             stripes,
             limits: LimitsCell::new(cfg.limits),

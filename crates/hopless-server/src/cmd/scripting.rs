@@ -195,6 +195,14 @@ impl Host for ScriptHost<'_> {
     }
 }
 
+impl Drop for ScriptHost<'_> {
+    fn drop(&mut self) {
+        if self.allow_oom {
+            self.shared.store.set_over_limit(false);
+        }
+    }
+}
+
 impl<'a> ScriptHost<'a> {
     /// The host of a script or function that passed [`checks`], for connection `conn`.
     pub(super) fn new(
@@ -205,6 +213,11 @@ impl<'a> ScriptHost<'a> {
         (read_only, allow_oom): (bool, bool),
         errors: Option<std::sync::Arc<crate::error_stats::ErrorStats>>,
     ) -> Self {
+        if allow_oom {
+            // Its writes may grow memory past `maxmemory`, as Redis lets an `allow-oom` script's (it runs
+            // alone: every gate is held); back to refusing when the host is dropped.
+            shared.store.set_over_limit(true);
+        }
         ScriptHost {
             shared,
             conn,
