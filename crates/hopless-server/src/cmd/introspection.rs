@@ -1,11 +1,13 @@
 //! COMMAND: what the server tells a client about its commands (all of them, COUNT, LIST, INFO and DOCS
-//! of some), from the command table.
+//! of some, and GETKEYS: the keys of a request), from the command table.
 
 use bytes::Bytes;
 
 use super::command::{subcommand, Command, Ctx};
+use super::key_args::{key_positions, KeysError};
 use crate::codec::Reply;
-use crate::errors::{unknown_sub, wrong_sub_args, CmdResult};
+use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
+use crate::words::eq;
 
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
 /// (rustfmt would spread each over a dozen lines).
@@ -103,6 +105,8 @@ fn command(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 "    Return the total number of commands.",
                 "DOCS [<command-name> ...]",
                 "    Return documentary information about commands.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
                 "INFO [<command-name> ...]",
                 "    Return details about the given commands, or all of them.",
                 "LIST",
@@ -111,8 +115,33 @@ fn command(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             .iter()
             .map(|s| s.as_bytes()),
         ),
-        "count" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
+        "getkeys" if a.len() >= 4 => getkeys(c, &a[2..])?,
+        "count" | "help" | "getkeys" => return Err(wrong_sub_args(c.name, &a[1])),
         _ => return Err(unknown_sub(c.name, &a[1])),
     }
+    Ok(())
+}
+
+/// COMMAND GETKEYS: the keys of the request `req` (a command and its arguments), as Redis finds them.
+fn getkeys(c: &mut Ctx<'_>, req: &[Bytes]) -> CmdResult {
+    const INVALID: CmdError = CmdError::Static("ERR Invalid command specified");
+    let table = c.table;
+    let i = table.lookup(&req[0]).ok_or(INVALID)?;
+    let cmd = &table.commands()[i];
+    if req.len() >= 2 && !cmd.subs.is_empty() && !cmd.subs.iter().any(|s| eq(&req[1], s)) {
+        return Err(INVALID);
+    }
+    let arity_error = CmdError::Static("ERR Invalid number of arguments specified for command");
+    // Redis checks that the command has keys at all before its arity.
+    let keys = match key_positions(table, i, req) {
+        Err(KeysError::NoKeys) => return Err(CmdError::Static("ERR The command has no key arguments")),
+        _ if !cmd.arity_allows(req.len()) => return Err(arity_error),
+        Err(KeysError::BadArity) => return Err(arity_error),
+        Err(KeysError::BadArgs) => {
+            return Err(CmdError::Static("ERR Invalid arguments specified for command"))
+        }
+        Ok(keys) => keys,
+    };
+    c.out.bulks(keys.iter().map(|&k| &req[k][..]));
     Ok(())
 }

@@ -22,6 +22,7 @@
 //! | `info.rs` | INFO |
 //! | `config.rs` | CONFIG |
 //! | `introspection.rs` | COMMAND |
+//! | `key_args.rs` | which arguments of a request are keys, exactly (COMMAND GETKEYS) |
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG TIME |
@@ -54,6 +55,7 @@ mod function;
 mod hash;
 mod info;
 mod introspection;
+mod key_args;
 mod keys;
 mod list;
 mod memory;
