@@ -104,6 +104,9 @@ const SCRIPT: &[&str] = &[
     "EVAL \"#!lua flags=allow-oom\nredis.call('set', 'oom1', 'x') return redis.call('append', 'oom1', 'yz')\" 0",
     "EVAL \"return redis.call('set', 'oom2', 'x')\" 0",
     "SET oom3 x",
+    "FUNCTION LOAD \"#!lua name=oomlib\nredis.register_function('oomf', function() return 1 end)\"",
+    "FUNCTION RESTORE x",
+    "FUNCTION FLUSH",
     "GET oom1",
     "CONFIG SET maxmemory 0",
     // Errors and the sandbox.
@@ -278,6 +281,18 @@ const SCRIPT: &[&str] = &[
     "FCALL f3 0",
     "FUNCTION RESTORE garbage",
     "FUNCTION RESTORE x bogus",
+    // A library whose code runs past FUNCTION LOAD's 500 ms stops with Redis's error.
+    "FUNCTION LOAD \"#!lua name=slow\nlocal a = 1 while 1 do a = a + 1 end\"",
+    "FUNCTION LOAD \"#!lua name=collide\nredis.register_function('c1', function() return 1 end)\"",
+    // Shebang lines split as Redis splits them.
+    "FUNCTION LOAD \"#! name=test\nredis.register_function('foo', function() return 1 end)\"",
+    "FUNCTION LOAD \"#!lua name=\\\"quoted\\\"\nredis.register_function('q', function() return 1 end)\"",
+    "FUNCTION LOAD \"#!lua NAME=upper\nredis.register_function('u', function() return 1 end)\"",
+    "FUNCTION LOAD \"#!lua name=\\\"open\nredis.register_function('o', function() return 1 end)\"",
+    "FUNCTION LOAD \"#!nosuch foo=bar\nredis.register_function('o', function() return 1 end)\"",
+    "FUNCTION LOAD \"#!nosuch\nredis.register_function('o', function() return 1 end)\"",
+    "FUNCTION RESTORE x y z",
+    "FUNCTION RESTORE x y z w",
     "FUNCTION KILL",
     "FUNCTION LOAD \"#!LUA name=CaseLib\nredis.register_function('CaseFn', function() return 'ok' end)\"",
     "FCALL casefn 0",
@@ -494,6 +509,13 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
                     f => panic!("PING during a busy script ({threads} loops): {f:?}"),
                 }
             }
+            let busy_eval =
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+            assert_eq!(killer.cmd(&[b"FUNCTION", b"KILL"]).read(), common::err(busy_eval));
+            assert_eq!(
+                killer.cmd(&[b"FUNCTION", b"STATS"]).read(),
+                common::err(busy_eval)
+            );
             assert_eq!(killer.cmd(&[b"SCRIPT", b"KILL"]).read(), common::simple("OK"));
             match runner.read() {
                 Frame::Error(e) => assert!(
@@ -524,10 +546,28 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
         );
         runner.cmd(&[b"FCALL", b"spin", b"0"]);
         std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(
-            same.cmd(&[b"SCRIPT", b"KILL"]).read(),
-            common::err("NOTBUSY No scripts in execution right now.")
-        );
+        let busy_function =
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+        assert_eq!(same.cmd(&[b"PING"]).read(), common::err(busy_function));
+        assert_eq!(same.cmd(&[b"SCRIPT", b"KILL"]).read(), common::err(busy_function));
+        // FUNCTION STATS answers while the function runs (it holds the libraries' lock).
+        match same.cmd(&[b"FUNCTION", b"STATS"]).read() {
+            Frame::Array(items) => match &items[1] {
+                Frame::Array(call) => {
+                    assert_eq!(call[1], common::bulk("spin"));
+                    assert_eq!(
+                        call[3],
+                        Frame::Array(vec![
+                            common::bulk("FCALL"),
+                            common::bulk("spin"),
+                            common::bulk("0")
+                        ])
+                    );
+                }
+                f => panic!("FUNCTION STATS's running_script during a busy function: {f:?}"),
+            },
+            f => panic!("FUNCTION STATS during a busy function: {f:?}"),
+        }
         assert_eq!(same.cmd(&[b"FUNCTION", b"KILL"]).read(), common::simple("OK"));
         match runner.read() {
             Frame::Error(e) => assert!(e.contains("killed by user"), "{e}"),
@@ -588,10 +628,25 @@ fn function_dumps_move_between_redis_and_hopless() {
         d.ours.cmd(&[b"FCALL", b"twice", b"0", b"ab"]).read(),
         common::bulk("abab")
     );
-    // APPEND (the default) refuses a library that exists; REPLACE and FLUSH take it.
-    match d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read() {
-        Frame::Error(e) => assert_eq!(e, "ERR Library 'moving' already exists"),
-        f => panic!("{f:?}"),
+    // APPEND (the default) refuses a library that exists, and one with a function another library
+    // has, worded as Redis words them; REPLACE and FLUSH take it.
+    assert_eq!(
+        d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read(),
+        d.redis.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read()
+    );
+    let other = "#!lua name=other\nredis.register_function('twice', function() return 1 end)";
+    for r in [&mut d.redis, &mut d.ours] {
+        r.cmd(&[b"FUNCTION", b"DELETE", b"moving"]).read();
+        assert_eq!(
+            r.cmd(&[b"FUNCTION", b"LOAD", other.as_bytes()]).read(),
+            common::bulk("other")
+        );
+    }
+    let collision = d.redis.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read();
+    assert!(matches!(collision, Frame::Error(_)), "{collision:?}");
+    assert_eq!(d.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]).read(), collision);
+    for r in [&mut d.redis, &mut d.ours] {
+        r.cmd(&[b"FUNCTION", b"DELETE", b"other"]).read();
     }
     for policy in [&b"REPLACE"[..], b"FLUSH"] {
         assert_eq!(

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::command::{help, subcommand, Command, Ctx};
 use super::scripting::{checks, flush_mode, take_gates, Prepared, ScriptHost, NOT_BUSY};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
-use crate::script::Kill;
+use crate::script::{FunctionCall, Kill};
 use crate::words::eq;
 use hopless_kv::store::glob_match;
 
@@ -49,12 +49,44 @@ fn fcall(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         allow_oom: flags.contains(&"allow-oom"),
     };
     let modes = checks(c, &declared)?;
+    shared.running.set_call(FunctionCall {
+        name: a[1].clone(),
+        command: a.to_vec(),
+        libraries: functions.libraries().count(),
+        functions: functions.function_count(),
+    });
     let errors = c.out.errors.clone();
     let mut host = ScriptHost::new(shared, &mut *c.conn, c.run, c.table, modes, errors);
     functions.call(&a[1], keys, args, &mut host, c.out);
     drop(functions);
     host.serve_blocked();
     Ok(())
+}
+
+/// FUNCTION STATS: the function running now (its name, its FCALL, for how long) and what is loaded.
+fn stats(c: &mut Ctx<'_>, running: Option<(&FunctionCall, u64)>, libraries: usize, functions: usize) {
+    c.out.map(2);
+    c.out.bulk(b"running_script");
+    match running {
+        None => c.out.null(),
+        Some((call, ms)) => {
+            c.out.map(3);
+            c.out.bulk(b"name");
+            c.out.bulk(&call.name);
+            c.out.bulk(b"command");
+            c.out.bulks(call.command.iter().map(|a| &a[..]));
+            c.out.bulk(b"duration_ms");
+            c.out.int(ms as i64);
+        }
+    }
+    c.out.bulk(b"engines");
+    c.out.map(1);
+    c.out.bulk(b"LUA");
+    c.out.map(2);
+    c.out.bulk(b"libraries_count");
+    c.out.int(libraries as i64);
+    c.out.bulk(b"functions_count");
+    c.out.int(functions as i64);
 }
 
 /// `ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.`: Redis's reply
@@ -79,7 +111,23 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
             Kill::NotBusy => Err(NOT_BUSY),
             Kill::Unkillable => Err(super::scripting::UNKILLABLE),
+            // EVAL's script runs: SCRIPT KILL stops it.
+            Kill::OtherKind => Err(crate::errors::BUSY),
         };
+    }
+    // STATS too, while a function runs (it holds the lock) or EVAL's script does (Redis's BUSY).
+    if sub == "stats" && n == 2 {
+        if let Some((call, ms)) = c.shared.running.function_call() {
+            stats(c, Some((&call, ms)), call.libraries, call.functions);
+            return Ok(());
+        }
+        if c.shared.running.eval_running() {
+            return Err(crate::errors::BUSY);
+        }
+    }
+    // LOAD and RESTORE are `denyoom` in Redis: refused over `maxmemory` under `noeviction`.
+    if (sub == "load" || sub == "restore") && n >= 3 && c.shared.store.refuses_growth() {
+        return Err(CmdError::Msg(hopless_kv::Error::OutOfMemory.to_string()));
     }
     let mut functions = c.shared.functions.lock().unwrap_or_else(|e| e.into_inner());
     match sub.as_str() {
@@ -158,17 +206,8 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         "stats" if n == 2 => {
-            c.out.map(2);
-            c.out.bulk(b"running_script");
-            c.out.null();
-            c.out.bulk(b"engines");
-            c.out.map(1);
-            c.out.bulk(b"LUA");
-            c.out.map(2);
-            c.out.bulk(b"libraries_count");
-            c.out.int(functions.libraries().count() as i64);
-            c.out.bulk(b"functions_count");
-            c.out.int(functions.function_count() as i64);
+            let (libraries, count) = (functions.libraries().count(), functions.function_count());
+            stats(c, None, libraries, count);
         }
         "delete" if n == 3 => {
             if !functions.delete(&a[2]) {
@@ -193,6 +232,8 @@ fn function(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.ok();
         }
         "help" if n == 2 => help(c, FUNCTION_HELP),
+        // Past its arity (-3), RESTORE's own parser finds too many arguments.
+        "restore" if n > 4 => return Err(sub_syntax(c, &a[1])),
         "stats" | "delete" | "kill" | "dump" | "load" | "restore" | "help" => {
             return Err(wrong_sub_args(c.name, &a[1]))
         }

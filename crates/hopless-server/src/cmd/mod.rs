@@ -192,7 +192,7 @@ fn execute_request<'s>(
     let traits = table.traits(i);
     if shared.running.busy() && !allowed_while_busy(args) {
         stat.rejected.add(1);
-        out.error(&crate::errors::BUSY.into_text(cmd.name));
+        out.error(&crate::errors::busy(&shared.running).into_text(cmd.name));
         transaction::fail(conn);
         return Action::Continue;
     }
@@ -213,7 +213,7 @@ fn execute_request<'s>(
         gate.release();
     } else if !shared.gate.hold(conn.loop_index, busy, gate) && !allowed_while_busy(args) {
         stat.rejected.add(1);
-        out.error(&crate::errors::BUSY.into_text(cmd.name));
+        out.error(&crate::errors::busy(&shared.running).into_text(cmd.name));
         return Action::Continue;
     }
     let action = run(shared, conn, out, i, args, false);
@@ -233,9 +233,11 @@ fn administrative(cmd: &Command, args: &[Bytes]) -> bool {
 }
 
 /// Whether a command runs while a script is busy (without its loop's gate, which the script holds):
-/// SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE, as Redis allows them.
+/// SCRIPT KILL, FUNCTION KILL, FUNCTION STATS and SHUTDOWN NOSAVE, as Redis allows them.
 fn allowed_while_busy(args: &[Bytes]) -> bool {
-    (args.len() == 2 && (eq(&args[0], "script") || eq(&args[0], "function")) && eq(&args[1], "kill"))
+    (args.len() == 2
+        && (eq(&args[0], "script") || eq(&args[0], "function"))
+        && (eq(&args[1], "kill") || (eq(&args[0], "function") && eq(&args[1], "stats"))))
         || (eq(&args[0], "shutdown") && args[1..].iter().any(|a| eq(a, "nosave")))
 }
 

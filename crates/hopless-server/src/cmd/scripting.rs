@@ -123,7 +123,7 @@ pub(super) fn take_gates<'a>(c: &Ctx<'a>) -> Result<Option<Exclusive<'a>>, CmdEr
         .gate
         .exclusive_unless(|| shared.running.busy())
         .map(Some)
-        .ok_or(crate::errors::BUSY)
+        .ok_or_else(|| crate::errors::busy(&shared.running))
 }
 
 /// Redis's reply to a script that did not run.
@@ -270,6 +270,8 @@ fn script(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             Kill::Asked => c.out.ok(),
             Kill::NotBusy => return Err(NOT_BUSY),
             Kill::Unkillable => return Err(UNKILLABLE),
+            // A function runs: FUNCTION KILL stops it.
+            Kill::OtherKind => return Err(crate::errors::BUSY_FUNCTION),
         },
         "load" if n == 3 => {
             let mut scripts = c.shared.scripts.lock().unwrap_or_else(|e| e.into_inner());

@@ -76,24 +76,29 @@ fn metadata(code: &[u8]) -> Result<(String, usize), String> {
         return Err("ERR Missing library metadata".into());
     }
     let nl = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..nl]).into_owned();
-    let mut words = line.split(' ').filter(|w| !w.is_empty());
-    let engine = words.next().unwrap_or("");
+    // Split as Redis splits it (`sdssplitargs`: quotes, escapes), the `#!` and the engine one word.
+    let parts = match crate::codec::split_args(&code[..nl]) {
+        Some(parts) if !parts.is_empty() => parts,
+        _ => return Err("ERR Invalid library metadata".into()),
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let engine = text(parts[0].get(2..).unwrap_or_default());
+    let mut name = None;
+    for part in &parts[1..] {
+        if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err("ERR Invalid metadata value, name argument was given multiple times".into());
+            }
+            name = Some(text(&part[5..]));
+        } else {
+            return Err(format!("ERR Invalid metadata value given: {}", text(part)));
+        }
+    }
+    let name = name.ok_or("ERR Library name was not given")?;
     // Engine names are matched in any case, as Redis matches them.
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }
-    let mut name = None;
-    for w in words {
-        match w.strip_prefix("name=") {
-            Some(_) if name.is_some() => {
-                return Err("ERR Invalid metadata value, name argument was given multiple times".into())
-            }
-            Some(n) => name = Some(n.to_string()),
-            None => return Err(format!("ERR Invalid metadata value given: {w}")),
-        }
-    }
-    let name = name.ok_or("ERR Library name was not given")?;
     if !valid_name(name.as_bytes()) {
         return Err(BAD_LIBRARY_NAME.into());
     }
@@ -262,7 +267,10 @@ impl Functions {
                 };
                 format!("ERR Error compiling function: {msg}")
             })?;
-        let registered = self.run_library_code(&chunk)?;
+        self.running.loading(true);
+        let registered = self.run_library_code(&chunk);
+        self.running.loading(false);
+        let registered = registered?;
         if registered.is_empty() {
             return Err("ERR No functions registered".into());
         }
@@ -422,7 +430,11 @@ impl Functions {
         let mut result = Ok(());
         for code in &codes {
             if let Err(e) = self.load(code, policy == "replace") {
-                result = Err(e);
+                // Redis words RESTORE's collision without LOAD's quotes around the name.
+                result = Err(match e.strip_prefix("ERR Library '") {
+                    Some(rest) => format!("ERR Library {}", rest.replacen("' ", " ", 1)),
+                    None => e,
+                });
                 break;
             }
         }

@@ -41,4 +41,4 @@ mod sandbox;
 pub use eval::{Body, RunError, Scripts};
 pub use functions::Functions;
 pub use host::{Host, Refusal};
-pub use running::{Kill, Running};
+pub use running::{FunctionCall, Kill, Running};

@@ -27,11 +27,11 @@ local function handler(err)
   if type(err) == 'userdata' then
     -- Raised by a Rust function: its text without the kind of error and the traceback Rust's side
     -- adds, and with where the script called it first, as `luaL_error` words it (but for SCRIPT
-    -- KILL's error, which Redis raises without a position).
+    -- KILL's error and FUNCTION LOAD's timeout, which Redis raises without a position).
     local msg = tostring(err):gsub('\nstack traceback:.*$', '')
     local runtime = msg:find('^runtime error: ') ~= nil
     msg = msg:gsub('^runtime error: ', ''):gsub('^memory error: ', '')
-    if runtime and info and not msg:find('^Script killed by user') then
+    if runtime and info and not msg:find('^Script killed by user') and msg ~= 'FUNCTION LOAD timeout' then
       msg = info.short_src .. ':' .. tostring(info.currentline) .. ': ' .. msg
     end
     err = msg

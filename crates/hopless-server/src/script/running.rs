@@ -8,13 +8,21 @@
 //! script's loop get BUSY too, and SCRIPT KILL works from any connection.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Redis's `busy-reply-threshold` (alias `lua-time-limit`) default, in milliseconds.
 pub const DEFAULT_BUSY_MS: u64 = 5000;
+
+/// How long a library's code may run while FUNCTION LOAD loads it (Redis's 500 ms).
+pub const LOAD_TIMEOUT_MS: u64 = 500;
+
+/// The error a script stops with when SCRIPT KILL (or FUNCTION KILL) asked it to.
+pub const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 
 pub struct Running {
     epoch: Instant,
@@ -27,6 +35,21 @@ pub struct Running {
     busy_ms: AtomicU64,
     /// The running script let its event loop go ([`Running::check`]).
     let_go: AtomicBool,
+    /// The function running now, as FUNCTION STATS reports it ([`Running::set_call`]).
+    call: Mutex<Option<FunctionCall>>,
+    /// While FUNCTION LOAD runs a library's code: milliseconds since `epoch` plus one when it must stop.
+    load_until: AtomicU64,
+}
+
+/// A function called by FCALL, for FUNCTION STATS while it runs (its libraries' lock is held then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionCall {
+    pub name: Bytes,
+    /// The FCALL request, whole.
+    pub command: Vec<Bytes>,
+    /// Libraries and functions loaded: they cannot change while the function runs.
+    pub libraries: usize,
+    pub functions: usize,
 }
 
 /// What SCRIPT KILL did.
@@ -38,6 +61,8 @@ pub enum Kill {
     NotBusy,
     /// It wrote already: stopping it would leave half its writes (Redis refuses too).
     Unkillable,
+    /// It is of the other kind (SCRIPT KILL of a function, FUNCTION KILL of EVAL's script).
+    OtherKind,
 }
 
 impl Default for Running {
@@ -50,6 +75,8 @@ impl Default for Running {
             kill: AtomicBool::new(false),
             busy_ms: AtomicU64::new(DEFAULT_BUSY_MS),
             let_go: AtomicBool::new(false),
+            call: Mutex::new(None),
+            load_until: AtomicU64::new(0),
         }
     }
 }
@@ -67,16 +94,32 @@ impl Running {
         self.started.store(self.now_ms() + 1, Ordering::Release);
     }
 
-    /// The script's periodic check (every so many Lua instructions): whether SCRIPT KILL asked it to
-    /// stop; and once it is busy, the first time, its event loop is let go (the module's docs).
-    pub fn check(&self) -> bool {
+    /// The script's periodic check (every so many Lua instructions): the error it must stop with, if
+    /// SCRIPT KILL asked it to or a library's code ran out of FUNCTION LOAD's time; and once a script is
+    /// busy, the first time, its event loop is let go (the module's docs).
+    pub fn check(&self) -> Option<&'static str> {
         if self.killed() {
-            return true;
+            return Some(KILLED);
+        }
+        let until = self.load_until.load(Ordering::Relaxed);
+        if until != 0 && self.now_ms() + 1 >= until {
+            return Some("FUNCTION LOAD timeout");
         }
         if self.busy() && !self.let_go.swap(true, Ordering::Relaxed) {
             let_the_loop_go();
         }
-        false
+        None
+    }
+
+    /// FUNCTION LOAD starts running a library's code (`on`), or is done with it: past
+    /// [`LOAD_TIMEOUT_MS`] the code stops with an error.
+    pub fn loading(&self, on: bool) {
+        let until = if on {
+            self.now_ms() + 1 + LOAD_TIMEOUT_MS
+        } else {
+            0
+        };
+        self.load_until.store(until, Ordering::Relaxed);
     }
 
     /// Whether the script that ran last let its event loop go (and clears it): its connection then
@@ -89,6 +132,34 @@ impl Running {
     pub fn stop(&self) {
         self.started.store(0, Ordering::Release);
         self.kill.store(false, Ordering::Relaxed);
+        if self.function.load(Ordering::Relaxed) {
+            *self.call.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
+    /// Records the function FCALL is about to run, for FUNCTION STATS while it runs.
+    pub fn set_call(&self, call: FunctionCall) {
+        *self.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(call);
+    }
+
+    /// The function running now, and for how long it has run (ms); `None` while none runs.
+    pub fn function_call(&self) -> Option<(FunctionCall, u64)> {
+        let started = self.started.load(Ordering::Acquire);
+        if started == 0 || !self.function.load(Ordering::Relaxed) {
+            return None;
+        }
+        let call = self.call.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        Some((call, (self.now_ms() + 1).saturating_sub(started)))
+    }
+
+    /// Whether a script runs now, and it is a function.
+    pub fn is_function(&self) -> bool {
+        self.started.load(Ordering::Acquire) != 0 && self.function.load(Ordering::Relaxed)
+    }
+
+    /// Whether a script (EVAL's, not a function) runs now.
+    pub fn eval_running(&self) -> bool {
+        self.started.load(Ordering::Acquire) != 0 && !self.function.load(Ordering::Relaxed)
     }
 
     /// It calls a write command.
@@ -104,10 +175,12 @@ impl Running {
 
     /// SCRIPT KILL (`function` false) or FUNCTION KILL (true): each stops only its own kind.
     pub fn kill(&self, function: bool) -> Kill {
-        if self.started.load(Ordering::Acquire) == 0 || self.function.load(Ordering::Relaxed) != function {
+        if self.started.load(Ordering::Acquire) == 0 {
             Kill::NotBusy
         } else if self.wrote.load(Ordering::Relaxed) {
             Kill::Unkillable
+        } else if self.function.load(Ordering::Relaxed) != function {
+            Kill::OtherKind
         } else {
             self.kill.store(true, Ordering::Release);
             Kill::Asked
@@ -169,7 +242,7 @@ mod tests {
         r.set_busy_ms(0);
         r.start(false);
         assert!(r.busy());
-        assert_eq!(r.kill(true), Kill::NotBusy);
+        assert_eq!(r.kill(true), Kill::OtherKind);
         assert_eq!(r.kill(false), Kill::Asked);
         assert!(r.killed());
         r.stop();

@@ -185,12 +185,9 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     // event loop go once it is busy.
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(KILL_CHECK_EVERY),
-        move |_, _| {
-            if running.check() {
-                Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."))
-            } else {
-                Ok(VmState::Continue)
-            }
+        move |_, _| match running.check() {
+            Some(error) => Err(mlua::Error::runtime(error)),
+            None => Ok(VmState::Continue),
         },
     )?;
     let prelude = lua
