@@ -46,15 +46,6 @@ pub const BUSY_FUNCTION: CmdError = CmdError::Static(
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
 );
 
-/// The BUSY answer for the script running now: a function's names FUNCTION KILL, EVAL's SCRIPT KILL.
-pub fn busy(running: &crate::script::Running) -> CmdError {
-    if running.is_function() {
-        BUSY_FUNCTION
-    } else {
-        BUSY
-    }
-}
-
 /// Arity, checked before the command runs, or by a command whose arguments come in pairs or options.
 pub fn wrong_args(name: &str) -> CmdError {
     CmdError::Msg(format!("ERR wrong number of arguments for '{name}' command"))

@@ -44,7 +44,8 @@
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
-//! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS) |
+//! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS, GETKEYS) |
+//! | `cmd::key_args` | which arguments of a request are keys, exactly (COMMAND GETKEYS) |
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::monitor` | MONITOR |
 //! | `cmd::slowlog` | SLOWLOG (GET, LEN, RESET, HELP) |

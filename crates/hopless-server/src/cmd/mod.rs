@@ -192,7 +192,7 @@ fn execute_request<'s>(
     let traits = table.traits(i);
     if shared.running.busy() && !allowed_while_busy(args) {
         stat.rejected.add(1);
-        out.error(&crate::errors::busy(&shared.running).into_text(cmd.name));
+        out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
         transaction::fail(conn);
         return Action::Continue;
     }
@@ -213,7 +213,7 @@ fn execute_request<'s>(
         gate.release();
     } else if !shared.gate.hold(conn.loop_index, busy, gate) && !allowed_while_busy(args) {
         stat.rejected.add(1);
-        out.error(&crate::errors::busy(&shared.running).into_text(cmd.name));
+        out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
         return Action::Continue;
     }
     let action = run(shared, conn, out, i, args, false);

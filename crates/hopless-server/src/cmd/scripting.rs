@@ -123,7 +123,16 @@ pub(super) fn take_gates<'a>(c: &Ctx<'a>) -> Result<Option<Exclusive<'a>>, CmdEr
         .gate
         .exclusive_unless(|| shared.running.busy())
         .map(Some)
-        .ok_or_else(|| crate::errors::busy(&shared.running))
+        .ok_or_else(|| busy_error(&shared.running))
+}
+
+/// The BUSY answer for the script running now: a function's names FUNCTION KILL, EVAL's SCRIPT KILL.
+pub(super) fn busy_error(running: &crate::script::Running) -> CmdError {
+    if running.is_function() {
+        crate::errors::BUSY_FUNCTION
+    } else {
+        crate::errors::BUSY
+    }
 }
 
 /// Redis's reply to a script that did not run.
