@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::command::{help, subcommand, Command, Ctx};
-use super::scripting::{checks, flush_mode, take_gates, Prepared, ScriptHost, NOT_BUSY};
+use super::scripting::{after_run, checks, flush_mode, take_gates, Prepared, ScriptHost, NOT_BUSY};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 use crate::script::{FunctionCall, Kill};
 use crate::words::eq;
@@ -60,6 +60,8 @@ fn fcall(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     functions.call(&a[1], keys, args, &mut host, c.out);
     drop(functions);
     host.serve_blocked();
+    drop(host);
+    after_run(c);
     Ok(())
 }
 

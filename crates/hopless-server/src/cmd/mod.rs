@@ -216,11 +216,7 @@ fn execute_request<'s>(
         out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
         return Action::Continue;
     }
-    let action = run(shared, conn, out, i, args, false);
-    if traits.every_gate && shared.running.take_let_go() {
-        conn.yield_loop = true;
-    }
-    action
+    run(shared, conn, out, i, args, false)
 }
 
 /// Whether Redis flags the command (or its subcommand) `admin`, which keeps it from MONITOR: our table

@@ -84,7 +84,17 @@ fn run(c: &mut Ctx<'_>, a: &[Bytes], body: Body<'_>) -> CmdResult {
     let ran = scripts.run(&sha, keys, args, &mut host, c.out);
     drop(scripts);
     host.serve_blocked();
+    drop(host);
+    after_run(c);
     ran.map_err(run_error)
+}
+
+/// After a script or function of `c` ran, still alone (every gate held, so the flag is this script's):
+/// if it let its event loop go, the connection yields to that loop before its next request.
+pub(super) fn after_run(c: &mut Ctx<'_>) {
+    if c.shared.running.take_let_go() {
+        c.conn.yield_loop = true;
+    }
 }
 
 /// What a script or function declares, for the checks before it runs.
