@@ -1,6 +1,7 @@
 //! The script running now, as the other event loops see it: since when it runs (Redis's "busy" script
 //! once that passes `busy-reply-threshold`), whether it wrote, and whether SCRIPT KILL asked it to
-//! stop. Atomics only: the script holds every gate and the script state's mutex while it runs.
+//! stop; and the function running, for FUNCTION STATS. Atomics, but for that record's mutex: the
+//! script holds every gate and the script state's mutex while it runs.
 //!
 //! A busy script also lets its own event loop go ([`Running::check`]): Redis serves its other clients
 //! from inside the script's hook, answering BUSY; here the loop's runtime moves to another thread
@@ -9,10 +10,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-use bytes::Bytes;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// Redis's `busy-reply-threshold` (alias `lua-time-limit`) default, in milliseconds.
