@@ -168,7 +168,7 @@ fn exec(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     }
     let Some(alone) = c.shared.gate.exclusive_unless(|| c.shared.running.busy()) else {
         end(c.shared, c.conn);
-        return Err(crate::errors::BUSY);
+        return Err(super::scripting::busy_error(&c.shared.running));
     };
     let broken = watch_broken(c.shared, c.conn);
     end(c.shared, c.conn);

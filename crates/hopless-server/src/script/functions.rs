@@ -428,13 +428,17 @@ impl Functions {
             self.flush();
         }
         let mut result = Ok(());
+        let replace = policy == "replace";
         for code in &codes {
-            if let Err(e) = self.load(code, policy == "replace") {
+            let loaded = match metadata(code) {
                 // Redis words RESTORE's collision without LOAD's quotes around the name.
-                result = Err(match e.strip_prefix("ERR Library '") {
-                    Some(rest) => format!("ERR Library {}", rest.replacen("' ", " ", 1)),
-                    None => e,
-                });
+                Ok((name, _)) if !replace && self.libraries.contains_key(&name) => {
+                    Err(format!("ERR Library {name} already exists"))
+                }
+                _ => self.load(code, replace).map(drop),
+            };
+            if let Err(e) = loaded {
+                result = Err(e);
                 break;
             }
         }
