@@ -222,6 +222,9 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     lua.set_named_registry_value(RUN_WITH, run_with)?;
     lua.set_named_registry_value(REAL_GLOBALS, g)?;
     lua.set_globals(globals)?;
+    // What building the state left behind (the prelude's source and compile) goes now, so that a
+    // fresh state reports its live size.
+    lua.gc_collect()?;
     Ok(lua)
 }
 
