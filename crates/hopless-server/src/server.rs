@@ -27,6 +27,11 @@ use crate::codec::DEFAULT_MAX_BULK_LEN;
 use crate::state::{Settings, Shared};
 use crate::words::{human, policy_name, yes_no};
 
+/// An event loop thread's stack: the 8 MiB Redis's main thread has from the system. Scripts run on
+/// their connection's loop, and `cjson` and `cmsgpack` recurse once per nested table, as deep as Lua's
+/// 8 000 stack slots allow.
+const LOOP_STACK: usize = 8 << 20;
+
 /// What `hopless serve` is told.
 #[derive(Clone)]
 pub struct ServeOptions {
@@ -104,6 +109,7 @@ impl Server {
         let new_loop = |i: usize| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
+                .thread_stack_size(LOOP_STACK)
                 .thread_name(format!("hopless-loop-{i}"))
                 .enable_all()
                 .build()

@@ -181,6 +181,54 @@ const SCRIPT: &[&str] = &[
     "EVAL \"return cjson.decode()\" 0",
     "EVAL \"return cjson.encode(1, 2)\" 0",
     "EVAL \"return cjson.decode({})\" 0",
+    // cjson's settings, which last from one script to the next (the last ones restore the defaults).
+    r#"EVAL "return {cjson.encode_sparse_array()}" 0"#,
+    r#"EVAL "return cjson.encode_max_depth(0)" 0"#,
+    r#"EVAL "return cjson.encode_max_depth('x')" 0"#,
+    r#"EVAL "return cjson.encode_max_depth(1, 2)" 0"#,
+    r#"EVAL "return cjson.encode_max_depth('  12 ')" 0"#,
+    r#"EVAL "return cjson.encode_max_depth(4294967298)" 0"#,
+    r#"EVAL "return cjson.encode({{{1}}})" 0"#,
+    r#"EVAL "return cjson.encode({{1}})" 0"#,
+    r#"EVAL "return cjson.encode_keep_buffer(1)" 0"#,
+    r#"EVAL "return cjson.encode_keep_buffer({})" 0"#,
+    r#"EVAL "return cjson.encode_keep_buffer('off')" 0"#,
+    r#"EVAL "return {cjson.encode_sparse_array(true, -1)}" 0"#,
+    r#"EVAL "return {cjson.encode_sparse_array(nil, nil, 5)}" 0"#,
+    r#"EVAL "return cjson.encode({[1]=1, [2]=2, [100]=3})" 0"#,
+    r#"EVAL "return {cjson.encode_sparse_array(false, 'x')}" 0"#,
+    r#"EVAL "return {cjson.encode_sparse_array(false, 0)}" 0"#,
+    r#"EVAL "return cjson.encode({[1]=1, [1000]=3})" 0"#,
+    r#"EVAL "return cjson.encode_number_precision(3.7)" 0"#,
+    r#"EVAL "return cjson.encode({1.23456789, [[k]]})" 0"#,
+    r#"EVAL "return cjson.encode_number_precision(15)" 0"#,
+    r#"EVAL "return cjson.encode_invalid_numbers(true)" 0"#,
+    r#"EVAL "return cjson.encode({1/0, -1/0, 0/0})" 0"#,
+    r#"EVAL "return cjson.encode_invalid_numbers('null')" 0"#,
+    r#"EVAL "return cjson.encode({1/0, -1/0, 0/0})" 0"#,
+    r#"EVAL "return cjson.encode_invalid_numbers('bad')" 0"#,
+    r#"EVAL "return cjson.decode([[[0x10, -0X1f, +5, 007, 0x1.8, 1e400, 1., -.5]]])" 0"#,
+    r#"EVAL "return tostring(cjson.decode('[-Infinity]')[1]) .. tostring(cjson.decode('NaN') ~= cjson.decode('nan'))" 0"#,
+    r#"EVAL "return cjson.decode('[Infinit]')" 0"#,
+    r#"EVAL "return cjson.decode('[0xg]')" 0"#,
+    r#"EVAL "return cjson.decode('[.5]')" 0"#,
+    r#"EVAL "return cjson.decode('[1.5e]')" 0"#,
+    r#"EVAL "return cjson.decode('[1]\0 x')" 0"#,
+    r#"EVAL "return cjson.decode('[1\0')" 0"#,
+    r#"EVAL "return cjson.decode([[\"ab]] .. '\0' .. [[cd\"]])" 0"#,
+    r#"EVAL "return cjson.decode_invalid_numbers(false)" 0"#,
+    r#"EVAL "return cjson.decode('[0x10]')" 0"#,
+    r#"EVAL "return cjson.decode('[Inf]')" 0"#,
+    r#"EVAL "return cjson.decode('[-01]')" 0"#,
+    r#"EVAL "return cjson.decode('[+1]')" 0"#,
+    r#"EVAL "return cjson.decode('[1.]')" 0"#,
+    r#"EVAL "return cjson.decode_max_depth(2)" 0"#,
+    r#"EVAL "return cjson.decode('[[1]]')" 0"#,
+    r#"EVAL "return cjson.decode('[{\"a\":[1]}]')" 0"#,
+    r#"EVAL "return cjson.decode_max_depth(3000)" 0"#,
+    r#"EVAL "return #cjson.decode(string.rep('[', 2999) .. string.rep(']', 2999))" 0"#,
+    r#"EVAL "return cjson.decode(string.rep('{\"a\":', 3001) .. '1' .. string.rep('}', 3001))" 0"#,
+    r#"EVAL "return {cjson.encode_sparse_array(false, 2, 10), cjson.encode_max_depth(1000), cjson.decode_max_depth(1000), cjson.encode_number_precision(14), cjson.encode_keep_buffer(true), cjson.encode_invalid_numbers(false), cjson.decode_invalid_numbers(true)}" 0"#,
     "EVAL \"return cmsgpack.pack(1, -1, 200, -200, 70000, -70000, 5000000000, 1.5, 0.1, 'abc', true, false, nil)\" 0",
     "EVAL \"return cmsgpack.pack({1,2,3}, {a=1}, {}, {[2]=1}, {a=1,b={c=2},d={1,2}})\" 0",
     "EVAL \"return cmsgpack.pack(string.rep('x', 40), string.rep('y', 300))\" 0",
@@ -768,6 +816,45 @@ fn scripts_with_many_values_go_through() {
     let args =
         b"local t = {} for i = 1, 7000 do t[i] = 'm' .. i end return redis.call('sadd', 'big', unpack(t))";
     assert_eq!(c.cmd(&[b"EVAL", args, b"0"]).read(), Frame::Integer(7000));
+    assert_eq!(c.cmd(&[b"PING"]).read(), common::simple("PONG"));
+}
+
+/// JSON nested past what the library can hold, with cjson's depth limits raised as far as they go: an
+/// error (lua-cjson's, a little before the depth at which Redis gives it), never a dead server.
+#[test]
+fn json_nested_past_the_limits_ends_in_an_error() {
+    let server = common::start();
+    let mut c = Raw::connect(server.addr());
+    let raise = b"return {cjson.encode_max_depth(2147483647), cjson.decode_max_depth(2147483647)}";
+    c.cmd(&[b"EVAL", raise, b"0"]).read();
+    for (body, error) in [
+        (
+            &b"local t = {} local c = t for i = 1, 20000 do c[1] = {} c = c[1] end return cjson.encode(t)"[..],
+            "Cannot serialise, excessive nesting",
+        ),
+        (
+            b"local t = {} local c = t for i = 1, 20000 do c.a = {} c = c.a end return cjson.encode(t)",
+            "Cannot serialise, excessive nesting",
+        ),
+        (
+            b"return cjson.decode(string.rep('[', 20000) .. string.rep(']', 20000))",
+            "Found too many nested data structures",
+        ),
+        (
+            b"return cjson.decode(string.rep('{\"a\":', 20000) .. '1' .. string.rep('}', 20000))",
+            "Found too many nested data structures",
+        ),
+    ] {
+        match c.cmd(&[b"EVAL", body, b"0"]).read() {
+            Frame::Error(e) => assert!(e.contains(error), "{e}"),
+            f => panic!("{f:?}"),
+        }
+    }
+    let deep_but_allowed = b"return #cjson.decode(string.rep('[', 3000) .. string.rep(']', 3000))";
+    assert_eq!(
+        c.cmd(&[b"EVAL", deep_but_allowed, b"0"]).read(),
+        Frame::Integer(1)
+    );
     assert_eq!(c.cmd(&[b"PING"]).read(), common::simple("PONG"));
 }
 

@@ -10,31 +10,67 @@
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
 use super::cfunc;
-use super::convert::fmt_g;
+use super::cjson_config::{self, Config, InvalidNumbers};
+use super::convert::{fmt_g, type_name};
+use super::strtod::strtod;
 
-const MAX_DEPTH: usize = 1000;
+/// How `decode` writes a number argument before reading it (Lua's `%.14g`).
 const PRECISION: usize = 14;
-/// lua-cjson's sparse-array test: refused when `max > items * RATIO && max > SAFE`.
-const SPARSE_RATIO: u64 = 2;
-const SPARSE_SAFE: u64 = 10;
+
+/// The stack slots a C function may use (Lua 5.1's `LUAI_MAXCSTACK`): lua-cjson checks for room
+/// before each nested table, so past the depth settings this is what limits nesting.
+const LUA_MAX_C_STACK: usize = 8000;
+
+/// The Lua references the tables around a nested one may hold here (each Lua value Rust holds takes one
+/// of mlua's, which has about 8 000 and cannot run out safely): a little under lua-cjson's own limit,
+/// so that only a document nested some 3 900 objects or 7 800 arrays deep, past the default depth
+/// limit of 1 000, is refused earlier than Redis refuses it.
+const REF_BUDGET: usize = 7800;
+
+/// How deep a nested table is, the stack slots lua-cjson would hold for the tables around it (one per
+/// array, two per object: the table and the key) and the references this code holds for them.
+#[derive(Clone, Copy)]
+struct Nesting {
+    depth: usize,
+    slots: usize,
+    refs: usize,
+}
+
+impl Nesting {
+    /// Outside any table: the argument takes one slot.
+    const TOP: Nesting = Nesting {
+        depth: 0,
+        slots: 1,
+        refs: 0,
+    };
+
+    /// One table deeper.
+    fn deeper(self) -> Nesting {
+        Nesting {
+            depth: self.depth + 1,
+            ..self
+        }
+    }
+
+    /// Inside the table entered here, which holds `slots` of stack and `refs` references while its
+    /// values are read.
+    fn holding(self, slots: usize, refs: usize) -> Nesting {
+        Nesting {
+            slots: self.slots + slots,
+            refs: self.refs + refs,
+            ..self
+        }
+    }
+
+    /// Whether a table entered here fits: within `max` deep, with `room` slots left, and references
+    /// to spare.
+    fn fits(self, max: usize, room: usize) -> bool {
+        self.depth <= max && self.slots + room <= LUA_MAX_C_STACK && self.refs <= REF_BUDGET
+    }
+}
 
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
-}
-
-/// Lua's name of a value's type (`lua_typename`).
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::LightUserData(_) | Value::UserData(_) => "userdata",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
-    }
 }
 
 /// The `cjson` table.
@@ -47,7 +83,8 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
         }
         let v = args.into_iter().next().unwrap_or(Value::Nil);
         let mut out = Vec::new();
-        Ok(match encode_value(&v, &mut out, 0) {
+        let cfg = cjson_config::current(lua);
+        Ok(match encode_value(&cfg, &v, &mut out, Nesting::TOP) {
             Ok(()) => (true, Value::String(lua.create_string(&out)?)),
             Err(msg) => (false, Value::String(lua.create_string(&msg)?)),
         })
@@ -67,11 +104,16 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
                 return Ok((false, Value::String(lua.create_string(&msg)?)));
             }
         };
+        // lua-cjson reads its input as a C string: a NUL byte ends it.
+        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+        let cfg = cjson_config::current(lua);
         let mut p = Decoder {
             lua,
-            s: &text,
+            s: &text[..end],
             at: 0,
-            depth: 0,
+            nesting: Nesting::TOP,
+            max_depth: cfg.decode_max_depth as usize,
+            invalid_numbers: cfg.decode_invalid,
         };
         Ok(match p.document() {
             Ok(v) => (true, v),
@@ -82,38 +124,20 @@ pub(super) fn library(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set("null", null())?;
     t.raw_set("_NAME", "cjson")?;
     t.raw_set("_VERSION", "2.1.0")?;
-    // The settings, answered as lua-cjson's defaults (Redis's scripts never change them).
-    for (name, values) in [
-        (
-            "encode_sparse_array",
-            &[Value::Boolean(false), Value::Integer(2), Value::Integer(10)][..],
-        ),
-        ("encode_max_depth", &[Value::Integer(1000)][..]),
-        ("decode_max_depth", &[Value::Integer(1000)][..]),
-        ("encode_number_precision", &[Value::Integer(14)][..]),
-        ("encode_keep_buffer", &[Value::Boolean(true)][..]),
-        ("encode_invalid_numbers", &[Value::Boolean(false)][..]),
-        ("decode_invalid_numbers", &[Value::Boolean(true)][..]),
-    ] {
-        let values: Vec<Value> = values.to_vec();
-        t.raw_set(
-            name,
-            lua.create_function(move |_, _: MultiValue| Ok(MultiValue::from_vec(values.clone())))?,
-        )?;
-    }
+    cjson_config::install(lua, &t)?;
     Ok(t)
 }
 
-fn encode_value(v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+fn encode_value(cfg: &Config, v: &Value, out: &mut Vec<u8>, at: Nesting) -> Result<(), String> {
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         // Lua 5.1's numbers are doubles; mlua hands whole ones over as integers.
-        Value::Integer(i) => encode_number(*i as f64, out)?,
-        Value::Number(n) => encode_number(*n, out)?,
+        Value::Integer(i) => encode_number(cfg, *i as f64, out)?,
+        Value::Number(n) => encode_number(cfg, *n, out)?,
         Value::String(s) => encode_string(&s.as_bytes(), out),
-        Value::Table(t) => encode_table(t, out, depth + 1)?,
+        Value::Table(t) => encode_table(cfg, t, out, at.deeper())?,
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
@@ -124,11 +148,18 @@ fn encode_value(v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String
     Ok(())
 }
 
-fn encode_number(n: f64, out: &mut Vec<u8>) -> Result<(), String> {
+fn encode_number(cfg: &Config, n: f64, out: &mut Vec<u8>) -> Result<(), String> {
     if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+        match cfg.encode_invalid {
+            InvalidNumbers::Refuse => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+            InvalidNumbers::Null => out.extend_from_slice(b"null"),
+            InvalidNumbers::Write if n.is_nan() => out.extend_from_slice(b"nan"),
+            InvalidNumbers::Write if n > 0.0 => out.extend_from_slice(b"inf"),
+            InvalidNumbers::Write => out.extend_from_slice(b"-inf"),
+        }
+        return Ok(());
     }
-    out.extend_from_slice(fmt_g(n, PRECISION).as_bytes());
+    out.extend_from_slice(fmt_g(n, cfg.precision).as_bytes());
     Ok(())
 }
 
@@ -152,8 +183,9 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// lua-cjson's `lua_array_length`: the largest key when every key is a whole number from 1, `None`
-/// otherwise; an error for an excessively sparse array.
-fn array_length(t: &Table) -> Result<Option<u64>, String> {
+/// otherwise (an object), or an error for an excessively sparse array when sparse arrays are not
+/// converted to objects.
+fn array_length(cfg: &Config, t: &Table) -> Result<Option<u64>, String> {
     let (mut max, mut items) = (0u64, 0u64);
     for pair in t.clone().pairs::<Value, Value>() {
         let (k, _) = pair.map_err(|e| e.to_string())?;
@@ -169,17 +201,23 @@ fn array_length(t: &Table) -> Result<Option<u64>, String> {
             _ => return Ok(None),
         }
     }
-    if max > items * SPARSE_RATIO && max > SPARSE_SAFE {
-        return Err("Cannot serialise table: excessively sparse array".into());
+    let (ratio, safe) = (cfg.sparse_ratio as u64, cfg.sparse_safe as u64);
+    if ratio > 0 && max > items.saturating_mul(ratio) && max > safe {
+        if !cfg.sparse_convert {
+            return Err("Cannot serialise table: excessively sparse array".into());
+        }
+        return Ok(None);
     }
     Ok(Some(max))
 }
 
-fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
-    if depth > MAX_DEPTH {
-        return Err(format!("Cannot serialise, excessive nesting ({depth})"));
+/// A table at nesting `at` (its depth counted): an array or an object, as [`array_length`] decides.
+fn encode_table(cfg: &Config, t: &Table, out: &mut Vec<u8>, at: Nesting) -> Result<(), String> {
+    // lua-cjson asks for three slots: the key, the value and an error message.
+    if !at.fits(cfg.encode_max_depth as usize, 3) {
+        return Err(format!("Cannot serialise, excessive nesting ({})", at.depth));
     }
-    match array_length(t)? {
+    match array_length(cfg, t)? {
         Some(len) if len > 0 => {
             out.push(b'[');
             for i in 1..=len {
@@ -187,7 +225,7 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String
                     out.push(b',');
                 }
                 let v: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-                encode_value(&v, out, depth)?;
+                encode_value(cfg, &v, out, at.holding(1, 1))?;
             }
             out.push(b']');
         }
@@ -204,12 +242,12 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String
                     Value::String(s) => encode_string(&s.as_bytes(), out),
                     Value::Number(n) => {
                         out.push(b'"');
-                        encode_number(*n, out)?;
+                        encode_number(cfg, *n, out)?;
                         out.push(b'"');
                     }
                     Value::Integer(i) => {
                         out.push(b'"');
-                        encode_number(*i as f64, out)?;
+                        encode_number(cfg, *i as f64, out)?;
                         out.push(b'"');
                     }
                     other => {
@@ -220,7 +258,7 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String
                     }
                 }
                 out.push(b':');
-                encode_value(&v, out, depth)?;
+                encode_value(cfg, &v, out, at.holding(2, 2))?;
             }
             out.push(b'}');
         }
@@ -303,7 +341,12 @@ struct Decoder<'a> {
     lua: &'a Lua,
     s: &'a [u8],
     at: usize,
-    depth: usize,
+    /// Where the value being read sits.
+    nesting: Nesting,
+    max_depth: usize,
+    /// `decode_invalid_numbers`: `strtod`'s other forms (hexadecimal, `inf`, `nan`, a `+` or leading
+    /// zeros) read as numbers.
+    invalid_numbers: bool,
 }
 
 impl Decoder<'_> {
@@ -328,20 +371,24 @@ impl Decoder<'_> {
         })
     }
 
-    fn descend(&mut self, at: usize) -> Result<(), DecodeError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return Err(DecodeError::TooDeep(self.depth, at));
+    /// Enters the table starting at `at`, whose values hold `slots` of lua-cjson's stack: the nesting
+    /// to go back to after it, or the error when it is too deep (lua-cjson asks for two slots).
+    fn descend(&mut self, at: usize, slots: usize) -> Result<Nesting, DecodeError> {
+        let outer = self.nesting;
+        let here = outer.deeper();
+        if !here.fits(self.max_depth, 2) {
+            return Err(DecodeError::TooDeep(here.depth, at));
         }
-        Ok(())
+        self.nesting = here.holding(slots, 1);
+        Ok(outer)
     }
 
     fn object(&mut self, at: usize) -> Result<Value, DecodeError> {
-        self.descend(at)?;
+        let outer = self.descend(at, 2)?;
         let t = self.lua.create_table()?;
         let (mut tok, mut tok_at) = self.next();
         if tok == Token::ObjEnd {
-            self.depth -= 1;
+            self.nesting = outer;
             return Ok(Value::Table(t));
         }
         loop {
@@ -362,16 +409,16 @@ impl Decoder<'_> {
             }
             (tok, tok_at) = self.next();
         }
-        self.depth -= 1;
+        self.nesting = outer;
         Ok(Value::Table(t))
     }
 
     fn array(&mut self, at: usize) -> Result<Value, DecodeError> {
-        self.descend(at)?;
+        let outer = self.descend(at, 1)?;
         let t = self.lua.create_table()?;
         let (mut tok, mut tok_at) = self.next();
         if tok == Token::ArrEnd {
-            self.depth -= 1;
+            self.nesting = outer;
             return Ok(Value::Table(t));
         }
         let mut i = 1;
@@ -386,7 +433,7 @@ impl Decoder<'_> {
             }
             (tok, tok_at) = self.next();
         }
-        self.depth -= 1;
+        self.nesting = outer;
         Ok(Value::Table(t))
     }
 
@@ -411,61 +458,57 @@ impl Decoder<'_> {
             b':' => single(Token::Colon, self),
             b',' => single(Token::Comma, self),
             b'"' => self.string(),
+            b'-' | b'0'..=b'9' if !self.invalid_numbers && self.invalid_number() => {
+                (Token::Error("invalid number"), at)
+            }
             b'-' | b'0'..=b'9' => (self.number(), at),
-            b't' => (self.word(b"true", Token::Bool(true)), at),
-            b'f' => (self.word(b"false", Token::Bool(false)), at),
-            b'n' => (self.word(b"null", Token::Null), at),
+            b't' | b'f' | b'n' | b'N' | b'i' | b'I' | b'+' => (self.word(), at),
             _ => (Token::Error("invalid token"), at),
         }
     }
 
-    fn word(&mut self, w: &[u8], t: Token) -> Token {
-        if self.s[self.at..].starts_with(w) {
-            self.at += w.len();
-            t
+    /// A token starting with a letter or `+`: `true`, `false`, `null`, or (when invalid numbers are
+    /// read) `inf` and `nan` as numbers.
+    fn word(&mut self) -> Token {
+        for (w, t) in [
+            (&b"true"[..], Token::Bool(true)),
+            (b"false", Token::Bool(false)),
+            (b"null", Token::Null),
+        ] {
+            if self.s[self.at..].starts_with(w) {
+                self.at += w.len();
+                return t;
+            }
+        }
+        if self.invalid_numbers && self.invalid_number() {
+            self.number()
         } else {
             Token::Error("invalid token")
         }
     }
 
+    /// lua-cjson's `json_is_invalid_number`: a `+`, a leading zero, hexadecimal, `inf` or `nan` here.
+    fn invalid_number(&self) -> bool {
+        let s = &self.s[self.at..];
+        if s.first() == Some(&b'+') {
+            return true;
+        }
+        let p = &s[usize::from(s.first() == Some(&b'-'))..];
+        match p.first() {
+            Some(b'0') => p.get(1).is_some_and(|&c| c | 0x20 == b'x' || c.is_ascii_digit()),
+            Some(&c) if c > b'9' => {
+                let lower = |k: usize| p.get(..k).map(<[u8]>::to_ascii_lowercase);
+                lower(3).is_some_and(|w| w == b"inf" || w == b"nan")
+            }
+            _ => false,
+        }
+    }
+
+    /// A number, read as lua-cjson reads it (`strtod`).
     fn number(&mut self) -> Token {
-        let start = self.at;
-        let mut end = start;
-        let s = self.s;
-        let digits = |mut i: usize| {
-            while s.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            i
-        };
-        if s.get(end) == Some(&b'-') {
-            end += 1;
-        }
-        let int_end = digits(end);
-        let mut any = int_end > end;
-        end = int_end;
-        if s.get(end) == Some(&b'.') {
-            let frac_end = digits(end + 1);
-            any |= frac_end > end + 1;
-            end = frac_end;
-        }
-        if any && matches!(s.get(end), Some(b'e' | b'E')) {
-            let mut e = end + 1;
-            if matches!(s.get(e), Some(b'+' | b'-')) {
-                e += 1;
-            }
-            let exp_end = digits(e);
-            if exp_end > e {
-                end = exp_end;
-            }
-        }
-        let parsed = std::str::from_utf8(&s[start..end])
-            .ok()
-            .filter(|_| any)
-            .and_then(|t| t.parse::<f64>().ok());
-        match parsed {
-            Some(n) => {
-                self.at = end;
+        match strtod(&self.s[self.at..]) {
+            Some((n, len)) => {
+                self.at += len;
                 Token::Num(n)
             }
             None => Token::Error("invalid number"),

@@ -382,6 +382,21 @@ pub(super) fn write_error(out: &mut Reply, text: &[u8], ignore: bool) {
     }
 }
 
+/// Lua's name of a value's type (`lua_typename`).
+pub(super) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::LightUserData(_) | Value::UserData(_) => "userdata",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

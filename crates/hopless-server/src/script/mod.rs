@@ -13,11 +13,13 @@
 //! | `sandbox.rs` | a Lua state: libraries, the `redis` table, `math.random`, read-only globals |
 //! | `prelude.lua` | the sandbox's Lua side: the error handler, the `redis` functions' checks, read-only proxies |
 //! | `cjson.rs` | the `cjson` library |
+//! | `cjson_config.rs` | `cjson`'s settings (depth limits, sparse arrays, invalid numbers, precision) |
 //! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `lua_struct.rs` | the `struct` library |
 //! | `bit.rs` | the `bit` library |
 //! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
 //! | `running.rs` | the script running now as other loops see it: busy, wrote, killed |
+//! | `strtod.rs` | numbers as C's `strtod` reads them |
 //! | `convert.rs` | replies into Lua values, Lua values into replies, Lua arguments into commands', `%g` |
 //! | `dump.rs` | FUNCTION DUMP's payload: RDB strings, LZF, CRC64 |
 //!
@@ -28,6 +30,7 @@
 mod bit;
 mod cfunc;
 mod cjson;
+mod cjson_config;
 mod cmsgpack;
 mod convert;
 mod dump;
@@ -37,6 +40,7 @@ mod host;
 mod lua_struct;
 mod running;
 mod sandbox;
+mod strtod;
 
 pub use eval::{Body, RunError, Scripts};
 pub use functions::Functions;
