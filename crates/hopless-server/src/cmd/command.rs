@@ -112,6 +112,9 @@ pub type Runner = fn(&Shared, &mut ConnState, &mut Reply, usize, &[Bytes]) -> Ac
 
 type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 
+/// Why a script may not call a command with these arguments, in Redis's words (`None`: it may).
+type ScriptRefusal = fn(&[Bytes]) -> Option<&'static str>;
+
 /// One command: what COMMAND INFO and COMMAND DOCS report, and its handler. Built with
 /// [`Command::new`] and the setters after it, so that a family's table reads one command a row.
 #[derive(Clone, Copy)]
@@ -132,6 +135,9 @@ pub struct Command {
     /// A container's subcommands (CLIENT's `list`, `kill`...), lower-case: CLIENT LIST names the last
     /// command run as Redis 7 does, `client|list`.
     pub subs: &'static [&'static str],
+    /// For a container whose subcommands scripts meet differently (CLUSTER RESET is `noscript`, the
+    /// rest are not): why a script may not call it with these arguments, in Redis's words.
+    pub script_refusal: Option<ScriptRefusal>,
     pub handler: Handler,
 }
 
@@ -150,12 +156,20 @@ impl Command {
             since: "",
             summary: "",
             subs: &[],
+            script_refusal: None,
             handler,
         }
     }
 
     pub const fn subs(self, subs: &'static [&'static str]) -> Self {
         Command { subs, ..self }
+    }
+
+    pub const fn script_refusal(self, check: ScriptRefusal) -> Self {
+        Command {
+            script_refusal: Some(check),
+            ..self
+        }
     }
 
     /// What a client's `last_cmd` records of this command (table index `i`) run with `args`: the index

@@ -26,6 +26,7 @@
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG TIME |
+//! | `cluster.rs` | CLUSTER (cluster support disabled, as Redis without `cluster-enabled`) |
 //! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
 //! | `function.rs` | FCALL FCALL_RO FUNCTION |
 //! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT, and the checks and run of a script's commands |
@@ -48,6 +49,7 @@ mod admin;
 mod bit;
 mod blocking;
 mod client;
+mod cluster;
 mod command;
 mod config;
 mod connection;
@@ -95,6 +97,7 @@ pub fn table() -> &'static Table {
             object::COMMANDS,
             pubsub::COMMANDS,
             admin::COMMANDS,
+            cluster::COMMANDS,
             monitor::COMMANDS,
             scripting::COMMANDS,
             function::COMMANDS,

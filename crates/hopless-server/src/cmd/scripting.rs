@@ -185,6 +185,9 @@ impl Host for ScriptHost<'_> {
         if traits.noscript {
             return Err(Refusal::Text("This Redis command is not allowed from script"));
         }
+        if let Some(why) = cmd.script_refusal.and_then(|check| check(args)) {
+            return Err(Refusal::Text(why));
+        }
         if traits.write && self.read_only {
             return Err(Refusal::Text(
                 "Write commands are not allowed from read-only scripts.",
