@@ -832,6 +832,117 @@ fn scripts_with_many_values_go_through() {
     assert_eq!(c.cmd(&[b"PING"]).read(), common::simple("PONG"));
 }
 
+/// INFO's counts after a script's errors, as Redis keeps them: a command a script calls and is refused
+/// is a rejected call of that command and its error is counted once (not again when the script ends in
+/// it); a script that replies an error is a failed call of EVAL. Compared, after each case, as
+/// errorstats, `total_error_replies` and each command's calls, rejected and failed calls.
+#[test]
+fn script_errors_count_as_redis_counts_them() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    let cases: &[(bool, &[&[u8]])] = &[
+        (true, &[b"EVAL", b"return redis.call('set','x','y')", b"1", b"x"]),
+        (
+            true,
+            &[
+                b"EVAL",
+                b"local t = redis.pcall('set','x','y') return t['err']",
+                b"1",
+                b"x",
+            ],
+        ),
+        (true, &[b"EVAL", b"return redis.pcall('set','x','y')", b"1", b"x"]),
+        (false, &[b"EVAL", b"return redis.call('select',99)", b"0"]),
+        (
+            false,
+            &[
+                b"EVAL",
+                b"local t = redis.pcall('select',99) return t['err']",
+                b"0",
+            ],
+        ),
+        (
+            false,
+            &[b"EVAL_RO", b"return redis.call('set','x','y')", b"1", b"x"],
+        ),
+        (
+            false,
+            &[
+                b"EVAL_RO",
+                b"local t = redis.pcall('set','x','y') return t['err']",
+                b"1",
+                b"x",
+            ],
+        ),
+        (false, &[b"EVAL", b"return redis.call('nosuch')", b"0"]),
+        (false, &[b"EVAL", b"return redis.call('get')", b"0"]),
+        (false, &[b"EVAL", b"return redis.call('multi')", b"0"]),
+        (
+            false,
+            &[b"EVAL", b"return redis.error_reply('MY_ERR custom')", b"0"],
+        ),
+        (false, &[b"EVAL", b"error('boom')", b"0"]),
+        (false, &[b"EVAL", b"return {err='XX y'}", b"0"]),
+        (
+            false,
+            &[
+                b"EVAL",
+                b"redis.call('set','s','a') return redis.call('lpush','s','a')",
+                b"0",
+            ],
+        ),
+        (false, &[b"EVAL", b"return redis.call('incr','n')", b"0"]),
+        (false, &[b"FCALL", b"nosuch", b"0"]),
+        (
+            false,
+            &[b"EVALSHA", b"0000000000000000000000000000000000000000", b"0"],
+        ),
+    ];
+    for (over_limit, case) in cases {
+        let mut counts = Vec::new();
+        for server in [&mut d.redis, &mut d.ours] {
+            server.cmd(&[b"DEL", b"s", b"n"]).read();
+            server.cmd(&[b"CONFIG", b"RESETSTAT"]).read();
+            if *over_limit {
+                server.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"]).read();
+            }
+            let reply = server.cmd(case).read();
+            if *over_limit {
+                server.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"0"]).read();
+            }
+            counts.push((reply, script_error_counts(server)));
+        }
+        assert_eq!(counts[0], counts[1], "{:?}", String::from_utf8_lossy(case[1]));
+    }
+}
+
+/// INFO errorstats, `total_error_replies`, and each `cmdstat_` line without its times, sorted; not
+/// INFO's and CONFIG's, whose subcommands Redis counts apart.
+fn script_error_counts(server: &mut Raw) -> Vec<String> {
+    let mut text = |section: &[u8]| match server.cmd(&[b"INFO", section]).read() {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        f => panic!("{f:?}"),
+    };
+    let (errors, stats, commands) = (text(b"errorstats"), text(b"stats"), text(b"commandstats"));
+    let mut lines: Vec<String> = errors
+        .lines()
+        .filter(|l| l.starts_with("errorstat_"))
+        .chain(stats.lines().filter(|l| l.starts_with("total_error_replies:")))
+        .map(str::to_string)
+        .collect();
+    for l in commands.lines().filter(|l| l.starts_with("cmdstat_")) {
+        let (name, fields) = l.split_once(':').unwrap_or((l, ""));
+        if name.starts_with("cmdstat_config") || name == "cmdstat_info" {
+            continue;
+        }
+        let kept: Vec<&str> = fields.split(',').filter(|f| !f.starts_with("usec")).collect();
+        lines.push(format!("{name}:{}", kept.join(",")));
+    }
+    lines.sort();
+    lines
+}
+
 /// JSON nested past what the library can hold, with cjson's depth limits raised as far as they go: an
 /// error (lua-cjson's, a little before the depth at which Redis gives it), never a dead server.
 #[test]

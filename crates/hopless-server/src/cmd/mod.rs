@@ -299,6 +299,11 @@ fn run(
     }
     let action = ctx.action;
     let changed_keys = ctx.changed_keys;
+    // A handler may write its error itself (a script's error, EVAL's and FCALL's): a failed call too,
+    // as Redis counts any call that replied an error.
+    if r.is_ok() && ctx.out.buf.get(reply_at) == Some(&b'-') {
+        stat.failed.add(1);
+    }
     match r {
         Err(e) => {
             stat.failed.add(1);

@@ -170,9 +170,11 @@ pub(super) struct ScriptHost<'a> {
     reply: bytes::BytesMut,
 }
 
-impl Host for ScriptHost<'_> {
-    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<&[u8], Refusal> {
-        let Some(i) = self.table.lookup(&args[0]) else {
+impl ScriptHost<'_> {
+    /// Whether a script may run `args` (command `i` of the table, when known): its table index, or
+    /// why not, in Redis's words and order.
+    fn admit(&self, i: Option<usize>, args: &[Bytes]) -> Result<usize, Refusal> {
+        let Some(i) = i else {
             return Err(Refusal::Text("Unknown Redis command called from script"));
         };
         let cmd = &self.table.commands()[i];
@@ -196,6 +198,34 @@ impl Host for ScriptHost<'_> {
         if traits.denyoom && !self.allow_oom && self.shared.store.refuses_growth() {
             return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.to_string()));
         }
+        Ok(i)
+    }
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, args: &[Bytes], resp3: bool) -> Result<&[u8], Refusal> {
+        let found = self.table.lookup(&args[0]);
+        let i = match self.admit(found, args) {
+            Ok(i) => i,
+            Err(refusal) => {
+                // Counted here, as Redis counts a refused call of a script's: the error (the script's
+                // own error reply, when it ends in this one, is not counted again) and the command's
+                // rejected call.
+                if let Some(errors) = &self.errors {
+                    match &refusal {
+                        Refusal::Text(text) => errors.count(format!("ERR {text}").as_bytes()),
+                        Refusal::Reply(text) => errors.count(text.as_bytes()),
+                    }
+                }
+                if let Some(i) = found {
+                    self.shared.stats.of(self.conn.loop_index).commands[i]
+                        .rejected
+                        .add(1);
+                }
+                return Err(refusal);
+            }
+        };
+        let traits = self.table.traits(i);
         if traits.write {
             self.shared.running.wrote();
         }
