@@ -31,9 +31,10 @@ pub enum Error {
     Msg(&'static str),
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Error {
+    /// Redis's text of the error, code first (what [`fmt::Display`] writes).
+    pub const fn text(&self) -> &'static str {
+        match self {
             Error::NotInteger => "ERR value is not an integer or out of range",
             Error::Overflow => "ERR increment or decrement would overflow",
             Error::TooLarge => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
@@ -46,7 +47,13 @@ impl fmt::Display for Error {
             Error::NoSuchKey => "ERR no such key",
             Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             Error::Msg(m) => m,
-        })
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
     }
 }
 

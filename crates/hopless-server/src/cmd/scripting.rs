@@ -196,7 +196,7 @@ impl ScriptHost<'_> {
             ));
         }
         if traits.denyoom && !self.allow_oom && self.shared.store.refuses_growth() {
-            return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.to_string()));
+            return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.text()));
         }
         Ok(i)
     }

@@ -13,7 +13,42 @@
 
 use std::ffi::{c_int, CStr};
 
-use mlua::{ffi, Function, Lua, Table};
+use mlua::{ffi, Function, Lua, MultiValue, Table};
+
+/// What runs a command for the script being run: two functions and the context they are given (the
+/// host, behind a pointer whose type the functions know). `direct` takes `redis.call`'s arguments
+/// from the Lua stack and pushes the reply there; where it declines, `packed` answers from the
+/// arguments packed in a table (with their count), through the registry's `hopless.raw_call`.
+#[derive(Clone, Copy)]
+pub(super) struct Call {
+    /// # Safety
+    ///
+    /// `ctx` is the context this `Call` was made with, alive.
+    pub packed: unsafe fn(ctx: *mut (), &Lua, Table, usize) -> mlua::Result<MultiValue>,
+    /// # Safety
+    ///
+    /// `ctx` is the context this `Call` was made with, alive; `state` is the running thread inside
+    /// `redis.call`'s C function, its arguments all there is on its stack.
+    pub direct: unsafe fn(ctx: *mut (), state: *mut ffi::lua_State) -> Direct,
+    pub ctx: *mut (),
+}
+
+/// How [`Call::direct`] ended.
+pub(super) enum Direct {
+    /// Not taken (no argument, or one that is neither a string nor a number): the stack is as it was,
+    /// for the packed path and its errors.
+    Declined,
+    /// The reply is on top of the stack; `failed` when it is an error table.
+    Pushed { failed: bool },
+}
+
+/// `redis.call`'s way to the host: set by `host::run_with_host` for the length of one run, on the
+/// thread running it, and cleared before it returns; `None` otherwise.
+pub(super) struct CurrentCall(pub Option<Call>);
+
+// SAFETY: a state is used by one thread at a time (the server keeps it behind a mutex), and the slot
+// holds a pointer only while the thread that set it runs the script; no other thread reads it then.
+unsafe impl Send for CurrentCall {}
 
 macro_rules! c_functions {
     ($via:ident: $($name:ident => $key:literal),* $(,)?) => {
@@ -29,11 +64,11 @@ macro_rules! c_functions {
     };
 }
 
-c_functions! { packed_table_or_value:
+c_functions! { raising_call:
     redis_call => c"hopless.raw_call",
 }
 
-c_functions! { packed_value:
+c_functions! { value_call:
     redis_pcall => c"hopless.raw_call",
 }
 
@@ -139,24 +174,58 @@ unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
     }
 }
 
-/// `redis.call`: [`call_packed`], raising an error.
+/// `redis.call`: [`call_either`], raising an error.
 ///
 /// # Safety
 ///
 /// As for [`table_or_value`].
-unsafe fn packed_table_or_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+unsafe fn raising_call(state: *mut ffi::lua_State, key: &CStr) -> c_int {
     // SAFETY: forwarded.
-    unsafe { call_packed(state, key, true) }
+    unsafe { call_either(state, key, true) }
 }
 
-/// `redis.pcall`: [`call_packed`], an error returned as Redis's error table, a value.
+/// `redis.pcall`: [`call_either`], an error returned as Redis's error table, a value.
 ///
 /// # Safety
 ///
 /// As for [`table_or_value`].
-unsafe fn packed_value(state: *mut ffi::lua_State, key: &CStr) -> c_int {
+unsafe fn value_call(state: *mut ffi::lua_State, key: &CStr) -> c_int {
     // SAFETY: forwarded.
-    unsafe { call_packed(state, key, false) }
+    unsafe { call_either(state, key, false) }
+}
+
+/// The running script's [`Call::direct`], else [`call_packed`] (no script running, or the direct path
+/// declined): the reply returned, or raised when it is an error and `raise` says so.
+///
+/// # Safety
+///
+/// As for [`table_or_value`].
+unsafe fn call_either(state: *mut ffi::lua_State, key: &CStr, raise: bool) -> c_int {
+    // SAFETY:
+    // 1. `state` is the running thread of a state mlua made (every state here is), so mlua finds its
+    //    `Lua` from it; the slot's call is copied out and the borrow of the app data ends with the
+    //    statement;
+    // 2. the slot holds a call only while `host::run_with_host` runs the script on this thread with
+    //    its context alive, and this C function's arguments are all that is on the stack, as
+    //    `Call::direct` requires;
+    // 3. `lua_error` raises the error table the direct path left on top and does not return; no Rust
+    //    value with a destructor lives in this frame or the caller's;
+    // 4. otherwise the reply on top is the one result;
+    // 5. a declined call left the stack as it was, for `call_packed` (as for `table_or_value`).
+    unsafe {
+        let call = Lua::get_or_init_from_ptr(state)
+            .app_data_ref::<CurrentCall>()
+            .and_then(|c| c.0);
+        if let Some(call) = call {
+            if let Direct::Pushed { failed } = (call.direct)(call.ctx, state) {
+                if failed && raise {
+                    ffi::lua_error(state);
+                }
+                return 1;
+            }
+        }
+        call_packed(state, key, raise)
+    }
 }
 
 /// The registry's function `key` called with the arguments packed ([`pack_arguments`]): its first

@@ -12,6 +12,22 @@ use crate::codec::{Frame, Reply};
 /// `ignore_stats`: the error was counted already (a command's own reply), so the script's reply of it
 /// is not counted again.
 pub(super) fn error_table_bytes(lua: &Lua, text: &[u8], ignore_stats: bool) -> mlua::Result<Table> {
+    let (code, msg) = error_parts(text);
+    let mut full = Vec::with_capacity(code.len() + 1 + msg.len());
+    full.extend_from_slice(code);
+    full.push(b' ');
+    full.extend_from_slice(msg);
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(&full)?)?;
+    if ignore_stats {
+        t.raw_set("ignore_error_stats_update", true)?;
+    }
+    Ok(t)
+}
+
+/// An error reply's code and message (`-CODE message`; without the `-`, or without a space, the code
+/// is `ERR`), the message without the line breaks around it.
+pub(super) fn error_parts(text: &[u8]) -> (&[u8], &[u8]) {
     let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(sp) => (&rest[..sp], &rest[sp + 1..]),
@@ -22,16 +38,7 @@ pub(super) fn error_table_bytes(lua: &Lua, text: &[u8], ignore_stats: bool) -> m
     let trim = |b: &u8| *b == b'\r' || *b == b'\n';
     let start = msg.iter().position(|b| !trim(b)).unwrap_or(msg.len());
     let end = msg.iter().rposition(|b| !trim(b)).map_or(start, |e| e + 1);
-    let mut full = Vec::with_capacity(code.len() + 1 + end.saturating_sub(start));
-    full.extend_from_slice(code);
-    full.push(b' ');
-    full.extend_from_slice(msg.get(start..end).unwrap_or_default());
-    let t = lua.create_table()?;
-    t.raw_set("err", lua.create_string(&full)?)?;
-    if ignore_stats {
-        t.raw_set("ignore_error_stats_update", true)?;
-    }
-    Ok(t)
+    (code, msg.get(start..end).unwrap_or_default())
 }
 
 /// [`error_table_bytes`] of a text.

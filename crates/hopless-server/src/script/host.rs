@@ -2,19 +2,22 @@
 //! dispatcher behind it), `redis.call`'s Rust side, the run that makes the host reachable from Lua,
 //! and how a script's error is replied.
 
-use bytes::Bytes;
-use mlua::{Lua, MultiValue, Table, Value};
+use std::ffi::c_int;
 
-use super::convert;
-use super::sandbox::{self, Call, CurrentCall, RunState};
+use bytes::Bytes;
+use mlua::{ffi, Lua, MultiValue, Table, Value};
+
+use super::cfunc::{Call, CurrentCall, Direct};
+use super::sandbox::{self, RunState, REPLY_TO_LUA};
+use super::{convert, reply_push};
 use crate::codec::{Frame, Reply};
 
 /// Why a command did not run for a script: Redis's texts, each becoming an error for the script.
 pub enum Refusal {
     /// Redis's text of the refusal (without a code: `ERR` is put before it).
     Text(&'static str),
-    /// An error reply of the server's (`-OOM ...`), code included.
-    Reply(String),
+    /// An error reply of the server's (`OOM ...`), code included.
+    Reply(&'static str),
 }
 
 /// What runs commands for a script: the server's dispatcher, with the checks Redis makes of a command
@@ -37,7 +40,8 @@ pub(super) fn run_with_host<R>(
     }
     let mut host: &mut dyn Host = host;
     let call = Call {
-        f: call_through,
+        packed: call_through,
+        direct: call_direct,
         ctx: (&raw mut host).cast::<()>(),
     };
     lua.set_app_data(CurrentCall(Some(call)));
@@ -99,13 +103,114 @@ unsafe fn call_through(ctx: *mut (), lua: &Lua, argv: Table, n: usize) -> mlua::
     Ok(MultiValue::from_vec(vec![v, Value::Boolean(failed)]))
 }
 
+/// [`Call::direct`] for [`run_with_host`]'s host: `redis.call`'s arguments read off the stack, the
+/// command run, its reply pushed, all without mlua's values; declined for no argument or one that is
+/// neither a string nor a number (the packed path words those errors).
+///
+/// # Safety
+///
+/// As [`Call::direct`] requires: `ctx` as for [`call_through`], `state` the running thread inside
+/// `redis.call`'s C function with only its arguments on the stack.
+unsafe fn call_direct(ctx: *mut (), state: *mut ffi::lua_State) -> Direct {
+    // SAFETY: per the caller, as in `call_through`.
+    let host: &mut &mut dyn Host = unsafe { &mut *ctx.cast::<&mut dyn Host>() };
+    // SAFETY: `state` is the running thread (per the caller).
+    let Some(args) = (unsafe { stack_args(state) }) else {
+        return Direct::Declined;
+    };
+    // SAFETY: the state is one mlua made.
+    let lua = unsafe { Lua::get_or_init_from_ptr(state) };
+    let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
+    let outcome = host.call(&args, resp3);
+    drop(args);
+    // The reply is made without the memory limit, as the packed path makes it (`host_call`).
+    let was = lua.set_memory_limit(0).unwrap_or(0);
+    // SAFETY: from here on no Rust value with a destructor lives in this frame (`outcome` holds a
+    // borrowed reply or a static text), so a memory error of Lua's may raise through it;
+    // 1. the direct pushes leave one value on the stack, which has a C function's free slots;
+    // 2. a reply they leave to the converter goes through the registry's converter under
+    //    `lua_pcall` (its function and two arguments, then two results, within those slots), so that
+    //    the limit is back before an error of its goes on with `lua_error`.
+    unsafe {
+        let failed = match outcome {
+            Ok(reply) => match reply_push::push_reply(state, reply, resp3) {
+                Some(failed) => failed,
+                None => {
+                    ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, REPLY_TO_LUA.as_ptr());
+                    ffi::lua_pushlstring(state, reply.as_ptr().cast(), reply.len());
+                    ffi::lua_pushboolean(state, c_int::from(resp3));
+                    let status = ffi::lua_pcall(state, 2, 2, 0);
+                    let _ = lua.set_memory_limit(was);
+                    if status != 0 {
+                        ffi::lua_error(state);
+                    }
+                    let failed = ffi::lua_toboolean(state, -1) != 0;
+                    ffi::lua_settop(state, -2);
+                    return Direct::Pushed { failed };
+                }
+            },
+            Err(Refusal::Text(t)) => {
+                reply_push::push_error_table(state, convert::error_parts(t.as_bytes()), true);
+                true
+            }
+            Err(Refusal::Reply(r)) => {
+                // The server's reply text: its first word is the code.
+                let (code, msg) = r.split_once(' ').unwrap_or(("ERR", r));
+                reply_push::push_error_table(state, (code.as_bytes(), msg.as_bytes()), true);
+                true
+            }
+        };
+        let _ = lua.set_memory_limit(was);
+        Direct::Pushed { failed }
+    }
+}
+
+/// `redis.call`'s arguments as a command's, read off the stack (strings as they are, numbers as
+/// `%.17g` writes them): `None` for no argument or one of another type.
+///
+/// # Safety
+///
+/// `state` is the running thread inside a C function; nothing here can raise (`lua_tolstring` of a
+/// string does not allocate).
+unsafe fn stack_args(state: *mut ffi::lua_State) -> Option<Vec<Bytes>> {
+    // SAFETY: per the caller; each index is within the C function's arguments, and a string's
+    // pointer and length stay valid while it is on the stack (read and copied at once).
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if n == 0 {
+            return None;
+        }
+        let mut args = Vec::with_capacity(n as usize);
+        for i in 1..=n {
+            match ffi::lua_type(state, i) {
+                ffi::LUA_TSTRING => {
+                    let mut len = 0;
+                    let p = ffi::lua_tolstring(state, i, &mut len);
+                    args.push(Bytes::copy_from_slice(std::slice::from_raw_parts(p.cast(), len)));
+                }
+                ffi::LUA_TNUMBER => args.push(Bytes::from(convert::fmt_g17(ffi::lua_tonumber(state, i)))),
+                _ => return None,
+            }
+        }
+        Some(args)
+    }
+}
+
 /// A Lua array of byte strings (KEYS, ARGV, a function's two tables).
 pub(super) fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, b) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(b)?)?;
+    // SAFETY: `exec_raw` runs the closure under a protected call with room for three values checked;
+    // it pushes a table and, one at a time, a string that `lua_rawseti` moves into it, leaving the
+    // table, which `exec_raw` returns; the closure holds only borrows (a memory error raised through
+    // it skips nothing).
+    unsafe {
+        lua.exec_raw((), |state| {
+            ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+            for (i, b) in items.iter().enumerate() {
+                ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+                ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
+            }
+        })
     }
-    Ok(t)
 }
 
 /// `redis.call`'s Rust side: the arguments checked, the command run through `host`, its reply as a Lua

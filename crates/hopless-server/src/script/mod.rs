@@ -17,6 +17,7 @@
 //! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `lua_struct.rs` | the `struct` library |
 //! | `bit.rs` | the `bit` library |
+//! | `reply_push.rs` | a command's reply pushed onto Lua's stack, for `redis.call`'s direct path |
 //! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
 //! | `running.rs` | the script running now as other loops see it: busy, wrote, killed |
 //! | `strtod.rs` | numbers as C's `strtod` reads them |
@@ -38,6 +39,7 @@ mod eval;
 mod functions;
 mod host;
 mod lua_struct;
+mod reply_push;
 mod running;
 mod sandbox;
 mod strtod;

@@ -9,31 +9,13 @@ use std::sync::Arc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
-use super::cfunc;
+use super::cfunc::{self, CurrentCall};
 use super::running::Running;
 
 use super::{bit, cjson, cmsgpack, lua_struct};
+use crate::codec::Frame;
 use crate::version::REDIS_VERSION;
 
-/// What runs a command for the script being run: a function and the context it is given (the host,
-/// behind a pointer whose type the function knows), called with `redis.call`'s arguments packed in a
-/// table and their count.
-#[derive(Clone, Copy)]
-pub(super) struct Call {
-    /// # Safety
-    ///
-    /// `ctx` is the context this `Call` was made with, alive.
-    pub f: unsafe fn(ctx: *mut (), &Lua, Table, usize) -> mlua::Result<MultiValue>,
-    pub ctx: *mut (),
-}
-
-/// `redis.call`'s way to the host: set by `host::run_with_host` for the length of one run, on the
-/// thread running it, and cleared before it returns; `None` otherwise.
-pub(super) struct CurrentCall(pub Option<Call>);
-
-// SAFETY: a state is used by one thread at a time (the server keeps it behind a mutex), and the slot
-// holds a pointer only while the thread that set it runs the script; no other thread reads it then.
-unsafe impl Send for CurrentCall {}
 /// The registry name of the function that registers a library's function (set while FUNCTION LOAD
 /// runs the library's code: `functions.rs`).
 pub(super) const REGISTER: &str = "hopless.register";
@@ -43,6 +25,9 @@ pub(super) const SET_API: &str = "hopless.set_api";
 pub(super) const RUN_WITH: &str = "hopless.run_with";
 /// The registry name of the error handler.
 pub(super) const HANDLER: &str = "hopless.handler";
+/// The registry name of the converter of a command's reply (bytes, and whether RESP3) into the Lua
+/// value `redis.call` gives and whether it is an error: what `redis.call`'s direct path leaves to it.
+pub(super) const REPLY_TO_LUA: &std::ffi::CStr = c"hopless.reply_to_lua";
 /// The registry name of the table behind the scripts' read-only globals.
 pub(super) const REAL_GLOBALS: &str = "hopless.globals";
 
@@ -147,7 +132,7 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
         match current {
             // SAFETY: the slot holds a call and its context only while `host::run_with_host` runs
             // the script on this thread, with the context alive (see `CurrentCall`).
-            Some(call) => unsafe { (call.f)(call.ctx, lua, args, n) },
+            Some(call) => unsafe { (call.packed)(call.ctx, lua, args, n) },
             None => {
                 let t = super::convert::error_table(
                     lua,
@@ -159,6 +144,15 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
         }
     })?;
     lua.set_named_registry_value("hopless.raw_call", raw_call)?;
+    let reply_to_lua = lua.create_function(|lua, (reply, resp3): (mlua::String, bool)| {
+        let frame = match Frame::parse(&reply.as_bytes()) {
+            Ok((f, _)) => f,
+            Err(_) => Frame::Null,
+        };
+        let failed = matches!(frame, Frame::Error(_));
+        Ok((super::convert::frame_to_lua(lua, frame, resp3)?, failed))
+    })?;
+    lua.set_named_registry_value("hopless.reply_to_lua", reply_to_lua)?;
     let raising = cfunc::redis_functions(&lua)?;
     let set_resp = lua.create_function(|lua, resp: i64| {
         if let Some(mut run) = lua.app_data_mut::<RunState>() {
