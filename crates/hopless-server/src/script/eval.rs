@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
+use mlua::{ffi, Function, Lua, MultiValue, RegistryKey, Table, Value};
 
 use super::convert;
-use super::host::{run_with_host, string_array, write_script_error, Host};
+use super::host::{run_with_host, set_array, write_script_error, Host};
 use super::running::Running;
 use super::sandbox::{self, sha1_hex, RunState, HANDLER};
 use crate::codec::Reply;
@@ -158,10 +158,21 @@ fn run_function(
     args: &[Bytes],
     host: &mut dyn Host,
 ) -> mlua::Result<Result<Value, Value>> {
-    parts.globals.raw_set("KEYS", string_array(lua, keys)?)?;
-    parts.globals.raw_set("ARGV", string_array(lua, args)?)?;
     run_with_host(lua, host, |lua| {
-        let r: MultiValue = sandbox::limited(lua, || parts.xpcall.call((f.clone(), parts.handler.clone())))?;
+        let call = (&parts.globals, &parts.xpcall, f, &parts.handler);
+        // SAFETY: `exec_raw` runs the closure under a protected call, with its four values on the
+        // stack (the globals at index 1) and room for three more checked: each array's name, table
+        // and one string at a time (`set_array`); then `xpcall(f, handler)` (which catches the
+        // script's errors) leaves its two results and the globals go from under them. The closure
+        // holds only borrows, so an error raised through it skips nothing.
+        let r: MultiValue = sandbox::limited(lua, || unsafe {
+            lua.exec_raw(call, |state| {
+                set_array(state, 1, c"KEYS", keys);
+                set_array(state, 1, c"ARGV", args);
+                ffi::lua_call(state, 2, 2);
+                ffi::lua_remove(state, 1);
+            })
+        })?;
         let mut r = r.into_iter();
         let ok = matches!(r.next(), Some(Value::Boolean(true)));
         let v = r.next().unwrap_or(Value::Nil);

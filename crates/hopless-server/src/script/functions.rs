@@ -12,7 +12,7 @@ use mlua::{Function, Lua, MultiValue, RegistryKey, Value};
 
 use super::convert;
 use super::dump;
-use super::host::{run_with_host, string_array, write_script_error, Host};
+use super::host::{run_with_host, string_arrays, write_script_error, Host};
 use super::running::Running;
 use super::sandbox::{self, RunState, REGISTER, RUN_WITH, SET_API};
 use crate::codec::Reply;
@@ -390,7 +390,7 @@ impl Functions {
         self.running.start(true);
         let outcome = run_with_host(lua, host, |lua| {
             let run_with = &self.run_with;
-            let (keys, args) = (string_array(lua, keys)?, string_array(lua, args)?);
+            let (keys, args) = string_arrays(lua, keys, args)?;
             let r: MultiValue = sandbox::limited(lua, || run_with.call((callback, keys, args)))?;
             let mut r = r.into_iter();
             let ok = matches!(r.next(), Some(Value::Boolean(true)));

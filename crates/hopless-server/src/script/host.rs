@@ -196,20 +196,48 @@ unsafe fn stack_args(state: *mut ffi::lua_State) -> Option<Vec<Bytes>> {
     }
 }
 
-/// A Lua array of byte strings (KEYS, ARGV, a function's two tables).
-pub(super) fn string_array(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+/// Two Lua arrays of byte strings (a script's KEYS and ARGV, a function's two tables), made in one
+/// protected call.
+pub(super) fn string_arrays(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(Table, Table)> {
     // SAFETY: `exec_raw` runs the closure under a protected call with room for three values checked;
-    // it pushes a table and, one at a time, a string that `lua_rawseti` moves into it, leaving the
-    // table, which `exec_raw` returns; the closure holds only borrows (a memory error raised through
-    // it skips nothing).
+    // for each array it pushes a table and, one at a time, a string that `lua_rawseti` moves into it,
+    // leaving the two tables, which `exec_raw` returns; the closure holds only borrows (a memory error
+    // raised through it skips nothing).
     unsafe {
         lua.exec_raw((), |state| {
-            ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
-            for (i, b) in items.iter().enumerate() {
-                ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
-                ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
+            for items in [keys, args] {
+                ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+                for (i, b) in items.iter().enumerate() {
+                    ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+                    ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
+                }
             }
         })
+    }
+}
+
+/// Sets `name` in the table at stack index `table` (raw, no metamethod) to a new Lua array of `items`.
+///
+/// # Safety
+///
+/// `state` is a running thread with three free slots; `table` is an absolute index of a table; a
+/// memory error raises (the caller is under a protected call, with no Rust value that needs dropping).
+pub(super) unsafe fn set_array(
+    state: *mut ffi::lua_State,
+    table: c_int,
+    name: &std::ffi::CStr,
+    items: &[Bytes],
+) {
+    // SAFETY: per the caller: the name and the array take two slots, each string a third until
+    // `lua_rawseti` moves it into the array; `lua_rawset` takes the name and the array off again.
+    unsafe {
+        ffi::lua_pushstring(state, name.as_ptr());
+        ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+        for (i, b) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+            ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
+        }
+        ffi::lua_rawset(state, table);
     }
 }
 
