@@ -2,7 +2,7 @@
 //! SCRIPT LOAD compiles without running), with what their shebang line declares, and run with KEYS
 //! and ARGV as globals.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
