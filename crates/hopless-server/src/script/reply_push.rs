@@ -112,9 +112,10 @@ unsafe fn push_value(
                     push_null(state, resp3);
                     return Some((body, false));
                 }
-                let data = r.get(body..body + len as usize)?;
+                let end = body.checked_add(usize::try_from(len).ok()?)?;
+                let data = r.get(body..end)?;
                 ffi::lua_pushlstring(state, data.as_ptr().cast(), data.len());
-                Some((body + len as usize + 2, false))
+                Some((end + 2, false))
             }
             b'_' => {
                 push_null(state, resp3);
