@@ -37,6 +37,8 @@ pub type CmdResult = Result<(), CmdError>;
 pub const NOT_INTEGER: CmdError = CmdError::Static("ERR value is not an integer or out of range");
 pub const SYNTAX: CmdError = CmdError::Static("ERR syntax error");
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
+/// A write refused while `min-replicas-to-write` asks for more replicas than are connected.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// The answer to a command while a script has run past `busy-reply-threshold`.
 pub const BUSY: CmdError = CmdError::Static(
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",

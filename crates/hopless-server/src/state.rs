@@ -33,6 +33,45 @@ pub struct Settings {
     pub list_compress_depth: i64,
 }
 
+/// `min-replicas-to-write` and `min-replicas-max-lag`. hopless has no replicas, so asking for any
+/// refuses every write with NOREPLICAS, as Redis refuses them while fewer replicas are connected.
+pub struct MinReplicas {
+    to_write: AtomicU64,
+    max_lag: AtomicU64,
+}
+
+impl Default for MinReplicas {
+    fn default() -> Self {
+        MinReplicas {
+            to_write: AtomicU64::new(0),
+            max_lag: AtomicU64::new(10),
+        }
+    }
+}
+
+impl MinReplicas {
+    /// Whether writes are refused now.
+    pub fn refuse_writes(&self) -> bool {
+        self.to_write.load(Ordering::Relaxed) > 0
+    }
+
+    pub fn to_write(&self) -> u64 {
+        self.to_write.load(Ordering::Relaxed)
+    }
+
+    pub fn set_to_write(&self, n: u64) {
+        self.to_write.store(n, Ordering::Relaxed);
+    }
+
+    pub fn max_lag(&self) -> u64 {
+        self.max_lag.load(Ordering::Relaxed)
+    }
+
+    pub fn set_max_lag(&self, n: u64) {
+        self.max_lag.store(n, Ordering::Relaxed);
+    }
+}
+
 #[derive(Default)]
 pub struct Counters {
     pub connections_received: AtomicU64,
@@ -248,6 +287,8 @@ pub struct Shared {
     pub functions: Mutex<crate::script::Functions>,
     /// The script running now, as the other loops see it (BUSY, SCRIPT KILL).
     pub running: Arc<crate::script::Running>,
+    /// `min-replicas-to-write`: writes refused while it asks for replicas.
+    pub min_replicas: MinReplicas,
 }
 
 impl Shared {
@@ -288,6 +329,7 @@ impl Shared {
             scripts: Mutex::new(crate::script::Scripts::new(running.clone())),
             functions: Mutex::new(crate::script::Functions::new(running.clone())),
             running,
+            min_replicas: MinReplicas::default(),
         }
     }
 

@@ -45,6 +45,8 @@ const PARAMS: &[&str] = &[
     "slowlog-max-len",
     "busy-reply-threshold",
     "lua-time-limit",
+    "min-replicas-to-write",
+    "min-replicas-max-lag",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -93,6 +95,8 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "slowlog-log-slower-than" => c.shared.slowlog.slower_than().to_string(),
         "slowlog-max-len" => c.shared.slowlog.max_len().to_string(),
         "busy-reply-threshold" | "lua-time-limit" => c.shared.running.busy_ms().to_string(),
+        "min-replicas-to-write" => c.shared.min_replicas.to_write().to_string(),
+        "min-replicas-max-lag" => c.shared.min_replicas.max_lag().to_string(),
         _ => String::new(),
     }
 }
@@ -136,10 +140,21 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
         }
         Ok(n)
     };
+    // A C int from 0, as Redis checks `min-replicas-to-write` and `min-replicas-max-lag`.
+    let c_int_ranged = || {
+        let n = hopless_kv::store::parse_i64(v.as_bytes())
+            .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+        if !(0..=i64::from(i32::MAX)).contains(&n) {
+            return Err(format!("argument must be between 0 and {} inclusive", i32::MAX));
+        }
+        Ok(n as u64)
+    };
     match p {
         "slowlog-log-slower-than" => sh.slowlog.set_slower_than(ranged(-1)?),
         "slowlog-max-len" => sh.slowlog.set_max_len(ranged(0)? as u64),
         "busy-reply-threshold" | "lua-time-limit" => sh.running.set_busy_ms(ranged(0)? as u64),
+        "min-replicas-to-write" => sh.min_replicas.set_to_write(c_int_ranged()?),
+        "min-replicas-max-lag" => sh.min_replicas.set_max_lag(c_int_ranged()?),
         "maxmemory" => sh.store.set_maxmemory(mem()?),
         "maxmemory-policy" => sh.store.set_policy(
             parse_policy(&v).ok_or("argument(s) must be one of the following: noeviction, allkeys-lru")?,

@@ -40,7 +40,7 @@ use bytes::Bytes;
 
 use self::command::{Command, Ctx, Table};
 use crate::codec::Reply;
-use crate::errors::{unknown_command, wrong_args, NOAUTH};
+use crate::errors::{unknown_command, wrong_args, NOAUTH, NOREPLICAS};
 use crate::exec_gate::Held;
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
@@ -179,6 +179,14 @@ fn execute_request<'s>(
         if table.traits(i).alone {
             transaction::abort_refused_exec(shared, conn, out);
         }
+        return Action::Continue;
+    }
+    // `min-replicas-to-write` asks for replicas hopless never has: every write is refused, after the
+    // memory check, as Redis orders them (inside MULTI that fails the transaction).
+    if table.traits(i).write && shared.min_replicas.refuse_writes() {
+        stat.rejected.add(1);
+        out.error(NOREPLICAS);
+        transaction::fail(conn);
         return Action::Continue;
     }
     // Pub/sub: a subscriber's queued messages go out before this reply; RESP2's subscribed

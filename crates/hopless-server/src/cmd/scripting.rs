@@ -119,6 +119,9 @@ pub(super) fn checks(c: &Ctx<'_>, declared: &Prepared) -> Result<(bool, bool), C
     if declared.declared && !read_only && !declared.allow_oom && c.shared.store.refuses_growth() {
         return Err(CmdError::Msg(hopless_kv::Error::OutOfMemory.to_string()));
     }
+    if declared.declared && !read_only && c.shared.min_replicas.refuse_writes() {
+        return Err(CmdError::Static(crate::errors::NOREPLICAS));
+    }
     Ok((read_only, declared.allow_oom))
 }
 
@@ -194,6 +197,10 @@ impl ScriptHost<'_> {
             return Err(Refusal::Text(
                 "Write commands are not allowed from read-only scripts.",
             ));
+        }
+        // The server's state refuses no write once the script has written: it must not stop half done.
+        if traits.write && self.shared.min_replicas.refuse_writes() && !self.shared.running.has_written() {
+            return Err(Refusal::Reply(crate::errors::NOREPLICAS));
         }
         if traits.denyoom && !self.allow_oom && self.shared.store.refuses_growth() {
             return Err(Refusal::Reply(hopless_kv::Error::OutOfMemory.text()));

@@ -167,6 +167,12 @@ impl Running {
         self.wrote.store(true, Ordering::Relaxed);
     }
 
+    /// Whether the running script has called a write command (a later write is not refused for the
+    /// server's state then: the script must not stop half done).
+    pub fn has_written(&self) -> bool {
+        self.wrote.load(Ordering::Relaxed)
+    }
+
     /// Whether a script has run for `busy-reply-threshold` or longer: other clients then get BUSY.
     pub fn busy(&self) -> bool {
         let started = self.started.load(Ordering::Acquire);
