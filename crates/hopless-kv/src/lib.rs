@@ -51,6 +51,7 @@
 //! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index (its set operations take plain sets too) |
 //! | `types::set` | a set: an intset, packed members, or a hash set |
 //! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
+//! | `types::pos_index` | a dense array's positions indexed by hash, grown a few positions a change (Redis's incremental rehash) |
 //! | `types::thin_buf` | a 16-byte growable byte buffer (its capacity kept in its block), under the compact forms so a small collection fits in its item |
 //! | `types::limits` | the compact forms' thresholds ([`Limits`]), changed at run time |
 //! | `types::kind` | [`Kind`]: what a key holds |

@@ -13,6 +13,7 @@ mod lazyfree;
 pub mod limits;
 pub mod list;
 pub(crate) mod packed;
+mod pos_index;
 pub mod random;
 pub mod set;
 mod thin_buf;

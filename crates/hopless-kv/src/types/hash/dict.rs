@@ -19,9 +19,9 @@ use core::hash::BuildHasher;
 
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use hashbrown::HashTable;
 
 use crate::alloc::KvAlloc;
+use crate::types::pos_index::PosIndex;
 
 /// One field and its value in one block: the field's length (4 bytes, little-endian), the field, the
 /// value.
@@ -62,7 +62,7 @@ pub(super) type DictIter<'a, A> =
 
 pub(super) struct Dict<A: KvAlloc> {
     entries: Vec<Entry<A>, A>,
-    index: HashTable<u32, A>,
+    index: PosIndex<A>,
     hasher: foldhash::fast::RandomState,
     /// Bytes of every entry's block, kept in step by each change.
     heap: usize,
@@ -72,7 +72,7 @@ impl<A: KvAlloc> Dict<A> {
     pub(super) fn with_capacity_in(n: usize, alloc: A) -> Self {
         Dict {
             entries: Vec::with_capacity_in(n, alloc.clone()),
-            index: HashTable::with_capacity_in(n, alloc),
+            index: PosIndex::with_capacity_in(n, alloc),
             hasher: foldhash::fast::RandomState::default(),
             heap: 0,
         }
@@ -91,8 +91,8 @@ impl<A: KvAlloc> Dict<A> {
         let h = self.hasher.hash_one(field);
         let entries = &self.entries;
         self.index
-            .find(h, |&i| entries[i as usize].field() == field)
-            .map(|&i| i as usize)
+            .find(h, |i| entries[i as usize].field() == field)
+            .map(|i| i as usize)
     }
 
     pub(super) fn get(&self, field: &[u8]) -> Option<&[u8]> {
@@ -126,8 +126,9 @@ impl<A: KvAlloc> Dict<A> {
         let h = self.hasher.hash_one(field);
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index
-            .insert_unique(h, pos, |&i| hasher.hash_one(entries[i as usize].field()));
+            .insert(h, pos, |i| hasher.hash_one(entries[i as usize].field()));
         self.entries.push(e);
+        self.step();
         true
     }
 
@@ -135,27 +136,31 @@ impl<A: KvAlloc> Dict<A> {
     pub(super) fn remove(&mut self, field: &[u8]) -> bool {
         let h = self.hasher.hash_one(field);
         let entries = &self.entries;
-        let Ok(slot) = self
-            .index
-            .find_entry(h, |&i| entries[i as usize].field() == field)
-        else {
+        let Some(i) = self.index.remove(h, |i| entries[i as usize].field() == field) else {
             return false;
         };
-        let i = slot.remove().0 as usize;
+        let i = i as usize;
         let last = self.entries.len() - 1;
         let gone = self.entries.swap_remove(i);
         self.heap -= gone.size();
         if i != last {
             // The last entry now sits at `i`: re-file its position.
-            let h = self.hasher.hash_one(self.entries[i].field());
-            let moved = self
-                .index
-                .find_mut(h, |&j| j as usize == last)
-                .expect("every position is in the index");
-            *moved = i as u32;
+            let (entries, hasher) = (&self.entries, &self.hasher);
+            let h = hasher.hash_one(entries[i].field());
+            self.index.refile(h, last as u32, i as u32, |j| {
+                hasher.hash_one(entries[j as usize].field())
+            });
         }
+        self.step();
         self.maybe_shrink();
         true
+    }
+
+    /// One step of the index's growth, if it is growing.
+    fn step(&mut self) {
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        self.index
+            .step(entries.len(), |i| hasher.hash_one(entries[i as usize].field()));
     }
 
     /// Gives memory back once the hash fell to under a quarter of its capacity (Redis shrinks its dicts
@@ -166,7 +171,7 @@ impl<A: KvAlloc> Dict<A> {
             self.entries.shrink_to(len * 2);
             let (entries, hasher) = (&self.entries, &self.hasher);
             self.index
-                .shrink_to(len * 2, |&i| hasher.hash_one(entries[i as usize].field()));
+                .shrink_to(len * 2, |i| hasher.hash_one(entries[i as usize].field()));
         }
     }
 
@@ -186,15 +191,10 @@ impl<A: KvAlloc> Dict<A> {
             v.extend_from_slice(&e.0);
             entries.push(Entry(v.into_boxed_slice()));
         }
-        let mut index = HashTable::new_in(alloc);
         let hasher = self.hasher;
-        index
-            .try_reserve(entries.len(), |&i: &u32| {
-                hasher.hash_one(entries[i as usize].field())
-            })
-            .ok()?;
+        let mut index = PosIndex::try_with_capacity_in(entries.len(), alloc)?;
         for (i, e) in entries.iter().enumerate() {
-            index.insert_unique(hasher.hash_one(e.field()), i as u32, |&j| {
+            index.insert(hasher.hash_one(e.field()), i as u32, |j| {
                 hasher.hash_one(entries[j as usize].field())
             });
         }
@@ -247,5 +247,33 @@ mod tests {
         assert_eq!(d.len(), 0);
         assert!(!d.remove(b"f1"));
         assert_eq!(d.heap, 0);
+    }
+
+    /// A hash big enough for its index to grow by steps: fields set, overwritten and removed while
+    /// positions move between the two tables, each checked against a model, and a copy taken midway.
+    #[test]
+    fn a_big_hash_grows_its_index_by_steps() {
+        if cfg!(miri) {
+            return;
+        }
+        let mut d = Dict::with_capacity_in(0, Global);
+        let mut model = HashMap::new();
+        let mut grew = false;
+        for i in 0..60_000u32 {
+            let f = format!("f{}", i.wrapping_mul(2_654_435_761) % 30_000).into_bytes();
+            let v = format!("v{i}").into_bytes();
+            assert_eq!(d.set(&f, &v), model.insert(f.clone(), v).is_none());
+            if i % 4 == 0 {
+                let g = format!("f{}", (i / 4).wrapping_mul(40_503) % 30_000).into_bytes();
+                assert_eq!(d.remove(&g), model.remove(&g).is_some());
+            }
+            assert_eq!(d.get(&f), model.get(&f).map(|v| &v[..]));
+            grew |= d.index.growing();
+            if i == 20_000 {
+                check(&d.try_clone().unwrap(), &model);
+            }
+        }
+        assert!(grew, "the index grew by steps");
+        check(&d, &model);
     }
 }

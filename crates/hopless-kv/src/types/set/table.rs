@@ -10,9 +10,9 @@ use core::hash::BuildHasher;
 
 use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use hashbrown::HashTable;
 
 use crate::alloc::KvAlloc;
+use crate::types::pos_index::PosIndex;
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -20,7 +20,7 @@ pub(crate) struct Table<A: KvAlloc> {
     /// The members, each in its own block, in no particular order. `index` holds exactly the positions
     /// `0..members.len()`, each once, under the hash of the member there.
     members: Vec<Box<[u8], A>, A>,
-    index: HashTable<u32, A>,
+    index: PosIndex<A>,
     hasher: Hasher,
     /// Sum of the members' lengths (for `bytes`).
     member_bytes: usize,
@@ -37,7 +37,7 @@ impl<A: KvAlloc> Table<A> {
     pub(crate) fn with_capacity_in(n: usize, alloc: A) -> Self {
         Table {
             members: Vec::with_capacity_in(n, alloc.clone()),
-            index: HashTable::with_capacity_in(n, alloc),
+            index: PosIndex::with_capacity_in(n, alloc),
             hasher: Hasher::default(),
             member_bytes: 0,
         }
@@ -57,8 +57,8 @@ impl<A: KvAlloc> Table<A> {
     fn position(&self, m: &[u8]) -> Option<usize> {
         let h = self.hasher.hash_one(m);
         self.index
-            .find(h, |&i| &*self.members[i as usize] == m)
-            .map(|&i| i as usize)
+            .find(h, |i| &*self.members[i as usize] == m)
+            .map(|i| i as usize)
     }
 
     pub(crate) fn contains(&self, m: &[u8]) -> bool {
@@ -83,13 +83,15 @@ impl<A: KvAlloc> Table<A> {
             member_bytes,
         } = self;
         let h = hasher.hash_one(m);
-        if index.find(h, |&i| &*members[i as usize] == m).is_some() {
+        if index.find(h, |i| &*members[i as usize] == m).is_some() {
             return false;
         }
         let pos = u32::try_from(members.len()).expect("a set holds under 2^32 members");
         let b = boxed(m, members.allocator());
         members.push(b);
-        index.insert_unique(h, pos, |&i| hasher.hash_one(&*members[i as usize]));
+        let hash_at = |i: u32| hasher.hash_one(&*members[i as usize]);
+        index.insert(h, pos, hash_at);
+        index.step(members.len(), hash_at);
         *member_bytes += m.len();
         true
     }
@@ -114,21 +116,16 @@ impl<A: KvAlloc> Table<A> {
             member_bytes,
         } = self;
         let h = hasher.hash_one(&*members[i]);
-        match index.find_entry(h, |&j| j as usize == i) {
-            Ok(e) => {
-                e.remove();
-            }
-            Err(_) => unreachable!("every position is in the index"),
+        if index.remove(h, |j| j as usize == i).is_none() {
+            unreachable!("every position is in the index");
         }
         let last = members.len() - 1;
-        if i != last {
-            let hl = hasher.hash_one(&*members[last]);
-            let slot = index
-                .find_mut(hl, |&j| j as usize == last)
-                .expect("every position is in the index");
-            *slot = i as u32;
-        }
         let m = members.swap_remove(i);
+        if i != last {
+            let hash_at = |j: u32| hasher.hash_one(&*members[j as usize]);
+            index.refile(hash_at(i as u32), last as u32, i as u32, hash_at);
+        }
+        index.step(members.len(), |j| hasher.hash_one(&*members[j as usize]));
         *member_bytes -= m.len();
         self.maybe_shrink();
         m
@@ -145,7 +142,7 @@ impl<A: KvAlloc> Table<A> {
                 hasher,
                 ..
             } = self;
-            index.shrink_to(len * 2, |&i| hasher.hash_one(&*members[i as usize]));
+            index.shrink_to(len * 2, |i| hasher.hash_one(&*members[i as usize]));
         }
     }
 
@@ -171,7 +168,7 @@ impl<A: KvAlloc> Table<A> {
         let alloc = self.members.allocator().clone();
         let mut t = Table {
             members: Vec::new_in(alloc.clone()),
-            index: HashTable::new_in(alloc.clone()),
+            index: PosIndex::try_with_capacity_in(self.len(), alloc.clone())?,
             hasher: self.hasher,
             member_bytes: self.member_bytes,
         };
@@ -182,19 +179,59 @@ impl<A: KvAlloc> Table<A> {
             hasher,
             ..
         } = &mut t;
-        index
-            .try_reserve(self.len(), |&i| hasher.hash_one(&*members[i as usize]))
-            .ok()?;
         for m in &self.members {
             let mut v = Vec::new_in(alloc.clone());
             v.try_reserve_exact(m.len()).ok()?;
             v.extend_from_slice(m);
             members.push(v.into_boxed_slice());
         }
-        for &i in self.index.iter() {
-            let h = hasher.hash_one(&*members[i as usize]);
-            index.insert_unique(h, i, |&j| hasher.hash_one(&*members[j as usize]));
+        for i in 0..members.len() as u32 {
+            let hash_at = |j: u32| hasher.hash_one(&*members[j as usize]);
+            index.insert(hash_at(i), i, hash_at);
         }
         Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::alloc::Global;
+    use std::collections::HashSet;
+
+    /// A set big enough for its index to grow by steps: members added and removed (by value and by
+    /// position, as SPOP removes them) while positions move between the two tables, each checked
+    /// against a model, and a copy taken midway.
+    #[test]
+    fn a_big_set_grows_its_index_by_steps() {
+        if cfg!(miri) {
+            return;
+        }
+        let mut t = Table::with_capacity_in(0, Global);
+        let mut model = HashSet::new();
+        let mut grew = false;
+        for i in 0..60_000u32 {
+            let m = format!("m{}", i.wrapping_mul(2_654_435_761) % 30_000).into_bytes();
+            assert_eq!(t.insert(&m), model.insert(m.clone()));
+            if i % 4 == 0 {
+                let g = format!("m{}", (i / 4).wrapping_mul(40_503) % 30_000).into_bytes();
+                assert_eq!(t.remove(&g), model.remove(&g));
+            }
+            if i % 7 == 0 && t.len() > 0 {
+                let gone = t.remove_at((i as usize * 31) % t.len());
+                assert!(model.remove(&gone[..]));
+            }
+            assert_eq!(t.contains(&m), model.contains(&m));
+            grew |= t.index.growing();
+            if i == 20_000 {
+                let c = t.try_clone().unwrap();
+                assert_eq!(c.len(), model.len());
+                assert!(model.iter().all(|m| c.contains(m)));
+            }
+        }
+        assert!(grew, "the index grew by steps");
+        assert_eq!(t.len(), model.len());
+        assert_eq!(t.index.len(), model.len());
+        assert!(model.iter().all(|m| t.contains(m)));
     }
 }
