@@ -276,4 +276,30 @@ mod tests {
         assert!(grew, "the index grew by steps");
         check(&d, &model);
     }
+
+    /// A hash emptied while its index is growing: the shrink that follows finishes the growth first.
+    #[test]
+    fn a_hash_shrinks_while_its_index_grows() {
+        if cfg!(miri) {
+            return;
+        }
+        let mut d = Dict::with_capacity_in(0, Global);
+        let mut model = HashMap::new();
+        let mut n = 0u32;
+        while !d.index.growing() || n < 5000 {
+            let f = format!("f{n}").into_bytes();
+            d.set(&f, b"v");
+            model.insert(f, b"v".to_vec());
+            n += 1;
+        }
+        for i in 0..n {
+            let f = format!("f{i}").into_bytes();
+            assert_eq!(d.remove(&f), model.remove(&f).is_some());
+            if i % 97 == 0 {
+                check(&d, &model);
+            }
+        }
+        check(&d, &model);
+        assert_eq!(d.len(), 0);
+    }
 }
