@@ -2,7 +2,8 @@
 //! prelude) function kept in the registry, which answers what to raise instead of raising it:
 //!
 //! - the `redis` functions ([`redis_functions`]) raise Redis's error *tables*: their registry function
-//!   answers its value and whether it is an error;
+//!   answers its value and whether it is an error; `redis.call` and `redis.pcall` run their command
+//!   through the running script's [`Call`] instead, which pushes the reply onto the stack itself;
 //! - `cjson` and `cmsgpack` ([`library`]) raise *strings* with the caller's position first
 //!   (`user_script:1: ...`, as `luaL_error` writes them): their registry function answers `true` and
 //!   its values, or `false` and the message.
@@ -13,33 +14,23 @@
 
 use std::ffi::{c_int, CStr};
 
-use mlua::{ffi, Function, Lua, MultiValue, Table};
+use mlua::{ffi, Function, Lua, Table};
 
-/// What runs a command for the script being run: two functions and the context they are given (the
-/// host, behind a pointer whose type the functions know). `direct` takes `redis.call`'s arguments
-/// from the Lua stack and pushes the reply there; where it declines, `packed` answers from the
-/// arguments packed in a table (with their count), through the registry's `hopless.raw_call`.
+use super::convert::error_parts;
+use super::reply_push::push_error_table;
+
+/// What runs a command for the script being run: a function and the context it is given (the host,
+/// behind a pointer whose type the function knows). The function takes `redis.call`'s arguments from
+/// the Lua stack, runs the command and pushes its reply there, or Redis's error table for arguments it
+/// refuses; it answers whether what it pushed is an error.
 #[derive(Clone, Copy)]
 pub(super) struct Call {
     /// # Safety
     ///
-    /// `ctx` is the context this `Call` was made with, alive.
-    pub packed: unsafe fn(ctx: *mut (), &Lua, Table, usize) -> mlua::Result<MultiValue>,
-    /// # Safety
-    ///
     /// `ctx` is the context this `Call` was made with, alive; `state` is the running thread inside
     /// `redis.call`'s C function, its arguments all there is on its stack.
-    pub direct: unsafe fn(ctx: *mut (), state: *mut ffi::lua_State) -> Direct,
+    pub f: unsafe fn(ctx: *mut (), state: *mut ffi::lua_State) -> bool,
     pub ctx: *mut (),
-}
-
-/// How [`Call::direct`] ended.
-pub(super) enum Direct {
-    /// Not taken (no argument, or one that is neither a string nor a number): the stack is as it was,
-    /// for the packed path and its errors.
-    Declined,
-    /// The reply is on top of the stack; `failed` when it is an error table.
-    Pushed { failed: bool },
 }
 
 /// `redis.call`'s way to the host: set by `host::run_with_host` for the length of one run, on the
@@ -64,12 +55,24 @@ macro_rules! c_functions {
     };
 }
 
-c_functions! { raising_call:
-    redis_call => c"hopless.raw_call",
+/// `redis.call`: [`call_command`], raising an error.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function.
+unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: per the caller.
+    unsafe { call_command(state, true) }
 }
 
-c_functions! { value_call:
-    redis_pcall => c"hopless.raw_call",
+/// `redis.pcall`: [`call_command`], an error returned as Redis's error table, a value.
+///
+/// # Safety
+///
+/// Called by Lua only, as a C function.
+unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: per the caller.
+    unsafe { call_command(state, false) }
 }
 
 c_functions! { table_or_value:
@@ -153,101 +156,36 @@ fn functions(lua: &Lua, list: &[(&str, ffi::lua_CFunction)]) -> mlua::Result<Tab
     Ok(t)
 }
 
-/// Puts the `n` arguments on the stack into one new table, leaving it and `n` on the stack: a Rust
-/// function then reads them one at a time (mlua gives every value it receives a reference slot, of
-/// which it has about 8 000; a `redis.call` may have as many arguments).
+/// The running script's [`Call`] (outside a script, Redis's error for it): the reply returned, or
+/// raised when it is an error and `raise` says so.
 ///
 /// # Safety
 ///
-/// `state` is the running thread with exactly `n` values on its stack (a C function's, with Lua's
-/// `LUA_MINSTACK` free slots above them).
-unsafe fn pack_arguments(state: *mut ffi::lua_State, n: c_int) {
-    // SAFETY: per the caller: the table goes below the arguments, each `lua_rawseti` pops the top one
-    // into it (the last first), then `n` is pushed: the stack is the table and `n`.
-    unsafe {
-        ffi::lua_createtable(state, n, 0);
-        ffi::lua_insert(state, 1);
-        for i in (1..=n).rev() {
-            ffi::lua_rawseti(state, 1, i64::from(i));
-        }
-        ffi::lua_pushinteger(state, ffi::lua_Integer::from(n));
-    }
-}
-
-/// `redis.call`: [`call_either`], raising an error.
-///
-/// # Safety
-///
-/// As for [`table_or_value`].
-unsafe fn raising_call(state: *mut ffi::lua_State, key: &CStr) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { call_either(state, key, true) }
-}
-
-/// `redis.pcall`: [`call_either`], an error returned as Redis's error table, a value.
-///
-/// # Safety
-///
-/// As for [`table_or_value`].
-unsafe fn value_call(state: *mut ffi::lua_State, key: &CStr) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { call_either(state, key, false) }
-}
-
-/// The running script's [`Call::direct`], else [`call_packed`] (no script running, or the direct path
-/// declined): the reply returned, or raised when it is an error and `raise` says so.
-///
-/// # Safety
-///
-/// As for [`table_or_value`].
-unsafe fn call_either(state: *mut ffi::lua_State, key: &CStr, raise: bool) -> c_int {
+/// `state` is the running thread, as Lua hands it to a C function.
+unsafe fn call_command(state: *mut ffi::lua_State, raise: bool) -> c_int {
     // SAFETY:
     // 1. `state` is the running thread of a state mlua made (every state here is), so mlua finds its
     //    `Lua` from it; the slot's call is copied out and the borrow of the app data ends with the
     //    statement;
     // 2. the slot holds a call only while `host::run_with_host` runs the script on this thread with
     //    its context alive, and this C function's arguments are all that is on the stack, as
-    //    `Call::direct` requires;
-    // 3. `lua_error` raises the error table the direct path left on top and does not return; no Rust
-    //    value with a destructor lives in this frame or the caller's;
-    // 4. otherwise the reply on top is the one result;
-    // 5. a declined call left the stack as it was, for `call_packed` (as for `table_or_value`).
+    //    `Call::f` requires; outside a script the error table takes four of the free slots Lua gives
+    //    every C function (`LUA_MINSTACK`);
+    // 3. `lua_error` raises the error table on top and does not return; no Rust value with a
+    //    destructor lives in this frame or the caller's;
+    // 4. otherwise the value on top is the one result.
     unsafe {
         let call = Lua::get_or_init_from_ptr(state)
             .app_data_ref::<CurrentCall>()
             .and_then(|c| c.0);
-        if let Some(call) = call {
-            if let Direct::Pushed { failed } = (call.direct)(call.ctx, state) {
-                if failed && raise {
-                    ffi::lua_error(state);
-                }
-                return 1;
+        let failed = match call {
+            Some(call) => (call.f)(call.ctx, state),
+            None => {
+                let text = b"redis.call/pcall can only be called inside a script invocation";
+                push_error_table(state, error_parts(text), false);
+                true
             }
-        }
-        call_packed(state, key, raise)
-    }
-}
-
-/// The registry's function `key` called with the arguments packed ([`pack_arguments`]): its first
-/// result returned, or raised when it is an error (its second result true) and `raise` says so.
-///
-/// # Safety
-///
-/// As for [`table_or_value`].
-unsafe fn call_packed(state: *mut ffi::lua_State, key: &CStr, raise: bool) -> c_int {
-    // SAFETY: as in `table_or_value`, with the arguments packed into a table and their count first
-    // (the table, the count, the function and its two results fit in `LUA_MINSTACK`).
-    unsafe {
-        // No `lua_checkstack`: it counts the arguments against Lua's limit of 8 000 and would refuse a
-        // call with 7 999 of them, which Redis takes; packing needs only one slot more than the
-        // arguments at any time, and 4 after, within the 20 Lua gives every C function.
-        let n = ffi::lua_gettop(state);
-        pack_arguments(state, n);
-        ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, 2, 2);
-        let failed = ffi::lua_toboolean(state, -1) != 0;
-        ffi::lua_pop(state, 1);
+        };
         if failed && raise {
             ffi::lua_error(state);
         }

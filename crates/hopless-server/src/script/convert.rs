@@ -1,8 +1,6 @@
 //! Values between Redis and Lua, as Redis 7.0 converts them: a command's reply into Lua for
-//! `redis.call` ([`frame_to_lua`]), a script's return value into a reply ([`lua_to_reply`]), and Lua
-//! arguments into a command's ([`lua_to_args`]).
+//! `redis.call` ([`frame_to_lua`]) and a script's return value into a reply ([`lua_to_reply`]).
 
-use bytes::Bytes;
 use mlua::{Function, Lua, Table, Value};
 
 use crate::codec::{Frame, Reply};
@@ -97,28 +95,6 @@ pub(super) fn frame_to_lua(lua: &Lua, f: Frame, resp3: bool) -> mlua::Result<Val
             single("verbatim_string", Value::Table(v))?
         }
     })
-}
-
-/// What `redis.call`'s arguments must be, and the error when they are not.
-pub(super) enum ArgsError {
-    None,
-    NotStrings,
-}
-
-/// `redis.call`'s arguments as a command's: strings as they are, numbers as `%.17g` writes them.
-/// (Each value is read, copied and dropped in turn: no more than one is alive at a time.)
-pub(super) fn lua_to_args(args: impl ExactSizeIterator<Item = Value>) -> Result<Vec<Bytes>, ArgsError> {
-    if args.len() == 0 {
-        return Err(ArgsError::None);
-    }
-    args.map(|v| match v {
-        Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Number(n) => Ok(Bytes::from(fmt_g17(n))),
-        // Lua 5.1's numbers are doubles; mlua hands whole ones over as integers.
-        Value::Integer(i) => Ok(Bytes::from(fmt_g17(i as f64))),
-        _ => Err(ArgsError::NotStrings),
-    })
-    .collect()
 }
 
 /// C's `printf("%.17g", x)`.

@@ -5,12 +5,12 @@
 use std::ffi::c_int;
 
 use bytes::Bytes;
-use mlua::{ffi, Lua, MultiValue, Table, Value};
+use mlua::{ffi, Lua, Table, Value};
 
-use super::cfunc::{Call, CurrentCall, Direct};
-use super::sandbox::{self, RunState, REPLY_TO_LUA};
+use super::cfunc::{Call, CurrentCall};
+use super::sandbox::{RunState, REPLY_TO_LUA};
 use super::{convert, reply_push};
-use crate::codec::{Frame, Reply};
+use crate::codec::Reply;
 
 /// Why a command did not run for a script: Redis's texts, each becoming an error for the script.
 pub enum Refusal {
@@ -40,8 +40,7 @@ pub(super) fn run_with_host<R>(
     }
     let mut host: &mut dyn Host = host;
     let call = Call {
-        packed: call_through,
-        direct: call_direct,
+        f: call_command,
         ctx: (&raw mut host).cast::<()>(),
     };
     lua.set_app_data(CurrentCall(Some(call)));
@@ -93,44 +92,39 @@ fn pace_collector(lua: &Lua) {
     }
 }
 
-/// [`Call::f`] for [`run_with_host`]'s host.
+/// [`Call::f`] for [`run_with_host`]'s host: `redis.call`'s arguments read off the stack, the
+/// command run and its reply pushed, all without mlua's values; for no argument, or one neither a
+/// string nor a number, Redis's error table instead. Whether what it pushed is an error.
 ///
 /// # Safety
 ///
-/// `ctx` points at a live `&mut dyn Host` that nothing else uses during the call.
-unsafe fn call_through(ctx: *mut (), lua: &Lua, argv: Table, n: usize) -> mlua::Result<MultiValue> {
+/// As [`Call::f`] requires: `ctx` points at a live `&mut dyn Host` that nothing else uses during the
+/// call, `state` is the running thread inside `redis.call`'s C function with only its arguments on
+/// the stack.
+unsafe fn call_command(ctx: *mut (), state: *mut ffi::lua_State) -> bool {
     // SAFETY: per the caller; `run_with_host` made `ctx` from its `&mut dyn Host` local, which lives
     // until the slot is cleared, and the script's thread alone calls through it.
     let host: &mut &mut dyn Host = unsafe { &mut *ctx.cast::<&mut dyn Host>() };
-    let (v, failed) = host_call(lua, *host, &argv, n)?;
-    Ok(MultiValue::from_vec(vec![v, Value::Boolean(failed)]))
-}
-
-/// [`Call::direct`] for [`run_with_host`]'s host: `redis.call`'s arguments read off the stack, the
-/// command run, its reply pushed, all without mlua's values; declined for no argument or one that is
-/// neither a string nor a number (the packed path words those errors).
-///
-/// # Safety
-///
-/// As [`Call::direct`] requires: `ctx` as for [`call_through`], `state` the running thread inside
-/// `redis.call`'s C function with only its arguments on the stack.
-unsafe fn call_direct(ctx: *mut (), state: *mut ffi::lua_State) -> Direct {
-    // SAFETY: per the caller, as in `call_through`.
-    let host: &mut &mut dyn Host = unsafe { &mut *ctx.cast::<&mut dyn Host>() };
-    // SAFETY: `state` is the running thread (per the caller).
-    let Some(args) = (unsafe { stack_args(state) }) else {
-        return Direct::Declined;
-    };
-    // SAFETY: the state is one mlua made.
+    // SAFETY: the state is one mlua made (per the caller, the running thread of one).
     let lua = unsafe { Lua::get_or_init_from_ptr(state) };
     let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
-    let outcome = host.call(&args, resp3);
-    drop(args);
-    // The reply is made without the memory limit, as the packed path makes it (`host_call`).
+    // What to push: a reply, or an error's code, message and whether INFO counted it already (a
+    // refusal, counted where it was made).
+    // SAFETY: `state` is the running thread inside a C function (per the caller).
+    let outcome: Result<&[u8], (&str, &str, bool)> = match unsafe { stack_args(state) } {
+        Ok(args) => match host.call(&args, resp3) {
+            Ok(reply) => Ok(reply),
+            Err(Refusal::Text(t)) => Err(("ERR", t, true)),
+            // The server's reply text: its first word is the code.
+            Err(Refusal::Reply(r)) => Err(r.split_once(' ').map_or(("ERR", r, true), |(c, m)| (c, m, true))),
+        },
+        Err(text) => Err(("ERR", text, false)),
+    };
+    // The reply is made without the memory limit, as for the rest of the server's work in a script.
     let was = lua.set_memory_limit(0).unwrap_or(0);
-    // SAFETY: from here on no Rust value with a destructor lives in this frame (`outcome` holds a
-    // borrowed reply or a static text), so a memory error of Lua's may raise through it;
-    // 1. the direct pushes leave one value on the stack, which has a C function's free slots;
+    // SAFETY: no Rust value with a destructor lives in this frame from here on (`outcome` holds a
+    // borrowed reply or static texts), so a memory error of Lua's may raise through it;
+    // 1. the direct pushes leave one value on the stack, within a C function's free slots;
     // 2. a reply they leave to the converter goes through the registry's converter under
     //    `lua_pcall` (its function and two arguments, then two results, within those slots), so that
     //    the limit is back before an error of its goes on with `lua_error`.
@@ -149,39 +143,33 @@ unsafe fn call_direct(ctx: *mut (), state: *mut ffi::lua_State) -> Direct {
                     }
                     let failed = ffi::lua_toboolean(state, -1) != 0;
                     ffi::lua_settop(state, -2);
-                    return Direct::Pushed { failed };
+                    return failed;
                 }
             },
-            Err(Refusal::Text(t)) => {
-                reply_push::push_error_table(state, convert::error_parts(t.as_bytes()), true);
-                true
-            }
-            Err(Refusal::Reply(r)) => {
-                // The server's reply text: its first word is the code.
-                let (code, msg) = r.split_once(' ').unwrap_or(("ERR", r));
-                reply_push::push_error_table(state, (code.as_bytes(), msg.as_bytes()), true);
+            Err((code, msg, counted)) => {
+                reply_push::push_error_table(state, (code.as_bytes(), msg.as_bytes()), counted);
                 true
             }
         };
         let _ = lua.set_memory_limit(was);
-        Direct::Pushed { failed }
+        failed
     }
 }
 
 /// `redis.call`'s arguments as a command's, read off the stack (strings as they are, numbers as
-/// `%.17g` writes them): `None` for no argument or one of another type.
+/// `%.17g` writes them), or Redis's error for none, or for one of another type.
 ///
 /// # Safety
 ///
 /// `state` is the running thread inside a C function; nothing here can raise (`lua_tolstring` of a
 /// string does not allocate).
-unsafe fn stack_args(state: *mut ffi::lua_State) -> Option<Vec<Bytes>> {
+unsafe fn stack_args(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static str> {
     // SAFETY: per the caller; each index is within the C function's arguments, and a string's
     // pointer and length stay valid while it is on the stack (read and copied at once).
     unsafe {
         let n = ffi::lua_gettop(state);
         if n == 0 {
-            return None;
+            return Err("Please specify at least one argument for this redis lib call");
         }
         let mut args = Vec::with_capacity(n as usize);
         for i in 1..=n {
@@ -192,10 +180,28 @@ unsafe fn stack_args(state: *mut ffi::lua_State) -> Option<Vec<Bytes>> {
                     args.push(Bytes::copy_from_slice(std::slice::from_raw_parts(p.cast(), len)));
                 }
                 ffi::LUA_TNUMBER => args.push(Bytes::from(convert::fmt_g17(ffi::lua_tonumber(state, i)))),
-                _ => return None,
+                _ => return Err("Lua redis lib command arguments must be strings or integers"),
             }
         }
-        Some(args)
+        Ok(args)
+    }
+}
+
+/// Pushes a new Lua array of `items`.
+///
+/// # Safety
+///
+/// `state` is a running thread with two free slots; a memory error raises (the caller is under a
+/// protected call, with no Rust value that needs dropping).
+unsafe fn push_array(state: *mut ffi::lua_State, items: &[Bytes]) {
+    // SAFETY: per the caller: the array takes one slot, each string a second until `lua_rawseti`
+    // moves it into the array.
+    unsafe {
+        ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+        for (i, b) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+            ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
+        }
     }
 }
 
@@ -208,13 +214,8 @@ pub(super) fn string_arrays(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::
     // raised through it skips nothing).
     unsafe {
         lua.exec_raw((), |state| {
-            for items in [keys, args] {
-                ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
-                for (i, b) in items.iter().enumerate() {
-                    ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
-                    ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
-                }
-            }
+            push_array(state, keys);
+            push_array(state, args);
         })
     }
 }
@@ -231,60 +232,12 @@ pub(super) unsafe fn set_array(
     name: &std::ffi::CStr,
     items: &[Bytes],
 ) {
-    // SAFETY: per the caller: the name and the array take two slots, each string a third until
-    // `lua_rawseti` moves it into the array; `lua_rawset` takes the name and the array off again.
+    // SAFETY: per the caller: the name takes one slot, `push_array` two more; `lua_rawset` takes
+    // the name and the array off again.
     unsafe {
         ffi::lua_pushstring(state, name.as_ptr());
-        ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
-        for (i, b) in items.iter().enumerate() {
-            ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
-            ffi::lua_rawseti_(state, -2, (i + 1) as c_int);
-        }
+        push_array(state, items);
         ffi::lua_rawset(state, table);
-    }
-}
-
-/// `redis.call`'s Rust side: the arguments checked, the command run through `host`, its reply as a Lua
-/// value, and whether it is an error (the Lua side raises it for `redis.call`).
-fn host_call(lua: &Lua, host: &mut dyn Host, argv: &Table, n: usize) -> mlua::Result<(Value, bool)> {
-    sandbox::unlimited(lua, || call_command(lua, host, argv, n))
-}
-
-/// [`host_call`]'s work.
-fn call_command(lua: &Lua, host: &mut dyn Host, argv: &Table, n: usize) -> mlua::Result<(Value, bool)> {
-    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
-        Ok((Value::Table(convert::error_table(lua, text, false)?), true))
-    };
-    let args = match convert::lua_to_args((1..n + 1).map(|i| argv.raw_get::<Value>(i).unwrap_or(Value::Nil)))
-    {
-        Ok(a) => a,
-        Err(convert::ArgsError::None) => {
-            return fail("Please specify at least one argument for this redis lib call")
-        }
-        Err(convert::ArgsError::NotStrings) => {
-            return fail("Lua redis lib command arguments must be strings or integers")
-        }
-    };
-    let resp3 = lua.app_data_ref::<RunState>().is_some_and(|r| r.resp3);
-    match host.call(&args, resp3) {
-        Ok(reply) => {
-            let frame = match Frame::parse(reply) {
-                Ok((f, _)) => f,
-                Err(_) => Frame::Null,
-            };
-            let failed = matches!(frame, Frame::Error(_));
-            Ok((convert::frame_to_lua(lua, frame, resp3)?, failed))
-        }
-        Err(Refusal::Text(t)) => {
-            let t = convert::error_table(lua, t, true)?;
-            Ok((Value::Table(t), true))
-        }
-        Err(Refusal::Reply(r)) => {
-            let mut text = Vec::with_capacity(r.len() + 1);
-            text.push(b'-');
-            text.extend_from_slice(r.as_bytes());
-            Ok((Value::Table(convert::error_table_bytes(lua, &text, true)?), true))
-        }
     }
 }
 

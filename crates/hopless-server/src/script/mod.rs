@@ -17,8 +17,8 @@
 //! | `cmsgpack.rs` | the `cmsgpack` library |
 //! | `lua_struct.rs` | the `struct` library |
 //! | `bit.rs` | the `bit` library |
-//! | `reply_push.rs` | a command's reply pushed onto Lua's stack, for `redis.call`'s direct path |
 //! | `cfunc.rs` | library functions that raise as Redis's C functions do (error tables, or messages with the script's position) |
+//! | `reply_push.rs` | a command's reply pushed onto Lua's stack for `redis.call`, and Redis's error table |
 //! | `running.rs` | the script running now as other loops see it: busy, wrote, killed |
 //! | `strtod.rs` | numbers as C's `strtod` reads them |
 //! | `convert.rs` | replies into Lua values, Lua values into replies, Lua arguments into commands', `%g` |

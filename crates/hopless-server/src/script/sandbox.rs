@@ -79,15 +79,6 @@ pub(super) fn limited<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> mlua
     r
 }
 
-/// Runs `f` (Rust work for a running script: a command's reply into Lua) without the limit, restoring
-/// what was set after.
-pub(super) fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
-    let was = lua.set_memory_limit(0)?;
-    let r = f();
-    lua.set_memory_limit(was)?;
-    r
-}
-
 /// Instructions between two checks for SCRIPT KILL (a hook call costs about as much as a few
 /// instructions: a fraction of a percent).
 const KILL_CHECK_EVERY: u32 = 10_000;
@@ -126,24 +117,6 @@ pub(super) fn new_state(running: Arc<Running>) -> mlua::Result<Lua> {
     let debug: Table = g.raw_get("debug")?;
     g.raw_set("debug", Value::Nil)?;
     lua.set_app_data(CurrentCall(None));
-    let raw_call = lua.create_function(|lua, (args, n): (Table, usize)| {
-        // Copied out, so that no borrow of the app data is held while the command runs.
-        let current = lua.app_data_ref::<CurrentCall>().and_then(|c| c.0);
-        match current {
-            // SAFETY: the slot holds a call and its context only while `host::run_with_host` runs
-            // the script on this thread, with the context alive (see `CurrentCall`).
-            Some(call) => unsafe { (call.packed)(call.ctx, lua, args, n) },
-            None => {
-                let t = super::convert::error_table(
-                    lua,
-                    "redis.call/pcall can only be called inside a script invocation",
-                    false,
-                )?;
-                Ok(MultiValue::from_vec(vec![Value::Table(t), Value::Boolean(true)]))
-            }
-        }
-    })?;
-    lua.set_named_registry_value("hopless.raw_call", raw_call)?;
     let reply_to_lua = lua.create_function(|lua, (reply, resp3): (mlua::String, bool)| {
         let frame = match Frame::parse(&reply.as_bytes()) {
             Ok((f, _)) => f,
