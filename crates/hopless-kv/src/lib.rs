@@ -26,6 +26,7 @@
 //! | `store::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
 //! | `store::sets` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `store::stream` | the stream commands (XADD, XTRIM, XDEL, XLEN, XSETID; reads through `read_stream`) |
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
@@ -50,6 +51,7 @@
 //! | `types::list` | a list: packed nodes in a deque (Redis's quicklist) |
 //! | `types::zset` | a sorted set: packed (member, score) pairs, or a member map beside an ordered index (its set operations take plain sets too) |
 //! | `types::set` | a set: an intset, packed members, or a hash set |
+//! | `types::stream` | a stream: entries by id, packed by the hundred into nodes (Redis's listpacks under its radix tree) |
 //! | `types::packed` | a packed sequence of byte strings in one block (Redis's listpack) |
 //! | `types::pos_index` | a dense array's positions indexed by hash, grown a few positions a change (Redis's incremental rehash) |
 //! | `types::thin_buf` | a 16-byte growable byte buffer (its capacity kept in its block), under the compact forms so a small collection fits in its item |

@@ -534,6 +534,7 @@ mod tests {
                             }
                             Collection::Set(s) => _ = s.add(e.as_bytes(), &set_limits),
                             Collection::ZSet(z) => _ = z.insert(e.as_bytes(), i as f64, &limits),
+                            Collection::Stream(_) => unreachable!("not among the kinds tried"),
                         }
                     }
                     let other = &b"0123456789abcdefg"[..key_len * 2 + 1];

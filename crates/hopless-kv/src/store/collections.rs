@@ -107,7 +107,7 @@ impl<A: KvAlloc> Store<A> {
     ///   `kind`, installed (without TTL, subject to `maxmemory`) only if `f` left it non-empty.
     /// - A key of another kind: [`Error::WrongType`], and `f` does not run.
     /// - When `f` returns an error it must have changed nothing; the error is returned.
-    /// - A collection `f` leaves empty is removed with its key.
+    /// - A collection `f` leaves empty is removed with its key (a stream stays, as in Redis).
     ///
     /// `create` also marks the command as one that may grow memory: over `maxmemory`, the store makes
     /// room first (or refuses with OOM under `noeviction`), as Redis does for its `denyoom` commands.
@@ -142,7 +142,7 @@ impl<A: KvAlloc> Store<A> {
             }
             let mut coll = Collection::empty(kind, self.inner.alloc.clone());
             let r = f(&mut coll, &limits)?;
-            if coll.is_empty() {
+            if coll.is_empty() && coll.goes_when_empty() {
                 return Ok(Some(r));
             }
             let item = value::new_coll_item(&self.inner.alloc, key, coll).map_err(|_| Error::AllocFailed)?;
@@ -161,7 +161,7 @@ impl<A: KvAlloc> Store<A> {
         let before = coll.bytes();
         let r = f(coll, &limits);
         let after = coll.bytes();
-        let empty = coll.is_empty();
+        let empty = coll.is_empty() && coll.goes_when_empty();
         let used = &self.slot(l).c.used;
         add_signed(used, before, after);
         if empty {
@@ -387,7 +387,7 @@ impl<'s, A: KvAlloc> Keys<'s, A> {
 
     /// Replaces key `i` (whatever it held, and its TTL) with `coll`; an empty collection deletes it.
     pub fn put(&mut self, i: usize, coll: Collection<A>) -> Result<()> {
-        if coll.is_empty() {
+        if coll.is_empty() && coll.goes_when_empty() {
             self.delete(i);
             return Ok(());
         }
@@ -413,7 +413,12 @@ impl<'s, A: KvAlloc> Keys<'s, A> {
             }
             if let Some(item) = self.item(i) {
                 // SAFETY: a table's item under our lock.
-                let empty = unsafe { value::kind(item) != Kind::String && value::coll::<A>(item).is_empty() };
+                let empty = unsafe {
+                    value::kind(item) != Kind::String && {
+                        let c = value::coll::<A>(item);
+                        c.is_empty() && c.goes_when_empty()
+                    }
+                };
                 if empty {
                     self.delete(i);
                 }

@@ -23,7 +23,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `hash.rs`, `list.rs`, `sets.rs`, `zset.rs` | the commands of each collection type, over `collections.rs` |
+//! | `hash.rs`, `list.rs`, `sets.rs`, `zset.rs`, `stream.rs` | the commands of each collection type, over `collections.rs` |
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
@@ -56,6 +56,7 @@ mod sets;
 mod shard;
 mod slot;
 mod stats;
+mod stream;
 mod ttl;
 mod write;
 mod zset;
@@ -69,4 +70,5 @@ pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
 pub use self::sets::Moved;
 pub use self::shard::Store;
 pub use self::stats::Stats;
+pub use self::stream::{Added as XAdded, TrimSpec, XAdd, XSetId};
 pub use crate::redis_util::{glob_match, parse_i64};

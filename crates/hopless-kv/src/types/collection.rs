@@ -1,4 +1,4 @@
-//! [`Collection`]: what a non-string key holds, one of the four types, and what the store asks of any of
+//! [`Collection`]: what a non-string key holds, one of the five types, and what the store asks of any of
 //! them (its kind, length, bytes, encoding, a copy).
 
 use allocator_api2::boxed::Box;
@@ -7,6 +7,7 @@ use super::hash::Hash;
 use super::kind::Kind;
 use super::list::List;
 use super::set::Set;
+use super::stream::Stream;
 use super::zset::ZSet;
 use crate::alloc::KvAlloc;
 
@@ -18,6 +19,7 @@ pub enum Collection<A: KvAlloc> {
     Hash(Hash<A>),
     Set(Set<A>),
     ZSet(ZSet<A>),
+    Stream(Box<Stream<A>, A>),
 }
 
 impl<A: KvAlloc> Collection<A> {
@@ -27,6 +29,7 @@ impl<A: KvAlloc> Collection<A> {
             Collection::Hash(_) => Kind::Hash,
             Collection::Set(_) => Kind::Set,
             Collection::ZSet(_) => Kind::ZSet,
+            Collection::Stream(_) => Kind::Stream,
         }
     }
 
@@ -36,6 +39,7 @@ impl<A: KvAlloc> Collection<A> {
             Kind::List => Collection::List(Box::new_in(List::new_in(alloc.clone()), alloc)),
             Kind::Hash => Collection::Hash(Hash::new_in(alloc)),
             Kind::Set => Collection::Set(Set::new_in(alloc)),
+            Kind::Stream => Collection::Stream(Box::new_in(Stream::new_in(alloc.clone()), alloc)),
             Kind::ZSet | Kind::String => Collection::ZSet(ZSet::new_in(alloc)),
         }
     }
@@ -47,11 +51,18 @@ impl<A: KvAlloc> Collection<A> {
             Collection::Hash(x) => x.len(),
             Collection::Set(x) => x.len(),
             Collection::ZSet(x) => x.len(),
+            Collection::Stream(x) => x.len(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether the key goes when its collection is left empty: every type's but a stream's, which stays
+    /// (with its last id) until it is deleted, as in Redis.
+    pub fn goes_when_empty(&self) -> bool {
+        !matches!(self, Collection::Stream(_))
     }
 
     /// Bytes the collection's blocks take beyond its item (what the store charges against `maxmemory`).
@@ -61,6 +72,7 @@ impl<A: KvAlloc> Collection<A> {
             Collection::Hash(x) => x.bytes(),
             Collection::Set(x) => x.bytes(),
             Collection::ZSet(x) => x.bytes(),
+            Collection::Stream(x) => core::mem::size_of::<Stream<A>>() + x.bytes(),
         }
     }
 
@@ -71,6 +83,7 @@ impl<A: KvAlloc> Collection<A> {
             Collection::Hash(x) => x.encoding(),
             Collection::Set(x) => x.encoding(),
             Collection::ZSet(x) => x.encoding(),
+            Collection::Stream(x) => x.encoding(),
         }
     }
 
@@ -84,6 +97,10 @@ impl<A: KvAlloc> Collection<A> {
             Collection::Hash(x) => Collection::Hash(x.try_clone()?),
             Collection::Set(x) => Collection::Set(x.try_clone()?),
             Collection::ZSet(x) => Collection::ZSet(x.try_clone()?),
+            Collection::Stream(x) => {
+                let alloc = x.allocator().clone();
+                Collection::Stream(Box::try_new_in(x.try_clone()?, alloc).ok()?)
+            }
         })
     }
 }

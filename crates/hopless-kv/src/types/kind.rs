@@ -9,6 +9,7 @@ pub enum Kind {
     Hash = 2,
     Set = 3,
     ZSet = 4,
+    Stream = 5,
 }
 
 impl Kind {
@@ -20,14 +21,22 @@ impl Kind {
             Kind::Hash => "hash",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 
     /// The kind TYPE names `name` (as SCAN's TYPE filter reads it, case-insensitively).
     pub fn from_name(name: &[u8]) -> Option<Kind> {
-        [Kind::String, Kind::List, Kind::Hash, Kind::Set, Kind::ZSet]
-            .into_iter()
-            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+        [
+            Kind::String,
+            Kind::List,
+            Kind::Hash,
+            Kind::Set,
+            Kind::ZSet,
+            Kind::Stream,
+        ]
+        .into_iter()
+        .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
 
     pub(crate) fn from_bits(b: u32) -> Kind {
@@ -36,6 +45,7 @@ impl Kind {
             2 => Kind::Hash,
             3 => Kind::Set,
             4 => Kind::ZSet,
+            5 => Kind::Stream,
             _ => Kind::String,
         }
     }

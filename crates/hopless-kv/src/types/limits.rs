@@ -25,6 +25,10 @@ pub struct Limits {
     /// `list-max-listpack-size` (alias `list-max-ziplist-size`): a node's entries when positive, its
     /// bytes (-1: 4 KiB, -2: 8 KiB, ..., -5: 64 KiB) when negative.
     pub list_node: i64,
+    /// `stream-node-max-bytes`: a stream node's most bytes, as Redis counts its listpack (0: no limit).
+    pub stream_node_bytes: i64,
+    /// `stream-node-max-entries`: a stream node's most entries, live and deleted (0: no limit).
+    pub stream_node_entries: i64,
 }
 
 impl Default for Limits {
@@ -38,6 +42,8 @@ impl Default for Limits {
             zset_entries: 128,
             zset_value: 64,
             list_node: -2,
+            stream_node_bytes: 4096,
+            stream_node_entries: 100,
         }
     }
 }
@@ -53,9 +59,11 @@ impl Limits {
         ("zset-max-listpack-entries", &["zset-max-ziplist-entries"]),
         ("zset-max-listpack-value", &["zset-max-ziplist-value"]),
         ("list-max-listpack-size", &["list-max-ziplist-size"]),
+        ("stream-node-max-bytes", &[]),
+        ("stream-node-max-entries", &[]),
     ];
 
-    fn fields(&mut self) -> [&mut i64; 8] {
+    fn fields(&mut self) -> [&mut i64; 10] {
         [
             &mut self.hash_entries,
             &mut self.hash_value,
@@ -65,6 +73,8 @@ impl Limits {
             &mut self.zset_entries,
             &mut self.zset_value,
             &mut self.list_node,
+            &mut self.stream_node_bytes,
+            &mut self.stream_node_entries,
         ]
     }
 
@@ -86,7 +96,7 @@ impl Limits {
 }
 
 /// The store's current [`Limits`], changed at run time.
-pub(crate) struct LimitsCell([AtomicI64; 8]);
+pub(crate) struct LimitsCell([AtomicI64; 10]);
 
 impl LimitsCell {
     pub(crate) fn new(l: Limits) -> Self {

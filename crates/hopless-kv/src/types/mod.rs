@@ -1,4 +1,4 @@
-//! The collection types a key can hold besides a string: lists, hashes, sets and sorted sets, each with
+//! The collection types a key can hold besides a string: lists, hashes, sets, sorted sets and streams, each with
 //! Redis's semantics and a compact form for small collections (one `packed` block, as Redis's
 //! listpack) beside a large form with Redis's complexity.
 //!
@@ -16,6 +16,7 @@ pub(crate) mod packed;
 mod pos_index;
 pub mod random;
 pub mod set;
+pub mod stream;
 mod thin_buf;
 pub mod zset;
 
@@ -29,4 +30,5 @@ pub(crate) use limits::LimitsCell;
 pub use list::List;
 pub use random::{random_below, random_u64};
 pub use set::Set;
+pub use stream::Stream;
 pub use zset::ZSet;

@@ -1,0 +1,391 @@
+//! A stream, as Redis keeps one: entries with increasing ids ([`StreamId`]), each a list of field-value
+//! pairs, packed by the hundred into nodes (`node.rs`) kept in id order, plus the stream's own counters
+//! (the last id given out, the entries ever added, the greatest deleted id). Adding appends to the last
+//! node; reading a range finds its first node by binary search and walks on; trimming drops whole nodes
+//! from the front (or, exactly, flags entries deleted inside the first node left), as Redis does.
+//!
+//! A stream stays when its last entry goes (XDEL, XTRIM): unlike the other types, an empty stream is a
+//! key, with its last id, until it is deleted.
+
+mod id;
+mod node;
+
+use allocator_api2::vec::Vec;
+
+pub use self::id::{IdSpec, StreamId};
+use self::node::{Node, Slot};
+use super::limits::Limits;
+use crate::alloc::KvAlloc;
+
+/// The most bytes of strings one entry may have (Redis's listpack limit).
+const ENTRY_MAX_BYTES: usize = 1 << 30;
+
+/// Why an entry was not added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddError {
+    /// The id is not above the stream's last one.
+    IdTooSmall,
+    /// The entry's strings are over Redis's listpack limit.
+    TooLarge,
+}
+
+/// How XADD and XTRIM trim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trim {
+    /// Keep at most this many entries.
+    MaxLen(u64),
+    /// Drop the entries below this id.
+    MinId(StreamId),
+}
+
+/// An entry read from a stream: its id and its field-value pairs.
+pub struct Entry<'a, A: KvAlloc> {
+    pub id: StreamId,
+    node: &'a Node<A>,
+    slot: Slot,
+}
+
+impl<'a, A: KvAlloc> Entry<'a, A> {
+    /// How many field-value pairs it has.
+    pub fn fields(&self) -> usize {
+        self.slot.fields
+    }
+
+    /// Its field-value pairs, in the order they were added.
+    pub fn pairs(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.node.pairs(&self.slot)
+    }
+}
+
+pub struct Stream<A: KvAlloc> {
+    /// In id order; none without a live entry.
+    nodes: Vec<Node<A>, A>,
+    /// Live entries.
+    len: u64,
+    /// The greatest id ever given out (0-0 before the first).
+    last_id: StreamId,
+    /// The first live entry's id (0-0 when empty).
+    first_id: StreamId,
+    /// The greatest id XDEL removed.
+    max_deleted: StreamId,
+    /// Entries ever added.
+    entries_added: u64,
+}
+
+impl<A: KvAlloc> Stream<A> {
+    pub fn new_in(alloc: A) -> Self {
+        Stream {
+            nodes: Vec::new_in(alloc),
+            len: 0,
+            last_id: StreamId::MIN,
+            first_id: StreamId::MIN,
+            max_deleted: StreamId::MIN,
+            entries_added: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of the node blocks and the node vector.
+    pub fn bytes(&self) -> usize {
+        self.nodes.capacity() * core::mem::size_of::<Node<A>>()
+            + self.nodes.iter().map(Node::bytes).sum::<usize>()
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        "stream"
+    }
+
+    pub fn allocator(&self) -> &A {
+        self.nodes.allocator()
+    }
+
+    pub fn last_id(&self) -> StreamId {
+        self.last_id
+    }
+
+    pub fn first_id(&self) -> StreamId {
+        self.first_id
+    }
+
+    pub fn max_deleted_id(&self) -> StreamId {
+        self.max_deleted
+    }
+
+    pub fn entries_added(&self) -> u64 {
+        self.entries_added
+    }
+
+    /// Nodes holding the entries (XINFO STREAM's `radix-tree-keys`).
+    pub fn nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// A copy, or None without memory for it.
+    pub fn try_clone(&self) -> Option<Self> {
+        let mut nodes = Vec::new_in(self.nodes.allocator().clone());
+        nodes.try_reserve_exact(self.nodes.len()).ok()?;
+        for n in &self.nodes {
+            nodes.push(n.try_clone()?);
+        }
+        Some(Stream {
+            nodes,
+            len: self.len,
+            last_id: self.last_id,
+            first_id: self.first_id,
+            max_deleted: self.max_deleted,
+            entries_added: self.entries_added,
+        })
+    }
+
+    /// The id XADD gives `spec` with the clock at `now_ms`.
+    fn new_id(&self, spec: IdSpec, now_ms: u64) -> Result<StreamId, AddError> {
+        let id = match spec {
+            IdSpec::Exact(id) => id,
+            IdSpec::Ms(ms) if ms == self.last_id.ms => {
+                if self.last_id.seq == u64::MAX {
+                    return Err(AddError::IdTooSmall);
+                }
+                StreamId::new(ms, self.last_id.seq + 1)
+            }
+            IdSpec::Ms(ms) => StreamId::new(ms, 0),
+            IdSpec::Auto if now_ms > self.last_id.ms => StreamId::new(now_ms, 0),
+            IdSpec::Auto => self.last_id.next().ok_or(AddError::IdTooSmall)?,
+        };
+        if id <= self.last_id {
+            return Err(AddError::IdTooSmall);
+        }
+        Ok(id)
+    }
+
+    /// XADD: appends an entry of `pairs` (names and values in turn, at least one pair) under the id
+    /// `spec` gives; the id.
+    pub fn add(
+        &mut self,
+        spec: IdSpec,
+        pairs: &[&[u8]],
+        now_ms: u64,
+        limits: &Limits,
+    ) -> Result<StreamId, AddError> {
+        let id = self.new_id(spec, now_ms)?;
+        let strings: usize = pairs.iter().map(|s| s.len()).sum();
+        if strings > ENTRY_MAX_BYTES {
+            return Err(AddError::TooLarge);
+        }
+        let max_bytes = match usize::try_from(limits.stream_node_bytes) {
+            Ok(0) | Err(_) => ENTRY_MAX_BYTES,
+            Ok(b) => b.min(ENTRY_MAX_BYTES),
+        };
+        let max_entries = u32::try_from(limits.stream_node_entries).unwrap_or(u32::MAX);
+        let full = self.nodes.last().is_none_or(|n| {
+            n.lp_bytes() + strings >= max_bytes || (max_entries != 0 && n.total() >= max_entries)
+        });
+        if full {
+            if let Some(n) = self.nodes.last_mut() {
+                n.shrink();
+            }
+            let alloc = self.nodes.allocator().clone();
+            self.nodes.push(Node::new_in(id, pairs, alloc));
+        }
+        let node = self.nodes.last_mut().expect("a node to add to");
+        node.push(id, pairs);
+        self.len += 1;
+        self.entries_added += 1;
+        self.last_id = id;
+        if self.len == 1 {
+            self.first_id = id;
+        }
+        Ok(id)
+    }
+
+    /// The index of the node that would hold `id`: the last one whose master id is at most `id`.
+    fn node_of(&self, id: StreamId) -> Option<usize> {
+        self.nodes.partition_point(|n| n.master <= id).checked_sub(1)
+    }
+
+    /// The first live entry's id (0-0 when none).
+    fn first_live_id(&self) -> StreamId {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.slots())
+            .find(|s| !s.deleted)
+            .map_or(StreamId::MIN, |s| s.id)
+    }
+
+    /// Calls `f` on the live entries from `start` to `end` (both included), ascending, or descending
+    /// when `rev`, until `f` returns false.
+    pub fn range<'a>(
+        &'a self,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        mut f: impl FnMut(Entry<'a, A>) -> bool,
+    ) {
+        if start > end {
+            return;
+        }
+        if !rev {
+            let first = self.node_of(start).unwrap_or(0);
+            for node in &self.nodes[first..] {
+                if node.master > end {
+                    return;
+                }
+                for slot in node.slots() {
+                    if slot.id > end {
+                        return;
+                    }
+                    if slot.deleted || slot.id < start {
+                        continue;
+                    }
+                    if !f(Entry {
+                        id: slot.id,
+                        node,
+                        slot,
+                    }) {
+                        return;
+                    }
+                }
+            }
+        } else {
+            let Some(last) = self.node_of(end) else {
+                return;
+            };
+            let mut slots = std::vec::Vec::new();
+            for node in self.nodes[..=last].iter().rev() {
+                slots.clear();
+                slots.extend(node.slots());
+                for &slot in slots.iter().rev() {
+                    if slot.id < start {
+                        return;
+                    }
+                    if slot.deleted || slot.id > end {
+                        continue;
+                    }
+                    if !f(Entry {
+                        id: slot.id,
+                        node,
+                        slot,
+                    }) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// XDEL of one id: whether a live entry had it.
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        let Some(i) = self.node_of(id) else {
+            return false;
+        };
+        let node = &mut self.nodes[i];
+        let Some(slot) = node.slots().find(|s| s.id >= id) else {
+            return false;
+        };
+        if slot.id != id || slot.deleted {
+            return false;
+        }
+        if node.live == 1 {
+            self.nodes.remove(i);
+        } else {
+            node.delete(&slot);
+        }
+        self.len -= 1;
+        if id > self.max_deleted {
+            self.max_deleted = id;
+        }
+        if self.len == 0 {
+            self.first_id = StreamId::MIN;
+        } else if id == self.first_id {
+            self.first_id = self.first_live_id();
+        }
+        true
+    }
+
+    /// XTRIM, and XADD's trim: removes entries from the front by `trim`; with `approx`, only whole
+    /// nodes; `limit` (0: none) caps the entries removed, counted by whole nodes. How many went.
+    pub fn trim(&mut self, trim: Trim, approx: bool, limit: u64) -> u64 {
+        let mut deleted = 0u64;
+        let mut whole = 0;
+        for i in 0..self.nodes.len() {
+            if let Trim::MaxLen(max) = trim {
+                if self.len <= max {
+                    break;
+                }
+            }
+            let node = &self.nodes[i];
+            let entries = u64::from(node.live);
+            if limit != 0 && deleted + entries > limit {
+                break;
+            }
+            let remove = match trim {
+                Trim::MaxLen(max) => self.len - entries >= max,
+                Trim::MinId(min) => node.slots().last().is_some_and(|s| s.id < min),
+            };
+            if remove {
+                whole += 1;
+                self.len -= entries;
+                deleted += entries;
+                continue;
+            }
+            if approx {
+                break;
+            }
+            let node = &mut self.nodes[i];
+            let slots: std::vec::Vec<Slot> = node.slots().collect();
+            for slot in slots {
+                let stop = match trim {
+                    Trim::MaxLen(max) => self.len <= max,
+                    Trim::MinId(min) => slot.id >= min,
+                };
+                if stop {
+                    break;
+                }
+                if !slot.deleted {
+                    node.delete(&slot);
+                    self.len -= 1;
+                    deleted += 1;
+                }
+            }
+            break;
+        }
+        self.nodes.drain(..whole);
+        if self.len == 0 {
+            self.first_id = StreamId::MIN;
+        } else if deleted != 0 {
+            self.first_id = self.first_live_id();
+        }
+        deleted
+    }
+
+    /// XSETID: the last id, and optionally the entries ever added and the greatest deleted id (checked
+    /// by the caller against [`Stream::len`] and the last entry).
+    pub fn set_ids(&mut self, last: StreamId, entries_added: Option<u64>, max_deleted: Option<StreamId>) {
+        self.last_id = last;
+        if let Some(n) = entries_added {
+            self.entries_added = n;
+        }
+        if let Some(id) = max_deleted {
+            self.max_deleted = id;
+        }
+    }
+
+    /// The id of the last live entry (0-0 when empty).
+    pub fn last_entry_id(&self) -> StreamId {
+        let mut last = StreamId::MIN;
+        self.range(StreamId::MIN, StreamId::MAX, true, |e| {
+            last = e.id;
+            false
+        });
+        last
+    }
+}
+
+#[cfg(test)]
+mod tests;
