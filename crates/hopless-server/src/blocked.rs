@@ -36,6 +36,11 @@ pub trait BlockedOp: Send {
     fn pushes_to(&self) -> Option<&Bytes> {
         None
     }
+    /// Whether serving takes what it serves (a pop): then a key that has nothing for the first waiter
+    /// has nothing for the ones after it. A read (XREAD) takes nothing, so each waiter is tried.
+    fn consumes(&self) -> bool {
+        true
+    }
 }
 
 struct Waiter {
@@ -172,6 +177,11 @@ impl Blocked {
                     ..Default::default()
                 };
                 let served = match w.op.serve(store, &key, &mut out) {
+                    // Nothing for a reader: the next one may want older entries.
+                    Ok(false) if !w.op.consumes() => {
+                        i += 1;
+                        continue;
+                    }
                     // The key is empty (or gone): the rest of its queue waits on.
                     Ok(false) => break,
                     Ok(true) => true,
@@ -182,7 +192,7 @@ impl Blocked {
                 };
                 let w = waiting.remove(client).expect("a queued client is registered");
                 self.count.fetch_sub(1, Ordering::SeqCst);
-                if served {
+                if served && w.op.consumes() {
                     changed.push(key.clone());
                     if let Some(dst) = w.op.pushes_to() {
                         changed.push(dst.clone());

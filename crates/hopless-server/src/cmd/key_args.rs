@@ -39,6 +39,29 @@ fn movable(name: &str) -> Option<Movable> {
     Some(Movable { count_at, dest })
 }
 
+/// XREAD's and XREADGROUP's keys: the first half of the arguments after STREAMS, which comes after the
+/// options (BLOCK and COUNT with a value, GROUP with two, NOACK), as Redis finds them.
+fn stream_keys(args: &[Bytes]) -> Result<Vec<usize>, KeysError> {
+    let mut i = 1;
+    while i < args.len() {
+        let a = String::from_utf8_lossy(&args[i]).to_ascii_lowercase();
+        match a.as_str() {
+            "block" | "count" => i += 2,
+            "group" => i += 3,
+            "noack" => i += 1,
+            "streams" => {
+                let rest = args.len() - i - 1;
+                if rest == 0 || rest % 2 != 0 {
+                    return Err(KeysError::BadArgs);
+                }
+                return Ok((i + 1..i + 1 + rest / 2).collect());
+            }
+            _ => return Err(KeysError::BadArgs),
+        }
+    }
+    Err(KeysError::BadArgs)
+}
+
 /// The key of a container's subcommand (OBJECT ENCODING and the like, MEMORY USAGE): its index, and
 /// whether the subcommand takes exactly that many arguments (or more), as Redis's arity says.
 fn container_key(name: &str, sub: &[u8]) -> Option<(usize, bool)> {
@@ -54,6 +77,9 @@ fn container_key(name: &str, sub: &[u8]) -> Option<(usize, bool)> {
 /// keys command `i` of `table` reads or writes: empty for a script or function given no keys.
 pub fn key_positions(table: &Table, i: usize, args: &[Bytes]) -> Result<Vec<usize>, KeysError> {
     let cmd = &table.commands()[i];
+    if cmd.name == "xread" || cmd.name == "xreadgroup" {
+        return stream_keys(args);
+    }
     if let Some(m) = movable(cmd.name) {
         let first = m.count_at + 1;
         let count = args

@@ -16,6 +16,7 @@
 //! | `list.rs` | the list commands |
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
+//! | `stream.rs` | XADD XTRIM XDEL XLEN XRANGE XREVRANGE XSETID XREAD |
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `transaction.rs` | MULTI EXEC DISCARD WATCH UNWATCH (the dispatcher queues inside MULTI) |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
@@ -68,6 +69,7 @@ mod scan_args;
 mod scripting;
 mod set;
 mod slowlog;
+mod stream;
 mod string;
 mod transaction;
 mod zset;
@@ -87,6 +89,7 @@ pub fn table() -> &'static Table {
             list::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
+            stream::COMMANDS,
             connection::COMMANDS,
             transaction::COMMANDS,
             client::COMMANDS,

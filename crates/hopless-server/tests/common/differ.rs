@@ -236,6 +236,12 @@ impl Differ {
                 Frame::Simple(s) if s == "zset" => {
                     vec![(vec![b"ZRANGE", &k, b"0", b"-1", b"WITHSCORES"], Order::Exact)]
                 }
+                Frame::Simple(s) if s == "stream" => {
+                    vec![
+                        (vec![b"XRANGE", &k, b"-", b"+"], Order::Exact),
+                        (vec![b"XLEN", &k], Order::Exact),
+                    ]
+                }
                 _ => vec![],
             };
             for (a, order) in reads {
