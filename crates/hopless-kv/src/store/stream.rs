@@ -112,6 +112,18 @@ impl<A: KvAlloc> Store<A> {
         self.read_coll(key, Kind::Stream, |c| f(stream(c)))
     }
 
+    /// Runs `f` on the stream at `key` under the write lock (the consumer-group commands): `Ok(None)` for
+    /// a missing key, unless `create`, when `f` runs on a new empty stream that stays (XGROUP CREATE
+    /// MKSTREAM). An error from `f` must come before any change.
+    pub fn write_stream<R>(
+        &self,
+        key: &[u8],
+        create: bool,
+        f: impl FnOnce(&mut Stream<A>) -> Result<R>,
+    ) -> Result<Option<R>> {
+        self.write_coll(key, Kind::Stream, create, |c, _| f(stream_mut(c)))
+    }
+
     /// XSETID: `Err(NoSuchKey)` for a missing key; Redis's errors when the last id is below the last
     /// entry's, or the entries added below the length.
     pub fn xsetid(&self, key: &[u8], a: &XSetId) -> Result<()> {

@@ -17,6 +17,7 @@
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
 //! | `stream.rs` | XADD XTRIM XDEL XLEN XRANGE XREVRANGE XSETID XREAD |
+//! | `stream_group.rs` | XGROUP XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM XINFO |
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `transaction.rs` | MULTI EXEC DISCARD WATCH UNWATCH (the dispatcher queues inside MULTI) |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
@@ -70,6 +71,7 @@ mod scripting;
 mod set;
 mod slowlog;
 mod stream;
+mod stream_group;
 mod string;
 mod transaction;
 mod zset;
@@ -90,6 +92,7 @@ pub fn table() -> &'static Table {
             set::COMMANDS,
             zset::COMMANDS,
             stream::COMMANDS,
+            stream_group::COMMANDS,
             connection::COMMANDS,
             transaction::COMMANDS,
             client::COMMANDS,

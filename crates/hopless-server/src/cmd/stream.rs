@@ -42,18 +42,19 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("stream", "5.0.0", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block."),
 ];
 
-const INVALID_ID: CmdError = CmdError::Static("ERR Invalid stream ID specified as stream command argument");
+pub(super) const INVALID_ID: CmdError =
+    CmdError::Static("ERR Invalid stream ID specified as stream command argument");
 
 /// XREAD BLOCK's entries a wake-up serves when it gave no COUNT (Redis's `XREAD_BLOCKED_DEFAULT_COUNT`).
-const BLOCKED_DEFAULT_COUNT: usize = 1000;
+pub(super) const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// An id argument (`-` and `+` too unless `strict`).
-fn id_arg(b: &[u8], missing_seq: u64, strict: bool) -> Result<StreamId, CmdError> {
+pub(super) fn id_arg(b: &[u8], missing_seq: u64, strict: bool) -> Result<StreamId, CmdError> {
     StreamId::parse(b, missing_seq, strict).ok_or(INVALID_ID)
 }
 
 /// An id as Redis writes it, `<ms>-<seq>`, without allocating.
-fn id_bulk(out: &mut Reply, id: StreamId) {
+pub(super) fn id_bulk(out: &mut Reply, id: StreamId) {
     let mut buf = [0u8; 41];
     let mut w = &mut buf[..];
     let _ = std::io::Write::write_fmt(&mut w, format_args!("{id}"));
@@ -62,7 +63,7 @@ fn id_bulk(out: &mut Reply, id: StreamId) {
 }
 
 /// One entry: `[id, [field, value, ...]]`.
-fn entry_reply<A: KvAlloc>(out: &mut Reply, e: &Entry<'_, A>) {
+pub(super) fn entry_reply<A: KvAlloc>(out: &mut Reply, e: &Entry<'_, A>) {
     out.array(2);
     id_bulk(out, e.id);
     out.array(e.fields() * 2);
@@ -73,7 +74,7 @@ fn entry_reply<A: KvAlloc>(out: &mut Reply, e: &Entry<'_, A>) {
 }
 
 /// The entries from `start` to `end` (descending when `rev`), at most `count` (0: all), as an array.
-fn range_reply<A: KvAlloc>(
+pub(super) fn range_reply<A: KvAlloc>(
     out: &mut Reply,
     s: &Stream<A>,
     start: StreamId,
@@ -93,7 +94,7 @@ fn range_reply<A: KvAlloc>(
 }
 
 /// The clock for `*` ids, in Unix milliseconds.
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -252,7 +253,7 @@ fn xlen(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 /// A range bound: `(` excludes it; an incomplete id's sequence is `missing_seq`.
-fn bound(b: &[u8], missing_seq: u64) -> Result<(StreamId, bool), CmdError> {
+pub(super) fn bound(b: &[u8], missing_seq: u64) -> Result<(StreamId, bool), CmdError> {
     if b.len() > 1 && b[0] == b'(' {
         Ok((id_arg(&b[1..], missing_seq, true)?, true))
     } else {
@@ -347,7 +348,7 @@ fn xsetid(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
 }
 
 /// XREAD BLOCK's timeout in milliseconds as Redis reads it: an integer, not negative. None: forever (0).
-fn block_arg(b: &[u8]) -> Result<Option<Duration>, CmdError> {
+pub(super) fn block_arg(b: &[u8]) -> Result<Option<Duration>, CmdError> {
     let ms = hopless_kv::store::parse_i64(b)
         .ok_or(CmdError::Static("ERR timeout is not an integer or out of range"))?;
     if ms < 0 {

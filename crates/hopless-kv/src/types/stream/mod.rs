@@ -7,11 +7,15 @@
 //! A stream stays when its last entry goes (XDEL, XTRIM): unlike the other types, an empty stream is a
 //! key, with its last id, until it is deleted.
 
+mod delivery;
+mod group;
 mod id;
 mod node;
 
 use allocator_api2::vec::Vec;
 
+pub use self::delivery::{Claim, Claimed};
+pub use self::group::{Consumer, Group, Nack};
 pub use self::id::{IdSpec, StreamId};
 use self::node::{Node, Slot};
 use super::limits::Limits;
@@ -70,17 +74,81 @@ pub struct Stream<A: KvAlloc> {
     max_deleted: StreamId,
     /// Entries ever added.
     entries_added: u64,
+    /// Consumer groups, in name order.
+    groups: Vec<Group<A>, A>,
+}
+
+/// [`Stream::range`] over `nodes`.
+fn range_in<'a, A: KvAlloc>(
+    nodes: &'a [Node<A>],
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+    mut f: impl FnMut(Entry<'a, A>) -> bool,
+) {
+    if start > end {
+        return;
+    }
+    let node_of = |id: StreamId| nodes.partition_point(|n| n.master <= id).checked_sub(1);
+    if !rev {
+        let first = node_of(start).unwrap_or(0);
+        for node in &nodes[first..] {
+            if node.master > end {
+                return;
+            }
+            for slot in node.slots() {
+                if slot.id > end {
+                    return;
+                }
+                if slot.deleted || slot.id < start {
+                    continue;
+                }
+                if !f(Entry {
+                    id: slot.id,
+                    node,
+                    slot,
+                }) {
+                    return;
+                }
+            }
+        }
+    } else {
+        let Some(last) = node_of(end) else {
+            return;
+        };
+        let mut slots = std::vec::Vec::new();
+        for node in nodes[..=last].iter().rev() {
+            slots.clear();
+            slots.extend(node.slots());
+            for &slot in slots.iter().rev() {
+                if slot.id < start {
+                    return;
+                }
+                if slot.deleted || slot.id > end {
+                    continue;
+                }
+                if !f(Entry {
+                    id: slot.id,
+                    node,
+                    slot,
+                }) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 impl<A: KvAlloc> Stream<A> {
     pub fn new_in(alloc: A) -> Self {
         Stream {
-            nodes: Vec::new_in(alloc),
+            nodes: Vec::new_in(alloc.clone()),
             len: 0,
             last_id: StreamId::MIN,
             first_id: StreamId::MIN,
             max_deleted: StreamId::MIN,
             entries_added: 0,
+            groups: Vec::new_in(alloc),
         }
     }
 
@@ -92,10 +160,12 @@ impl<A: KvAlloc> Stream<A> {
         self.len == 0
     }
 
-    /// Bytes of the node blocks and the node vector.
+    /// Bytes of the node blocks, the node vector and the groups.
     pub fn bytes(&self) -> usize {
         self.nodes.capacity() * core::mem::size_of::<Node<A>>()
             + self.nodes.iter().map(Node::bytes).sum::<usize>()
+            + self.groups.capacity() * core::mem::size_of::<Group<A>>()
+            + self.groups.iter().map(Group::bytes).sum::<usize>()
     }
 
     pub fn encoding(&self) -> &'static str {
@@ -134,7 +204,13 @@ impl<A: KvAlloc> Stream<A> {
         for n in &self.nodes {
             nodes.push(n.try_clone()?);
         }
+        let mut groups = Vec::new_in(self.groups.allocator().clone());
+        groups.try_reserve_exact(self.groups.len()).ok()?;
+        for g in &self.groups {
+            groups.push(g.try_clone()?);
+        }
         Some(Stream {
+            groups,
             nodes,
             len: self.len,
             last_id: self.last_id,
@@ -225,58 +301,19 @@ impl<A: KvAlloc> Stream<A> {
         start: StreamId,
         end: StreamId,
         rev: bool,
-        mut f: impl FnMut(Entry<'a, A>) -> bool,
+        f: impl FnMut(Entry<'a, A>) -> bool,
     ) {
-        if start > end {
-            return;
-        }
-        if !rev {
-            let first = self.node_of(start).unwrap_or(0);
-            for node in &self.nodes[first..] {
-                if node.master > end {
-                    return;
-                }
-                for slot in node.slots() {
-                    if slot.id > end {
-                        return;
-                    }
-                    if slot.deleted || slot.id < start {
-                        continue;
-                    }
-                    if !f(Entry {
-                        id: slot.id,
-                        node,
-                        slot,
-                    }) {
-                        return;
-                    }
-                }
-            }
-        } else {
-            let Some(last) = self.node_of(end) else {
-                return;
-            };
-            let mut slots = std::vec::Vec::new();
-            for node in self.nodes[..=last].iter().rev() {
-                slots.clear();
-                slots.extend(node.slots());
-                for &slot in slots.iter().rev() {
-                    if slot.id < start {
-                        return;
-                    }
-                    if slot.deleted || slot.id > end {
-                        continue;
-                    }
-                    if !f(Entry {
-                        id: slot.id,
-                        node,
-                        slot,
-                    }) {
-                        return;
-                    }
-                }
-            }
-        }
+        range_in(&self.nodes, start, end, rev, f);
+    }
+
+    /// The live entry with id `id`, if any.
+    pub fn entry(&self, id: StreamId) -> Option<Entry<'_, A>> {
+        let mut found = None;
+        self.range(id, id, false, |e| {
+            found = Some(e);
+            false
+        });
+        found
     }
 
     /// XDEL of one id: whether a live entry had it.
