@@ -36,6 +36,11 @@ pub trait BlockedOp: Send {
     fn pushes_to(&self) -> Option<&Bytes> {
         None
     }
+    /// The error that unblocks the waiter when a key it waits on is deleted or takes another type (an
+    /// XREADGROUP's group is gone with it); None: it waits on, as a pop does.
+    fn gone(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether serving takes what it serves (a pop): then a key that has nothing for the first waiter
     /// has nothing for the ones after it. A read (XREAD) takes nothing, so each waiter is tried.
     fn consumes(&self) -> bool {
@@ -146,6 +151,11 @@ impl Blocked {
         Ok(Tried::Blocked(rx))
     }
 
+    /// Every key somebody waits on (FLUSHALL's, which changes them all).
+    pub fn waiting_keys(&self) -> Vec<Bytes> {
+        self.lock().by_key.keys().cloned().collect()
+    }
+
     /// Whether anybody is blocked: a write's check before it looks its keys up (after its fence).
     pub fn active(&self) -> bool {
         self.count.load(Ordering::Relaxed) > 0
@@ -165,29 +175,34 @@ impl Blocked {
             let mut i = 0;
             while let Some(&client) = waiting.by_key.get(&key).and_then(|q| q.get(i)) {
                 let w = &waiting.by_client[&client];
-                if store.key_type(&key) != Some(w.op.kind()) {
-                    // Not what this client pops (a list for BLPOP, a sorted set for BZPOPMIN): the
-                    // next one in the queue may want it.
-                    i += 1;
-                    continue;
-                }
                 let mut out = Reply {
                     buf: BytesMut::new(),
                     proto: w.proto,
                     ..Default::default()
                 };
-                let served = match w.op.serve(store, &key, &mut out) {
-                    // Nothing for a reader: the next one may want older entries.
-                    Ok(false) if !w.op.consumes() => {
+                let served = if store.key_type(&key) != Some(w.op.kind()) {
+                    let Some(e) = w.op.gone() else {
+                        // Not what this client pops (a list for BLPOP, a sorted set for BZPOPMIN): the
+                        // next one in the queue may want it.
                         i += 1;
                         continue;
-                    }
-                    // The key is empty (or gone): the rest of its queue waits on.
-                    Ok(false) => break,
-                    Ok(true) => true,
-                    Err(e) => {
-                        out.error(&e.to_string());
-                        false
+                    };
+                    out.error(e);
+                    false
+                } else {
+                    match w.op.serve(store, &key, &mut out) {
+                        // Nothing for a reader: the next one may want older entries.
+                        Ok(false) if !w.op.consumes() => {
+                            i += 1;
+                            continue;
+                        }
+                        // The key is empty (or gone): the rest of its queue waits on.
+                        Ok(false) => break,
+                        Ok(true) => true,
+                        Err(e) => {
+                            out.error(&e.to_string());
+                            false
+                        }
                     }
                 };
                 let w = waiting.remove(client).expect("a queued client is registered");

@@ -283,6 +283,17 @@ async fn wait_unblocked(
     conn.entry.blocked.store(false, Ordering::Relaxed);
     match reply {
         Some(r) => {
+            // An error that unblocks it (a consumer group gone, CLIENT UNBLOCK ERROR) counts as the
+            // command's failure and in the error stats, as Redis counts it.
+            if let (Some(msg), Some((args, _))) = (r.strip_prefix(b"-"), wait.slow.as_ref()) {
+                let msg = msg.strip_suffix(b"\r\n").unwrap_or(msg);
+                if let Some(out) = out.errors.as_ref() {
+                    out.count(msg);
+                }
+                if let Some(i) = args.first().and_then(|name| crate::cmd::table().lookup(name)) {
+                    shared.stats.of(conn.loop_index).commands[i].failed.add(1);
+                }
+            }
             if let Some((args, micros)) = wait.slow.take() {
                 crate::cmd::log_slow(shared, &conn.entry, micros, &args);
             }

@@ -290,11 +290,9 @@ fn client_unblock(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             ))
         }
     };
-    // The unblocked client's error counts in INFO errorstats as any other.
-    let errors = c.out.errors.clone();
+    // The unblocked client's error counts in INFO errorstats when it reaches it (`conn.rs`).
     let unblocked = u64::try_from(id).is_ok_and(|id| {
         c.shared.blocked.unblock(id, |out| {
-            out.errors = errors;
             if error {
                 out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
             } else {

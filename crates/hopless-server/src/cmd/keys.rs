@@ -288,6 +288,14 @@ fn flush(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         _ => return Err(SYNTAX),
     }
     c.shared.store.flush();
+    // A reader blocked on a consumer group learns that its group is gone (the other blocked commands
+    // wait on).
+    if c.shared.blocked.active() {
+        let keys = c.shared.blocked.waiting_keys();
+        c.shared
+            .blocked
+            .serve(&c.shared.store, keys.iter().map(|k| &k[..]));
+    }
     c.out.ok();
     Ok(())
 }

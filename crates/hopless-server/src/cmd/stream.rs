@@ -368,14 +368,15 @@ impl BlockedOp for ReadAfter {
         Kind::Stream
     }
 
-    /// Serves the reader when the stream's last id passed the one it waits above, as Redis checks it:
-    /// a one-key reply (an array of one `[key, entries]`; RESP3: a map of one).
+    /// Serves the reader when the stream has an entry above the id it waits above: a one-key reply (an
+    /// array of one `[key, entries]`; RESP3: a map of one). Never an empty one: a stream whose newer
+    /// entries were deleted keeps its reader waiting, as Redis does since it stopped replying `{key {}}`.
     fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error> {
         let Some(&(_, gt)) = self.after.iter().find(|(k, _)| &k[..] == key) else {
             return Ok(false);
         };
         let served = store.read_stream(key, |s| {
-            if s.last_id() <= gt {
+            if s.is_empty() || s.last_entry_id() <= gt {
                 return false;
             }
             one_key_reply(out, key, s, gt, self.count);

@@ -76,6 +76,9 @@ const XINFO_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// A blocked XREADGROUP's answer when its group went away.
+const NO_LONGER: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
+
 /// Redis's `addReplySubcommandSyntaxError`.
 fn sub_syntax(a: &[Bytes]) -> CmdError {
     CmdError::Msg(format!(
@@ -184,6 +187,11 @@ fn xgroup(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
         })
     });
+    if sub == "destroy" && matches!(r, Ok(Some(Reply3::Int(1)))) && c.shared.blocked.active() {
+        // Its blocked readers learn that it is gone (XGROUP is no write command of its own for the
+        // dispatcher to serve them after).
+        c.shared.blocked.serve(&c.shared.store, std::iter::once(&key[..]));
+    }
     match r {
         Ok(Some(Reply3::Ok)) => c.out.ok(),
         Ok(Some(Reply3::Int(n))) => c.out.int(n),
@@ -494,11 +502,9 @@ impl BlockedOp for ReadGroup {
     fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error> {
         let r = store.write_stream(key, false, |s| {
             let Some(g) = s.group(&self.group) else {
-                return Err(hopless_kv::Error::Msg(
-                    "NOGROUP the consumer group this client was blocked on no longer exists",
-                ));
+                return Err(hopless_kv::Error::Msg(NO_LONGER));
             };
-            if s.last_id() <= g.last_id {
+            if s.is_empty() || s.last_entry_id() <= g.last_id {
                 return Ok(false);
             }
             match out.proto {
@@ -518,6 +524,11 @@ impl BlockedOp for ReadGroup {
     /// A reader of another group may still want what this one read.
     fn consumes(&self) -> bool {
         false
+    }
+
+    /// The key deleted or turned into another type takes the group with it.
+    fn gone(&self) -> Option<&'static str> {
+        Some(NO_LONGER)
     }
 }
 
