@@ -21,6 +21,9 @@ use self::node::{Node, Slot};
 use super::limits::Limits;
 use crate::alloc::KvAlloc;
 
+/// The block a new node starts with (Redis's `STREAM_LISTPACK_MAX_PRE_ALLOCATE`).
+const NODE_PREALLOC: usize = 4096;
+
 /// The most bytes of strings one entry may have (Redis's listpack limit).
 const ENTRY_MAX_BYTES: usize = 1 << 30;
 
@@ -267,7 +270,9 @@ impl<A: KvAlloc> Stream<A> {
                 n.shrink();
             }
             let alloc = self.nodes.allocator().clone();
-            self.nodes.push(Node::new_in(id, pairs, alloc));
+            // As Redis preallocates a listpack: up to 4 KiB, less under a smaller byte limit.
+            let reserve = max_bytes.min(NODE_PREALLOC);
+            self.nodes.push(Node::new_in(id, pairs, reserve, alloc));
         }
         let node = self.nodes.last_mut().expect("a node to add to");
         node.push(id, pairs);

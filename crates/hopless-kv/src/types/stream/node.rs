@@ -126,9 +126,11 @@ pub(super) struct Slot {
 
 impl<A: KvAlloc> Node<A> {
     /// A node whose master fields are `pairs`' names (`pairs` holds names and values in turn), with no
-    /// entry yet.
-    pub(super) fn new_in(master: StreamId, pairs: &[&[u8]], alloc: A) -> Self {
+    /// entry yet, its block `reserve` bytes to start with (so that it does not grow by doubling; it is
+    /// shrunk to its entries when the next node starts).
+    pub(super) fn new_in(master: StreamId, pairs: &[&[u8]], reserve: usize, alloc: A) -> Self {
         let mut data = Vec::new_in(alloc);
+        data.reserve_exact(reserve);
         let fields = pairs.len() / 2;
         put_varint(&mut data, fields as u64);
         let mut lp_rest = LP_OVERHEAD + lp_int(fields as i64) + lp_int(0);
