@@ -17,7 +17,10 @@
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
 //! | `stream.rs` | XADD XTRIM XDEL XLEN XRANGE XREVRANGE XSETID XREAD |
-//! | `stream_group.rs` | XGROUP XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM XINFO |
+//! | `stream_group.rs` | XGROUP XACK XPENDING |
+//! | `stream_read_group.rs` | XREADGROUP |
+//! | `stream_claim.rs` | XCLAIM XAUTOCLAIM |
+//! | `stream_info.rs` | XINFO |
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `transaction.rs` | MULTI EXEC DISCARD WATCH UNWATCH (the dispatcher queues inside MULTI) |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
@@ -71,7 +74,10 @@ mod scripting;
 mod set;
 mod slowlog;
 mod stream;
+mod stream_claim;
 mod stream_group;
+mod stream_info;
+mod stream_read_group;
 mod string;
 mod transaction;
 mod zset;
@@ -93,6 +99,9 @@ pub fn table() -> &'static Table {
             zset::COMMANDS,
             stream::COMMANDS,
             stream_group::COMMANDS,
+            stream_read_group::COMMANDS,
+            stream_claim::COMMANDS,
+            stream_info::COMMANDS,
             connection::COMMANDS,
             transaction::COMMANDS,
             client::COMMANDS,
