@@ -156,10 +156,21 @@ fn pop_or_block(c: &mut Ctx<'_>, keys: &[Bytes], timeout: Option<Duration>, pop:
         }
         return Ok(());
     }
+    block_on(c, keys.to_vec(), Box::new(pop), timeout)
+}
+
+/// Tries `op` on `keys` once more with the registry locked, then blocks the client on them until a
+/// write serves it or `timeout` passes (None: forever); the connection waits for the reply.
+pub(super) fn block_on(
+    c: &mut Ctx<'_>,
+    keys: Vec<Bytes>,
+    op: Box<dyn BlockedOp>,
+    timeout: Option<Duration>,
+) -> CmdResult {
     let tried = c
         .shared
         .blocked
-        .try_or_block(store, c.conn.id(), keys.to_vec(), Box::new(pop), c.out)?;
+        .try_or_block(&c.shared.store, c.conn.id(), keys, op, c.out)?;
     if let Tried::Blocked(reply) = tried {
         let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
         c.conn.block = Some(BlockWait {

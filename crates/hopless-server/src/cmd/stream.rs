@@ -13,11 +13,11 @@ use hopless_kv::store::{TrimSpec, XAdd, XSetId};
 use hopless_kv::types::stream::{Entry, IdSpec, Stream, StreamId, Trim};
 use hopless_kv::{Kind, KvAlloc, Store};
 
+use super::blocking::block_on;
 use super::command::{int_arg, Command, Ctx};
-use crate::blocked::{BlockedOp, Tried};
+use crate::blocked::BlockedOp;
 use crate::codec::{Proto, Reply};
 use crate::errors::{wrong_args, CmdError, CmdResult, SYNTAX};
-use crate::state::BlockWait;
 use crate::words::eq;
 
 /// This family's rows of the command table, one command a row.
@@ -479,16 +479,39 @@ fn xread(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         store.read_stream(key, |s| {
             if !s.is_empty() && s.last_entry_id() > *gt {
                 served += 1;
-                if body.proto == Proto::Resp2 {
-                    body.array(2);
-                }
-                body.bulk(key);
+                key_header(&mut body, key);
                 if let Some(start) = gt.next() {
                     range_reply(&mut body, s, start, StreamId::MAX, count, false);
                 }
             }
         })?;
     }
+    let keys = after.iter().map(|(k, _)| k.clone()).collect();
+    let count = if count == 0 { BLOCKED_DEFAULT_COUNT } else { count };
+    served_or_blocked(c, served, &body, block, keys, || {
+        Box::new(ReadAfter { after, count })
+    })
+}
+
+/// Opens one key's part of XREAD's or XREADGROUP's reply: `[key, ` in RESP2, the map key in RESP3.
+pub(super) fn key_header(body: &mut Reply, key: &[u8]) {
+    if body.proto == Proto::Resp2 {
+        body.array(2);
+    }
+    body.bulk(key);
+}
+
+/// XREAD's and XREADGROUP's ending: the `served` keys' replies (in `body`) as one array (RESP3: a map);
+/// none served, a null array, or with BLOCK (outside EXEC) the client blocked on `keys` with the op
+/// `op` makes.
+pub(super) fn served_or_blocked(
+    c: &mut Ctx<'_>,
+    served: usize,
+    body: &Reply,
+    block: Option<Option<Duration>>,
+    keys: Vec<Bytes>,
+    op: impl FnOnce() -> Box<dyn BlockedOp>,
+) -> CmdResult {
     if served > 0 {
         match c.out.proto {
             Proto::Resp2 => c.out.array(served),
@@ -497,31 +520,11 @@ fn xread(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         c.out.buf.extend_from_slice(&body.buf);
         return Ok(());
     }
-    let Some(timeout) = block else {
-        c.out.null_array();
-        return Ok(());
-    };
-    if c.in_exec {
-        c.out.null_array();
-        return Ok(());
+    match block {
+        Some(timeout) if !c.in_exec => block_on(c, keys, op(), timeout),
+        _ => {
+            c.out.null_array();
+            Ok(())
+        }
     }
-    let keys: Vec<Bytes> = after.iter().map(|(k, _)| k.clone()).collect();
-    let op = ReadAfter {
-        after,
-        count: if count == 0 { BLOCKED_DEFAULT_COUNT } else { count },
-    };
-    let tried = c
-        .shared
-        .blocked
-        .try_or_block(store, c.conn.id(), keys, Box::new(op), c.out)?;
-    if let Tried::Blocked(reply) = tried {
-        let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
-        c.conn.block = Some(BlockWait {
-            reply,
-            deadline,
-            silenced: false,
-            slow: None,
-        });
-    }
-    Ok(())
 }

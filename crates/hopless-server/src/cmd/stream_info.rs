@@ -2,7 +2,7 @@
 //! pending entries and consumers), its groups and a group's consumers, as Redis 7.0 answers them.
 
 use bytes::Bytes;
-use hopless_kv::types::stream::{Stream, StreamId};
+use hopless_kv::types::stream::{Group, Stream, StreamId};
 use hopless_kv::KvAlloc;
 
 use super::command::{help, int_arg, subcommand, Command, Ctx};
@@ -77,16 +77,7 @@ fn xinfo(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                     out.int(g.pel().len() as i64);
                     out.bulk(b"last-delivered-id");
                     id_bulk(out, g.last_id);
-                    out.bulk(b"entries-read");
-                    match g.entries_read {
-                        -1 => out.null(),
-                        n => out.int(n),
-                    }
-                    out.bulk(b"lag");
-                    match s.lag(g) {
-                        Some(n) => out.int(n),
-                        None => out.null(),
-                    }
+                    read_and_lag(out, s, g);
                 }
             }
             _ => stream_info(out, s, a)?,
@@ -96,6 +87,20 @@ fn xinfo(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     match r {
         Some(r) => r,
         None => Err(CmdError::Static("ERR no such key")),
+    }
+}
+
+/// A group's `entries-read` and `lag` fields (null where not known).
+fn read_and_lag<A: KvAlloc>(out: &mut Reply, s: &Stream<A>, g: &Group<A>) {
+    out.bulk(b"entries-read");
+    match g.entries_read {
+        -1 => out.null(),
+        n => out.int(n),
+    }
+    out.bulk(b"lag");
+    match s.lag(g) {
+        Some(n) => out.int(n),
+        None => out.null(),
     }
 }
 
@@ -162,16 +167,7 @@ fn stream_info<A: KvAlloc>(out: &mut Reply, s: &Stream<A>, a: &[Bytes]) -> Resul
         out.bulk(g.name());
         out.bulk(b"last-delivered-id");
         id_bulk(out, g.last_id);
-        out.bulk(b"entries-read");
-        match g.entries_read {
-            -1 => out.null(),
-            n => out.int(n),
-        }
-        out.bulk(b"lag");
-        match s.lag(g) {
-            Some(n) => out.int(n),
-            None => out.null(),
-        }
+        read_and_lag(out, s, g);
         out.bulk(b"pel-count");
         out.int(g.pel().len() as i64);
         out.bulk(b"pending");

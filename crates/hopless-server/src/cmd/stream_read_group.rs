@@ -13,12 +13,13 @@ use hopless_kv::types::stream::{Stream, StreamId};
 use hopless_kv::{Kind, KvAlloc, Store};
 
 use super::command::{int_arg, Command, Ctx};
-use super::stream::{block_arg, entry_reply, id_bulk, now_ms, BLOCKED_DEFAULT_COUNT, INVALID_ID};
+use super::stream::{
+    block_arg, entry_reply, id_bulk, key_header, now_ms, served_or_blocked, BLOCKED_DEFAULT_COUNT, INVALID_ID,
+};
 use super::stream_group::NO_LONGER;
-use crate::blocked::{BlockedOp, Tried};
+use crate::blocked::BlockedOp;
 use crate::codec::{Proto, Reply};
 use crate::errors::{CmdError, CmdResult, SYNTAX};
-use crate::state::BlockWait;
 use crate::words::eq;
 
 /// This family's rows of the command table, one command a row.
@@ -178,10 +179,7 @@ fn xreadgroup(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                 return Ok(());
             }
             served += 1;
-            if body.proto == Proto::Resp2 {
-                body.array(2);
-            }
-            body.bulk(key);
+            key_header(&mut body, key);
             match after {
                 Some(gt) => history_reply(&mut body, s, &group, &consumer, *gt, count, now),
                 None => read_new_reply(&mut body, s, &group, &consumer, count, noack),
@@ -189,43 +187,16 @@ fn xreadgroup(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             Ok(())
         })?;
     }
-    if served > 0 {
-        match c.out.proto {
-            Proto::Resp2 => c.out.array(served),
-            _ => c.out.map(served),
-        }
-        c.out.buf.extend_from_slice(&body.buf);
-        return Ok(());
-    }
-    let Some(timeout) = block else {
-        c.out.null_array();
-        return Ok(());
-    };
-    if c.in_exec {
-        c.out.null_array();
-        return Ok(());
-    }
-    let keys: Vec<Bytes> = reads.into_iter().map(|(k, _)| k).collect();
-    let op = ReadGroup {
-        group,
-        consumer,
-        count: if count == 0 { BLOCKED_DEFAULT_COUNT } else { count },
-        noack,
-    };
-    let tried = c
-        .shared
-        .blocked
-        .try_or_block(store, c.conn.id(), keys, Box::new(op), c.out)?;
-    if let Tried::Blocked(reply) = tried {
-        let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
-        c.conn.block = Some(BlockWait {
-            reply,
-            deadline,
-            silenced: false,
-            slow: None,
-        });
-    }
-    Ok(())
+    let keys = reads.into_iter().map(|(k, _)| k).collect();
+    let count = if count == 0 { BLOCKED_DEFAULT_COUNT } else { count };
+    served_or_blocked(c, served, &body, block, keys, || {
+        Box::new(ReadGroup {
+            group,
+            consumer,
+            count,
+            noack,
+        })
+    })
 }
 
 /// A history read's reply: each pending id from after `gt`, with its entry, or a null array for one

@@ -4,7 +4,7 @@
 
 use super::group::Group;
 use super::id::StreamId;
-use super::{range_in, Entry, Stream};
+use super::{entry_in, range_in, Entry, Stream};
 use crate::alloc::KvAlloc;
 
 /// XCLAIM's options.
@@ -192,11 +192,7 @@ impl<A: KvAlloc> Stream<A> {
             .copied()
             .collect();
         for id in ids {
-            let mut found = None;
-            range_in(nodes, id, id, false, |e| {
-                found = Some(e);
-                false
-            });
+            let found = entry_in(nodes, id);
             if found.is_some() {
                 g.redeliver(id, now_ms);
             }
@@ -220,11 +216,7 @@ impl<A: KvAlloc> Stream<A> {
         let Stream { nodes, groups, .. } = self;
         let g = &mut groups[gi];
         for &id in ids {
-            let mut found = None;
-            range_in(nodes, id, id, false, |e| {
-                found = Some(e);
-                false
-            });
+            let found = entry_in(nodes, id);
             let Some(entry) = found else {
                 g.drop_nack(id);
                 continue;
@@ -275,11 +267,7 @@ impl<A: KvAlloc> Stream<A> {
         while attempts > 0 && count > 0 && i < g.pel().len() {
             attempts -= 1;
             let (id, nack) = g.pel()[i];
-            let mut found = None;
-            range_in(nodes, id, id, false, |e| {
-                found = Some(e);
-                false
-            });
+            let found = entry_in(nodes, id);
             let Some(entry) = found else {
                 g.drop_nack(id);
                 deleted.push(id);

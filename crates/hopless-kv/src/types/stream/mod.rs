@@ -142,6 +142,16 @@ fn range_in<'a, A: KvAlloc>(
     }
 }
 
+/// [`Stream::entry`] over `nodes`.
+fn entry_in<A: KvAlloc>(nodes: &[Node<A>], id: StreamId) -> Option<Entry<'_, A>> {
+    let mut found = None;
+    range_in(nodes, id, id, false, |e| {
+        found = Some(e);
+        false
+    });
+    found
+}
+
 impl<A: KvAlloc> Stream<A> {
     pub fn new_in(alloc: A) -> Self {
         Stream {
@@ -313,12 +323,7 @@ impl<A: KvAlloc> Stream<A> {
 
     /// The live entry with id `id`, if any.
     pub fn entry(&self, id: StreamId) -> Option<Entry<'_, A>> {
-        let mut found = None;
-        self.range(id, id, false, |e| {
-            found = Some(e);
-            false
-        });
-        found
+        entry_in(&self.nodes, id)
     }
 
     /// XDEL of one id: whether a live entry had it.
