@@ -6,18 +6,26 @@
 //!
 //! A stream stays when its last entry goes (XDEL, XTRIM): unlike the other types, an empty stream is a
 //! key, with its last id, until it is deleted.
+//!
+//! Beside this file: `id.rs` (an entry's id and its textual forms), `node.rs` (a node's packed block),
+//! `range.rs` (an entry read in place, walking the nodes), `group.rs` (a consumer group's state),
+//! `delivery.rs` (a group's reads and claims over the nodes).
 
 mod delivery;
 mod group;
 mod id;
 mod node;
+mod range;
 
 use allocator_api2::vec::Vec;
 
+use self::delivery::Counters;
 pub use self::delivery::{Claim, Claimed};
 pub use self::group::{Consumer, Group, Nack};
 pub use self::id::{IdSpec, StreamId};
 use self::node::{Node, Slot};
+pub use self::range::Entry;
+use self::range::{entry_in, range_in};
 use super::limits::Limits;
 use crate::alloc::KvAlloc;
 
@@ -45,25 +53,6 @@ pub enum Trim {
     MinId(StreamId),
 }
 
-/// An entry read from a stream: its id and its field-value pairs.
-pub struct Entry<'a, A: KvAlloc> {
-    pub id: StreamId,
-    node: &'a Node<A>,
-    slot: Slot,
-}
-
-impl<'a, A: KvAlloc> Entry<'a, A> {
-    /// How many field-value pairs it has.
-    pub fn fields(&self) -> usize {
-        self.slot.fields
-    }
-
-    /// Its field-value pairs, in the order they were added.
-    pub fn pairs(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        self.node.pairs(&self.slot)
-    }
-}
-
 pub struct Stream<A: KvAlloc> {
     /// In id order; none without a live entry.
     nodes: Vec<Node<A>, A>,
@@ -79,77 +68,6 @@ pub struct Stream<A: KvAlloc> {
     entries_added: u64,
     /// Consumer groups, in name order.
     groups: Vec<Group<A>, A>,
-}
-
-/// [`Stream::range`] over `nodes`.
-fn range_in<'a, A: KvAlloc>(
-    nodes: &'a [Node<A>],
-    start: StreamId,
-    end: StreamId,
-    rev: bool,
-    mut f: impl FnMut(Entry<'a, A>) -> bool,
-) {
-    if start > end {
-        return;
-    }
-    let node_of = |id: StreamId| nodes.partition_point(|n| n.master <= id).checked_sub(1);
-    if !rev {
-        let first = node_of(start).unwrap_or(0);
-        for node in &nodes[first..] {
-            if node.master > end {
-                return;
-            }
-            for slot in node.slots() {
-                if slot.id > end {
-                    return;
-                }
-                if slot.deleted || slot.id < start {
-                    continue;
-                }
-                if !f(Entry {
-                    id: slot.id,
-                    node,
-                    slot,
-                }) {
-                    return;
-                }
-            }
-        }
-    } else {
-        let Some(last) = node_of(end) else {
-            return;
-        };
-        let mut slots = std::vec::Vec::new();
-        for node in nodes[..=last].iter().rev() {
-            slots.clear();
-            slots.extend(node.slots());
-            for &slot in slots.iter().rev() {
-                if slot.id < start {
-                    return;
-                }
-                if slot.deleted || slot.id > end {
-                    continue;
-                }
-                if !f(Entry {
-                    id: slot.id,
-                    node,
-                    slot,
-                }) {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// [`Stream::entry`] over `nodes`.
-fn entry_in<A: KvAlloc>(nodes: &[Node<A>], id: StreamId) -> Option<Entry<'_, A>> {
-    let mut found = None;
-    range_in(nodes, id, id, false, |e| {
-        found = Some(e);
-        false
-    });
-    found
 }
 
 impl<A: KvAlloc> Stream<A> {
@@ -431,6 +349,149 @@ impl<A: KvAlloc> Stream<A> {
             false
         });
         last
+    }
+}
+
+/// The consumer groups: finding, creating and removing them, and their reads and claims (the work is
+/// `delivery.rs`'s, over the nodes and one group).
+impl<A: KvAlloc> Stream<A> {
+    fn counters(&self) -> Counters {
+        Counters {
+            len: self.len,
+            first_id: self.first_id,
+            last_id: self.last_id,
+            max_deleted: self.max_deleted,
+            entries_added: self.entries_added,
+        }
+    }
+
+    fn group_at(&self, name: &[u8]) -> Result<usize, usize> {
+        self.groups.binary_search_by(|g| g.name().cmp(name))
+    }
+
+    /// The groups, in name order.
+    pub fn groups(&self) -> &[Group<A>] {
+        &self.groups
+    }
+
+    pub fn group(&self, name: &[u8]) -> Option<&Group<A>> {
+        self.group_at(name).ok().map(|i| &self.groups[i])
+    }
+
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group<A>> {
+        self.group_at(name).ok().map(|i| &mut self.groups[i])
+    }
+
+    /// XGROUP CREATE: false when a group has the name.
+    pub fn create_group(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) -> bool {
+        match self.group_at(name) {
+            Ok(_) => false,
+            Err(i) => {
+                let alloc = self.groups.allocator().clone();
+                self.groups
+                    .insert(i, Group::new_in(name, last_id, entries_read, alloc));
+                true
+            }
+        }
+    }
+
+    /// XGROUP DESTROY.
+    pub fn destroy_group(&mut self, name: &[u8]) -> bool {
+        match self.group_at(name) {
+            Ok(i) => {
+                self.groups.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// XREADGROUP `>` (see `delivery::read_new`); nothing when the group is missing.
+    pub fn read_new<'a>(
+        &'a mut self,
+        group: &[u8],
+        consumer: &[u8],
+        count: usize,
+        noack: bool,
+        now_ms: u64,
+        f: impl FnMut(Entry<'a, A>),
+    ) {
+        let counters = self.counters();
+        if let Ok(i) = self.group_at(group) {
+            let g = &mut self.groups[i];
+            delivery::read_new(&self.nodes, g, counters, consumer, count, noack, now_ms, f);
+        }
+    }
+
+    /// XREADGROUP with an id (see `delivery::read_history`).
+    pub fn read_history<'a>(
+        &'a mut self,
+        group: &[u8],
+        consumer: &[u8],
+        start: StreamId,
+        count: usize,
+        now_ms: u64,
+        f: impl FnMut(StreamId, Option<Entry<'a, A>>),
+    ) {
+        if let Ok(i) = self.group_at(group) {
+            delivery::read_history(
+                &self.nodes,
+                &mut self.groups[i],
+                consumer,
+                start,
+                count,
+                now_ms,
+                f,
+            );
+        }
+    }
+
+    /// XCLAIM (see `delivery::claim`).
+    pub fn claim<'a>(
+        &'a mut self,
+        group: &[u8],
+        consumer: &[u8],
+        ids: &[StreamId],
+        c: &Claim,
+        f: impl FnMut(Claimed<'a, A>),
+    ) {
+        if let Ok(i) = self.group_at(group) {
+            delivery::claim(&self.nodes, &mut self.groups[i], consumer, ids, c, f);
+        }
+    }
+
+    /// XAUTOCLAIM (see `delivery::autoclaim`): the id to go on from and the ids found deleted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn autoclaim<'a>(
+        &'a mut self,
+        group: &[u8],
+        consumer: &[u8],
+        start: StreamId,
+        min_idle_ms: u64,
+        count: usize,
+        justid: bool,
+        now_ms: u64,
+        f: impl FnMut(Claimed<'a, A>),
+    ) -> (StreamId, std::vec::Vec<StreamId>) {
+        match self.group_at(group) {
+            Ok(i) => delivery::autoclaim(
+                &self.nodes,
+                &mut self.groups[i],
+                consumer,
+                start,
+                min_idle_ms,
+                count,
+                justid,
+                now_ms,
+                f,
+            ),
+            Err(_) => (StreamId::MIN, std::vec::Vec::new()),
+        }
+    }
+
+    /// XINFO GROUPS's `lag` of group `g`, if known.
+    pub fn lag(&self, g: &Group<A>) -> Option<i64> {
+        delivery::lag(self.counters(), g)
     }
 }
 
