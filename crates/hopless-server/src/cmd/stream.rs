@@ -408,11 +408,28 @@ fn one_key_reply<A: KvAlloc>(out: &mut Reply, key: &[u8], s: &Stream<A>, gt: Str
     }
 }
 
-/// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
-fn xread(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let mut block: Option<Option<Duration>> = None;
-    let mut count = 0usize;
-    let mut streams_at = 0;
+/// XREAD's and XREADGROUP's options, parsed as Redis parses them.
+pub(super) struct ReadArgs {
+    /// BLOCK's timeout (None inside: forever); None: no BLOCK.
+    pub(super) block: Option<Option<Duration>>,
+    /// COUNT (0: none).
+    pub(super) count: usize,
+    /// Where the keys start (the ids are the second half of what follows).
+    pub(super) streams_at: usize,
+    /// XREADGROUP's GROUP: the group and the consumer.
+    pub(super) group: Option<(Bytes, Bytes)>,
+    pub(super) noack: bool,
+}
+
+/// Parses XREAD's options (`group`: XREADGROUP's, which takes GROUP and NOACK too).
+pub(super) fn read_args(c: &Ctx<'_>, a: &[Bytes], group: bool) -> Result<ReadArgs, CmdError> {
+    let mut r = ReadArgs {
+        block: None,
+        count: 0,
+        streams_at: 0,
+        group: None,
+        noack: false,
+    };
     let mut i = 1;
     while i < a.len() {
         let more = a.len() - 1 - i;
@@ -424,35 +441,53 @@ fn xread(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
                     "ERR {name} command is not allowed with BLOCK option from scripts"
                 )));
             }
-            block = Some(block_arg(&a[i + 1])?);
+            r.block = Some(block_arg(&a[i + 1])?);
             i += 1;
         } else if eq(o, "count") && more > 0 {
-            count = int_arg(&a[i + 1])?.max(0) as usize;
+            r.count = int_arg(&a[i + 1])?.max(0) as usize;
             i += 1;
         } else if eq(o, "streams") && more > 0 {
-            streams_at = i + 1;
-            if (a.len() - streams_at) % 2 != 0 {
+            r.streams_at = i + 1;
+            if (a.len() - r.streams_at) % 2 != 0 {
                 return Err(CmdError::Static(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
             }
             break;
         } else if eq(o, "group") && more >= 2 {
-            return Err(CmdError::Static(
-                "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
-            ));
+            if !group {
+                return Err(CmdError::Static(
+                    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            r.group = Some((a[i + 1].clone(), a[i + 2].clone()));
+            i += 2;
         } else if eq(o, "noack") {
-            return Err(CmdError::Static(
-                "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
-            ));
+            if !group {
+                return Err(CmdError::Static(
+                    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            r.noack = true;
         } else {
             return Err(SYNTAX);
         }
         i += 1;
     }
-    if streams_at == 0 {
+    if r.streams_at == 0 {
         return Err(SYNTAX);
     }
+    Ok(r)
+}
+
+/// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+fn xread(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let ReadArgs {
+        block,
+        count,
+        streams_at,
+        ..
+    } = read_args(c, a, false)?;
     let n = (a.len() - streams_at) / 2;
     let store = &c.shared.store;
     let mut after = Vec::with_capacity(n);

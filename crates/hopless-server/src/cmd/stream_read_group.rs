@@ -6,21 +6,19 @@
 //! before it may have taken them); a group gone meanwhile (XGROUP DESTROY, the key deleted or made
 //! another type) answers it with Redis's NOGROUP error.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use hopless_kv::types::stream::{Stream, StreamId};
 use hopless_kv::{Kind, KvAlloc, Store};
 
-use super::command::{int_arg, Command, Ctx};
+use super::command::{Command, Ctx};
 use super::stream::{
-    block_arg, entry_reply, id_bulk, key_header, now_ms, served_or_blocked, BLOCKED_DEFAULT_COUNT, INVALID_ID,
+    entry_reply, id_bulk, key_header, now_ms, read_args, served_or_blocked, ReadArgs, BLOCKED_DEFAULT_COUNT,
+    INVALID_ID,
 };
 use super::stream_group::NO_LONGER;
 use crate::blocked::BlockedOp;
 use crate::codec::{Proto, Reply};
-use crate::errors::{CmdError, CmdResult, SYNTAX};
-use crate::words::eq;
+use crate::errors::{CmdError, CmdResult};
 
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
@@ -97,48 +95,13 @@ fn read_new_reply<A: KvAlloc>(
 
 /// XREADGROUP GROUP group consumer [COUNT count] [BLOCK ms] [NOACK] STREAMS key [key ...] id [id ...]
 fn xreadgroup(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    let mut block: Option<Option<Duration>> = None;
-    let mut count = 0usize;
-    let mut streams_at = 0;
-    let mut names: Option<(Bytes, Bytes)> = None;
-    let mut noack = false;
-    let mut i = 1;
-    while i < a.len() {
-        let more = a.len() - 1 - i;
-        let o = &a[i][..];
-        if eq(o, "block") && more > 0 {
-            if c.conn.in_script {
-                return Err(CmdError::Msg(format!(
-                    "ERR {} command is not allowed with BLOCK option from scripts",
-                    String::from_utf8_lossy(&a[0])
-                )));
-            }
-            block = Some(block_arg(&a[i + 1])?);
-            i += 1;
-        } else if eq(o, "count") && more > 0 {
-            count = int_arg(&a[i + 1])?.max(0) as usize;
-            i += 1;
-        } else if eq(o, "streams") && more > 0 {
-            streams_at = i + 1;
-            if (a.len() - streams_at) % 2 != 0 {
-                return Err(CmdError::Static(
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
-            }
-            break;
-        } else if eq(o, "group") && more >= 2 {
-            names = Some((a[i + 1].clone(), a[i + 2].clone()));
-            i += 2;
-        } else if eq(o, "noack") {
-            noack = true;
-        } else {
-            return Err(SYNTAX);
-        }
-        i += 1;
-    }
-    if streams_at == 0 {
-        return Err(SYNTAX);
-    }
+    let ReadArgs {
+        block,
+        count,
+        streams_at,
+        group: names,
+        noack,
+    } = read_args(c, a, true)?;
     let Some((group, consumer)) = names else {
         return Err(CmdError::Static("ERR Missing GROUP option for XREADGROUP"));
     };
