@@ -68,6 +68,9 @@ pub struct Stream<A: KvAlloc> {
     entries_added: u64,
     /// Consumer groups, in name order.
     groups: Vec<Group<A>, A>,
+    /// The nodes' blocks' bytes, kept in step with every change so that [`Stream::bytes`] (asked
+    /// before and after every write) is O(groups), not O(nodes).
+    node_bytes: usize,
 }
 
 impl<A: KvAlloc> Stream<A> {
@@ -80,6 +83,7 @@ impl<A: KvAlloc> Stream<A> {
             max_deleted: StreamId::MIN,
             entries_added: 0,
             groups: Vec::new_in(alloc),
+            node_bytes: 0,
         }
     }
 
@@ -94,7 +98,7 @@ impl<A: KvAlloc> Stream<A> {
     /// Bytes of the node blocks, the node vector and the groups.
     pub fn bytes(&self) -> usize {
         self.nodes.capacity() * core::mem::size_of::<Node<A>>()
-            + self.nodes.iter().map(Node::bytes).sum::<usize>()
+            + self.node_bytes
             + self.groups.capacity() * core::mem::size_of::<Group<A>>()
             + self.groups.iter().map(Group::bytes).sum::<usize>()
     }
@@ -140,8 +144,10 @@ impl<A: KvAlloc> Stream<A> {
         for g in &self.groups {
             groups.push(g.try_clone()?);
         }
+        let node_bytes = nodes.iter().map(Node::bytes).sum();
         Some(Stream {
             groups,
+            node_bytes,
             nodes,
             len: self.len,
             last_id: self.last_id,
@@ -195,15 +201,21 @@ impl<A: KvAlloc> Stream<A> {
         });
         if full {
             if let Some(n) = self.nodes.last_mut() {
+                self.node_bytes -= n.bytes();
                 n.shrink();
+                self.node_bytes += n.bytes();
             }
             let alloc = self.nodes.allocator().clone();
             // As Redis preallocates a listpack: up to 4 KiB, less under a smaller byte limit.
             let reserve = max_bytes.min(NODE_PREALLOC);
-            self.nodes.push(Node::new_in(id, pairs, reserve, alloc));
+            let node = Node::new_in(id, pairs, reserve, alloc);
+            self.node_bytes += node.bytes();
+            self.nodes.push(node);
         }
         let node = self.nodes.last_mut().expect("a node to add to");
+        let before = node.bytes();
         node.push(id, pairs);
+        self.node_bytes = self.node_bytes - before + node.bytes();
         self.len += 1;
         self.entries_added += 1;
         self.last_id = id;
@@ -257,6 +269,7 @@ impl<A: KvAlloc> Stream<A> {
             return false;
         }
         if node.live == 1 {
+            self.node_bytes -= node.bytes();
             self.nodes.remove(i);
         } else {
             node.delete(&slot);
@@ -320,6 +333,7 @@ impl<A: KvAlloc> Stream<A> {
             }
             break;
         }
+        self.node_bytes -= self.nodes[..whole].iter().map(Node::bytes).sum::<usize>();
         self.nodes.drain(..whole);
         if self.len == 0 {
             self.first_id = StreamId::MIN;

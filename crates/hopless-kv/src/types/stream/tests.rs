@@ -166,3 +166,22 @@ fn a_copy_is_equal_and_apart() {
     assert_eq!(ids(&c, false).len(), 149);
     assert_eq!(c.max_deleted_id(), id(3, 0));
 }
+
+#[test]
+fn the_kept_byte_count_matches_the_nodes() {
+    let mut s = filled(1000);
+    let count = |s: &Stream<Global>| s.nodes.iter().map(super::node::Node::bytes).sum::<usize>();
+    assert_eq!(s.node_bytes, count(&s));
+    for i in (1..=1000).step_by(3) {
+        s.delete(id(i, 0));
+    }
+    assert_eq!(s.node_bytes, count(&s));
+    s.trim(Trim::MaxLen(300), true, 0);
+    assert_eq!(s.node_bytes, count(&s));
+    s.trim(Trim::MaxLen(250), false, 0);
+    assert_eq!(s.node_bytes, count(&s));
+    let c = s.try_clone().unwrap();
+    assert_eq!(c.node_bytes, count(&c));
+    s.trim(Trim::MaxLen(0), false, 0);
+    assert_eq!(s.node_bytes, 0);
+}
