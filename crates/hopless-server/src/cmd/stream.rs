@@ -391,16 +391,18 @@ impl BlockedOp for ReadAfter {
     }
 }
 
-/// XREAD's reply for one key, on its own.
-fn one_key_reply<A: KvAlloc>(out: &mut Reply, key: &[u8], s: &Stream<A>, gt: StreamId, count: usize) {
+/// Opens a blocked reader's reply, which holds one key: an array of one `[key, ` (RESP3: a map of one).
+pub(super) fn one_key_header(out: &mut Reply, key: &[u8]) {
     match out.proto {
-        Proto::Resp2 => {
-            out.array(1);
-            out.array(2);
-        }
+        Proto::Resp2 => out.array(1),
         _ => out.map(1),
     }
-    out.bulk(key);
+    key_header(out, key);
+}
+
+/// XREAD's reply for one key, on its own.
+fn one_key_reply<A: KvAlloc>(out: &mut Reply, key: &[u8], s: &Stream<A>, gt: StreamId, count: usize) {
+    one_key_header(out, key);
     if let Some(start) = gt.next() {
         range_reply(out, s, start, StreamId::MAX, count, false);
     } else {

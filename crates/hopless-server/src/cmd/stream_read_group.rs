@@ -12,12 +12,12 @@ use hopless_kv::{Kind, KvAlloc, Store};
 
 use super::command::{Command, Ctx};
 use super::stream::{
-    entry_reply, id_bulk, key_header, now_ms, read_args, served_or_blocked, ReadArgs, BLOCKED_DEFAULT_COUNT,
-    INVALID_ID,
+    entry_reply, id_bulk, key_header, now_ms, one_key_header, read_args, served_or_blocked, ReadArgs,
+    BLOCKED_DEFAULT_COUNT, INVALID_ID,
 };
 use super::stream_group::NO_LONGER;
 use crate::blocked::BlockedOp;
-use crate::codec::{Proto, Reply};
+use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult};
 
 /// This family's rows of the command table, one command a row.
@@ -49,14 +49,7 @@ impl BlockedOp for ReadGroup {
             if s.is_empty() || s.last_entry_id() <= g.last_id {
                 return Ok(false);
             }
-            match out.proto {
-                Proto::Resp2 => {
-                    out.array(1);
-                    out.array(2);
-                }
-                _ => out.map(1),
-            }
-            out.bulk(key);
+            one_key_header(out, key);
             read_new_reply(out, s, &self.group, &self.consumer, self.count, self.noack);
             Ok(true)
         })?;
