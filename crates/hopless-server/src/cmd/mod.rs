@@ -204,6 +204,7 @@ fn execute_request<'s>(
         transaction::fail(conn);
         return Action::Continue;
     }
+    let traits = table.traits(i);
     // Pub/sub: a subscriber's queued messages go out before this reply; RESP2's subscribed
     // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
     // Redis's EXECABORT, and discards any).
@@ -215,11 +216,13 @@ fn execute_request<'s>(
         }
         return Action::Continue;
     }
-    let traits = table.traits(i);
     if shared.running.busy() && !allowed_while_busy(args) {
         stat.rejected.add(1);
         out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
         transaction::fail(conn);
+        if traits.alone {
+            transaction::abort_refused_exec(shared, conn, out);
+        }
         return Action::Continue;
     }
     if conn.multi.is_some() && !traits.transaction_control {
@@ -255,11 +258,17 @@ fn administrative(cmd: &Command, args: &[Bytes]) -> bool {
 }
 
 /// Whether a command runs while a script is busy (without its loop's gate, which the script holds):
-/// SCRIPT KILL, FUNCTION KILL, FUNCTION STATS and SHUTDOWN NOSAVE, as Redis allows them.
+/// those Redis flags `allow_busy` (the transaction commands but EXEC, so that a pipelined transaction is
+/// refused whole rather than half run; AUTH, HELLO, QUIT, RESET), SCRIPT KILL, FUNCTION KILL, FUNCTION
+/// STATS and SHUTDOWN NOSAVE.
 fn allowed_while_busy(args: &[Bytes]) -> bool {
-    (args.len() == 2
-        && (eq(&args[0], "script") || eq(&args[0], "function"))
-        && (eq(&args[1], "kill") || (eq(&args[0], "function") && eq(&args[1], "stats"))))
+    const ALLOW_BUSY: [&str; 8] = [
+        "multi", "discard", "watch", "unwatch", "quit", "reset", "auth", "hello",
+    ];
+    ALLOW_BUSY.iter().any(|w| eq(&args[0], w))
+        || (args.len() == 2
+            && (eq(&args[0], "script") || eq(&args[0], "function"))
+            && (eq(&args[1], "kill") || (eq(&args[0], "function") && eq(&args[1], "stats"))))
         || (eq(&args[0], "shutdown") && args[1..].iter().any(|a| eq(a, "nosave")))
 }
 
