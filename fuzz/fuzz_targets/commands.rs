@@ -122,6 +122,8 @@ const NAMES: &[&str] = &[
     "MEMORY",
     "SCAN",
     "DBSIZE",
+    "SORT",
+    "SORT_RO",
 ];
 
 const WORDS: &[&str] = &[
@@ -174,6 +176,14 @@ const WORDS: &[&str] = &[
     "01",
     "*",
     "a*",
+    "BY",
+    "GET",
+    "STORE",
+    "ALPHA",
+    "DESC",
+    "#",
+    "k*->m",
+    "nosort",
     "",
 ];
 

@@ -28,6 +28,7 @@
 //! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `store::stream` | the stream commands (XADD, XTRIM, XDEL, XLEN, XSETID; reads through `read_stream`) |
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
+//! | `store::sort` | SORT and SORT_RO: weights from the elements or BY's keys, GET's values, LIMIT's window, STORE as a list |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |

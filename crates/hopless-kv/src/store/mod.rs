@@ -26,6 +26,7 @@
 //! | `hash.rs`, `list.rs`, `sets.rs`, `zset.rs`, `stream.rs` | the commands of each collection type, over `collections.rs` |
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
+//! | `sort.rs` | SORT and SORT_RO over a list, set or sorted set: BY and GET patterns, LIMIT, ALPHA, STORE |
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH |
@@ -55,6 +56,7 @@ mod read;
 mod sets;
 mod shard;
 mod slot;
+mod sort;
 mod stats;
 mod stream;
 mod ttl;
@@ -69,6 +71,7 @@ pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
 pub use self::sets::Moved;
 pub use self::shard::Store;
+pub use self::sort::SortSpec;
 pub use self::stats::Stats;
 pub use self::stream::{Added as XAdded, TrimSpec, XAdd, XSetId};
 pub use crate::redis_util::{glob_match, parse_i64};

@@ -62,6 +62,27 @@ fn stream_keys(args: &[Bytes]) -> Result<Vec<usize>, KeysError> {
     Err(KeysError::BadArgs)
 }
 
+/// SORT's keys: the sorted key, and the last STORE's destination, found as Redis's `sortGetKeys` finds
+/// it (LIMIT skips two arguments, GET and BY one, any other word none). SORT_RO's: the sorted key.
+fn sort_keys(args: &[Bytes], readonly: bool) -> Vec<usize> {
+    let mut keys = vec![1];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() && !readonly {
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store);
+    keys
+}
+
 /// The key of a container's subcommand (OBJECT ENCODING and the like, MEMORY USAGE): its index, and
 /// whether the subcommand takes exactly that many arguments (or more), as Redis's arity says.
 fn container_key(name: &str, sub: &[u8]) -> Option<(usize, bool)> {
@@ -79,6 +100,9 @@ pub fn key_positions(table: &Table, i: usize, args: &[Bytes]) -> Result<Vec<usiz
     let cmd = &table.commands()[i];
     if cmd.name == "xread" || cmd.name == "xreadgroup" {
         return stream_keys(args);
+    }
+    if cmd.name == "sort" || cmd.name == "sort_ro" {
+        return Ok(sort_keys(args, cmd.name == "sort_ro"));
     }
     if let Some(m) = movable(cmd.name) {
         let first = m.count_at + 1;

@@ -16,6 +16,7 @@
 //! | `list.rs` | the list commands |
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
+//! | `sort.rs` | SORT SORT_RO |
 //! | `stream.rs` | XADD XTRIM XDEL XLEN XRANGE XREVRANGE XSETID XREAD |
 //! | `stream_group.rs` | XGROUP XACK XPENDING |
 //! | `stream_read_group.rs` | XREADGROUP |
@@ -73,6 +74,7 @@ mod scan_args;
 mod scripting;
 mod set;
 mod slowlog;
+mod sort;
 mod stream;
 mod stream_claim;
 mod stream_group;
@@ -97,6 +99,7 @@ pub fn table() -> &'static Table {
             list::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
+            sort::COMMANDS,
             stream::COMMANDS,
             stream_group::COMMANDS,
             stream_read_group::COMMANDS,

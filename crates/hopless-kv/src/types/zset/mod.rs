@@ -35,7 +35,7 @@ mod tree;
 
 pub use query::{RangeBy, RangeSpec, Run};
 pub use range::{LexBound, LexRange, ScoreRange};
-pub use score::{format_score, parse_bound, parse_score};
+pub use score::{format_score, parse_bound, parse_score, parse_sort_weight};
 pub use setops::{Aggregate, SetOp};
 pub use sorted_set::{AddFlags, Added, NanScore, Walk, ZSet};
 

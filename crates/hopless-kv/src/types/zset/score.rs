@@ -129,6 +129,18 @@ pub fn parse_bound(s: &[u8]) -> Option<(f64, bool)> {
     (!v.is_nan()).then_some((v, ex))
 }
 
+/// A SORT weight as Redis's `sortCommand` reads one: C's `strtod` over the whole value, leading spaces
+/// allowed, an empty value 0; None (its "can't be converted into double") for anything left over, NaN,
+/// or a value out of range.
+pub fn parse_sort_weight(s: &[u8]) -> Option<f64> {
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    let start = s.iter().position(|&c| !is_c_space(c))?;
+    let (v, range) = strtod_whole(&s[start..])?;
+    (!range && !v.is_nan()).then_some(v)
+}
+
 /// A score as Redis replies it (`addReplyDouble`): `inf`, `-inf`, `nan`, else as `%.17g` prints it
 /// (integers plainly, `-0` for negative zero, which only the large form stores).
 pub fn format_score(v: f64) -> String {
