@@ -61,6 +61,7 @@
 //! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
 //! | `bitmap` | bit arithmetic on byte strings as Redis's `bitops.c` does it (BITCOUNT, BITPOS, BITOP, BITFIELD's fields and overflow) |
+//! | `geo` | geo arithmetic as Redis's `geohash.c`, `geohash_helper.c` and `geo.c` do it (GEOADD's scores, GEOPOS, GEOHASH, GEODIST, GEOSEARCH's score ranges, hit test and order) |
 //! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
 //! | `bignum` | the unsigned big integers `long_double` reads and prints through |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
@@ -74,6 +75,7 @@ pub mod bitmap;
 pub mod clock;
 mod deadlines;
 pub mod error;
+pub mod geo;
 mod long_double;
 mod redis_util;
 pub mod store;
