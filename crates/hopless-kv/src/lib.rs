@@ -60,6 +60,7 @@
 //! | `types::kind` | [`Kind`]: what a key holds |
 //! | `types::random` | random numbers for the random-member commands |
 //! | `deadlines` | the deadline heap of the active expiry |
+//! | `hll` | HyperLogLog values as Redis's `hyperloglog.c` encodes them (PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST): sparse and dense registers, the cached cardinality |
 //! | `bitmap` | bit arithmetic on byte strings as Redis's `bitops.c` does it (BITCOUNT, BITPOS, BITOP, BITFIELD's fields and overflow) |
 //! | `geo` | geo arithmetic as Redis's `geohash.c`, `geohash_helper.c` and `geo.c` do it (GEOADD's scores, GEOPOS, GEOHASH, GEODIST, GEOSEARCH's score ranges, hit test and order) |
 //! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
@@ -76,6 +77,7 @@ pub mod clock;
 mod deadlines;
 pub mod error;
 pub mod geo;
+pub mod hll;
 mod long_double;
 mod redis_util;
 pub mod store;
