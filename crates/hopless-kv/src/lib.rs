@@ -88,7 +88,9 @@ mod value;
 pub use alloc::KvAlloc;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
-pub use store::{Config, ExpireCond, Op, Policy, SetCond, SetOptions, Stats, Store, Ttl, OP_NAMES};
+pub use store::{
+    Config, ExpireCond, Gone, KeyGone, Op, Policy, SetCond, SetOptions, Stats, Store, Ttl, OP_NAMES,
+};
 pub use types::{Collection, Kind, Limits};
 pub use value::Value;
 

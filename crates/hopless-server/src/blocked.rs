@@ -22,6 +22,7 @@ use hopless_kv::{Kind, Store};
 use tokio::sync::oneshot;
 
 use crate::codec::{Proto, Reply};
+use crate::keyspace_events::{KeyspaceEvents, GENERIC};
 
 /// What a blocked command does once a key it waits on is ready.
 pub trait BlockedOp: Send {
@@ -39,6 +40,11 @@ pub trait BlockedOp: Send {
     /// The error that unblocks the waiter when a key it waits on is deleted or takes another type (an
     /// XREADGROUP's group is gone with it); None: it waits on, as a pop does.
     fn gone(&self) -> Option<&'static str> {
+        None
+    }
+    /// The keyspace events a served pop makes, as Redis names them: its class, the pop's event on the
+    /// key, and a push's event on [`BlockedOp::pushes_to`] (BLMOVE's), which Redis publishes first.
+    fn events(&self) -> Option<(u32, &'static str, Option<&'static str>)> {
         None
     }
     /// Whether serving takes what it serves (a pop): then a key that has nothing for the first waiter
@@ -164,7 +170,12 @@ impl Blocked {
     /// Serves the clients blocked on `keys`, first come first served, while a key has what they wait
     /// for; then the keys their pops pushed to. Returns the keys the served pops changed (popped from,
     /// pushed to), for the watches.
-    pub fn serve<'k>(&self, store: &Store, keys: impl Iterator<Item = &'k [u8]>) -> Vec<Bytes> {
+    pub fn serve<'k>(
+        &self,
+        store: &Store,
+        events: &KeyspaceEvents,
+        keys: impl Iterator<Item = &'k [u8]>,
+    ) -> Vec<Bytes> {
         let mut changed = Vec::new();
         let mut waiting = self.lock();
         let mut ready: Vec<Bytes> = keys
@@ -207,6 +218,15 @@ impl Blocked {
                 };
                 let w = waiting.remove(client).expect("a queued client is registered");
                 self.count.fetch_sub(1, Ordering::SeqCst);
+                if let (true, Some((class, pop, push))) = (served && events.active(), w.op.events()) {
+                    if let (Some(e), Some(dst)) = (push, w.op.pushes_to()) {
+                        events.notify(class, e, dst);
+                    }
+                    events.notify(class, pop, &key);
+                    if store.key_type(&key).is_none() {
+                        events.notify(GENERIC, "del", &key);
+                    }
+                }
                 if served && w.op.consumes() {
                     changed.push(key.clone());
                     if let Some(dst) = w.op.pushes_to() {

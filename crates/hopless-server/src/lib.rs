@@ -38,6 +38,8 @@
 //! | `cmd::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
 //! | `cmd::set` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `cmd::sort` | SORT SORT_RO |
+//! | `cmd::notify` | a command's keyspace events, from its arguments, its reply and its keys before and after |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
 //! | `cmd::function` | FUNCTION FCALL FCALL_RO |
 //! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, and what a script's commands are checked and run by |
@@ -61,6 +63,7 @@
 //! | `slowlog` | the slow log: entries, its two settings, arguments cut as Redis cuts them |
 //! | `loop_stats` | the request path's counters: a row per loop, written by its loop alone |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per batch of commands, all taken by EXEC |
+//! | `keyspace_events` | `notify-keyspace-events`: the classes on, publishing an event, keys the store expires or evicts |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
 //! | `pubsub::limit` | `client-output-buffer-limit`: the classes' limits, CONFIG's text for them |
@@ -86,6 +89,7 @@ mod error_stats;
 mod errors;
 mod exec_gate;
 mod footprint;
+mod keyspace_events;
 mod loop_stats;
 mod monitor;
 mod pubsub;

@@ -24,6 +24,7 @@ use tokio::runtime::{Handle, Runtime};
 use tracing::{info, warn};
 
 use crate::codec::DEFAULT_MAX_BULK_LEN;
+use crate::keyspace_events::KeyspaceEvents;
 use crate::state::{Settings, Shared};
 use crate::words::{human, policy_name, yes_no};
 
@@ -138,7 +139,9 @@ impl Server {
             .iter()
             .map(|l| l.local_addr())
             .collect::<io::Result<_>>()?;
+        let events = Arc::new(KeyspaceEvents::new(Arc::default()));
         let mut cfg = opts.store.clone();
+        cfg.on_gone = Some(events.clone());
         cfg.maxmemory = opts.maxmemory;
         cfg.policy = opts.maxmemory_policy;
         let port = addrs.first().map_or(opts.port, |a| a.port());
@@ -153,6 +156,7 @@ impl Server {
         };
         let shared = Arc::new(Shared::new(
             Store::new(cfg),
+            events,
             settings,
             port,
             opts.bind.clone(),

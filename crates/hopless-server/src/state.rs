@@ -275,6 +275,9 @@ pub struct Shared {
     pub blocked: Blocked,
     /// Pub/sub: channels, patterns and their subscribers' outboxes.
     pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// `notify-keyspace-events`: which keyspace events go out, through `pubsub` (the store holds it too,
+    /// for the keys that expire or are evicted).
+    pub events: Arc<crate::keyspace_events::KeyspaceEvents>,
     /// MONITOR's connections.
     pub monitors: crate::monitor::Monitors,
     /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
@@ -296,6 +299,7 @@ impl Shared {
     /// the table has (one [`crate::loop_stats::CmdStat`] each, on each loop).
     pub fn new(
         store: Store,
+        events: Arc<crate::keyspace_events::KeyspaceEvents>,
         settings: Settings,
         port: u16,
         bind: Vec<String>,
@@ -323,7 +327,8 @@ impl Shared {
             gate: ExecGate::new(threads),
             watches: Watches::default(),
             blocked: Blocked::default(),
-            pubsub: Arc::default(),
+            pubsub: events.pubsub().clone(),
+            events,
             monitors: Default::default(),
             slowlog: Default::default(),
             scripts: Mutex::new(crate::script::Scripts::new(running.clone())),

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::options::Policy;
+use super::options::{Gone, Policy};
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -95,6 +95,8 @@ impl<A: KvAlloc> Store<A> {
             }
             let old = g.remove_slot(victim.expect("sampled"), &c.used);
             c.evicted.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the item just removed is ours until released, its key with it.
+            self.tell_gone(Gone::Evicted, unsafe { value::key(old) });
             self.release(old);
             evicted = true;
         }

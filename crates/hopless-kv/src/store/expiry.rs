@@ -5,6 +5,7 @@
 use core::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 
+use super::options::Gone;
 use super::shard::{Inner, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::value::{self, ItemPtr};
@@ -80,6 +81,10 @@ impl<A: KvAlloc> Inner<A> {
             s.c.expired.fetch_add(dead.len() as u64, Ordering::Relaxed);
             removed += dead.len();
             for it in dead {
+                if let Some(hook) = &self.cfg.on_gone {
+                    // SAFETY: a reference removed from the table is ours until released, its key with it.
+                    hook.gone(Gone::Expired, unsafe { value::key(it) });
+                }
                 // SAFETY: references removed from the table are ours.
                 unsafe { value::release(it, &self.alloc) };
             }

@@ -68,7 +68,7 @@ pub use self::collections::Keys;
 pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
-pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
+pub use self::options::{Config, ExpireCond, Gone, KeyGone, Policy, SetCond, SetOptions, Ttl};
 pub use self::sets::Moved;
 pub use self::shard::Store;
 pub use self::sort::SortSpec;

@@ -21,6 +21,22 @@ pub enum Policy {
     SampledLru,
 }
 
+/// Why a key left the store on its own (not by a command that names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Its TTL passed (found by an access or by the active expiry).
+    Expired,
+    /// `maxmemory` made room.
+    Evicted,
+}
+
+/// Told of each key the store removes on its own ([`Gone`]), while the key is still readable: under
+/// its shard's lock (lazy expiry, eviction) or right after it (the active expiry), on whichever thread
+/// removed it. It must not call back into the store.
+pub trait KeyGone: Send + Sync {
+    fn gone(&self, why: Gone, key: &[u8]);
+}
+
 #[derive(Clone)]
 pub struct Config {
     /// Number of shards (rounded up to a power of two).
@@ -45,6 +61,8 @@ pub struct Config {
     pub hash_seed: Option<u64>,
     /// The size thresholds of the collections' compact forms (Redis's `*-max-listpack-*` settings).
     pub limits: Limits,
+    /// Who hears of keys that expire or are evicted (Redis's keyspace events): nobody by default.
+    pub on_gone: Option<Arc<dyn KeyGone>>,
 }
 
 impl Default for Config {
@@ -60,6 +78,7 @@ impl Default for Config {
             clock: Arc::new(SystemClock),
             hash_seed: None,
             limits: Limits::default(),
+            on_gone: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use parking_lot::RwLock;
 
 use super::counters::{Counters, LockedBytes, OpCounters, STRIPES};
 use super::expiry_thread::ExpiryThread;
-use super::options::Config;
+use super::options::{Config, Gone};
 use crate::alloc::KvAlloc;
 use crate::deadlines::DeadlineHeap;
 use crate::table::{KeyHasher, Table};
@@ -227,6 +227,13 @@ impl<A: KvAlloc> Store<A> {
 
     pub(super) fn now(&self) -> u64 {
         self.inner.cfg.clock.now_ms()
+    }
+
+    /// Tells the store's [`KeyGone`](super::KeyGone) hook, if any, that `key` left on its own.
+    pub(super) fn tell_gone(&self, why: Gone, key: &[u8]) {
+        if let Some(hook) = &self.inner.cfg.on_gone {
+            hook.gone(why, key);
+        }
     }
 
     /// Drops a reference the caller owns (taken out of the table, or never published).

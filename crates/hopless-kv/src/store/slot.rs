@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::RwLockWriteGuard;
 
-use super::options::Ttl;
+use super::options::{Gone, Ttl};
 use super::shard::{Loc, Shard, Store};
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
@@ -78,6 +78,7 @@ impl<A: KvAlloc> Store<A> {
         let c = &self.slot(l).c;
         let old = g.remove_slot(i, &c.used);
         c.expired.fetch_add(1, Ordering::Relaxed);
+        self.tell_gone(Gone::Expired, key);
         self.release(old);
         None
     }

@@ -18,6 +18,7 @@ use super::zset::{pairs_reply, score, zmpop_args};
 use crate::blocked::{BlockedOp, Tried};
 use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult};
+use crate::keyspace_events::{LIST, ZSET};
 use crate::state::BlockWait;
 
 /// This family's rows of the command table, one command a row.
@@ -136,6 +137,22 @@ impl BlockedOp for Pop {
             Pop::Move { dst, .. } => Some(dst),
             _ => None,
         }
+    }
+
+    fn events(&self) -> Option<(u32, &'static str, Option<&'static str>)> {
+        let side = |e: &End, left: &'static str, right: &'static str| match e {
+            End::Left => left,
+            End::Right => right,
+        };
+        Some(match self {
+            Pop::One(e) | Pop::Many(e, _) => (LIST, side(e, "lpop", "rpop"), None),
+            Pop::Move { from, to, .. } => {
+                (LIST, side(from, "lpop", "rpop"), Some(side(to, "lpush", "rpush")))
+            }
+            Pop::ZOne { max } | Pop::ZMany { max, .. } => {
+                (ZSET, if *max { "zpopmax" } else { "zpopmin" }, None)
+            }
+        })
     }
 }
 

@@ -47,6 +47,7 @@ const PARAMS: &[&str] = &[
     "lua-time-limit",
     "min-replicas-to-write",
     "min-replicas-max-lag",
+    "notify-keyspace-events",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -97,6 +98,7 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "busy-reply-threshold" | "lua-time-limit" => c.shared.running.busy_ms().to_string(),
         "min-replicas-to-write" => c.shared.min_replicas.to_write().to_string(),
         "min-replicas-max-lag" => c.shared.min_replicas.max_lag().to_string(),
+        "notify-keyspace-events" => c.shared.events.text(),
         _ => String::new(),
     }
 }
@@ -155,6 +157,11 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
         "busy-reply-threshold" | "lua-time-limit" => sh.running.set_busy_ms(ranged(0)? as u64),
         "min-replicas-to-write" => sh.min_replicas.set_to_write(c_int_ranged()?),
         "min-replicas-max-lag" => sh.min_replicas.set_max_lag(c_int_ranged()?),
+        "notify-keyspace-events" => {
+            if !sh.events.set(v.as_bytes()) {
+                return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into());
+            }
+        }
         "maxmemory" => sh.store.set_maxmemory(mem()?),
         "maxmemory-policy" => sh.store.set_policy(
             parse_policy(&v).ok_or("argument(s) must be one of the following: noeviction, allkeys-lru")?,

@@ -294,7 +294,7 @@ fn flush(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         let keys = c.shared.blocked.waiting_keys();
         c.shared
             .blocked
-            .serve(&c.shared.store, keys.iter().map(|k| &k[..]));
+            .serve(&c.shared.store, &c.shared.events, keys.iter().map(|k| &k[..]));
     }
     c.out.ok();
     Ok(())

@@ -36,6 +36,7 @@
 //! | `pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode's rules |
 //! | `function.rs` | FCALL FCALL_RO FUNCTION |
 //! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT, and the checks and run of a script's commands |
+//! | `notify.rs` | no command: the keyspace events of a command that ran |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -68,6 +69,7 @@ mod keys;
 mod list;
 mod memory;
 mod monitor;
+mod notify;
 mod object;
 mod pubsub;
 mod scan_args;
@@ -323,6 +325,7 @@ fn run(
     if monitored && traits.runs_script {
         shared.monitors.feed(&ctx.conn.entry.addr.to_string(), args);
     }
+    let before = notify::before(shared, table, i, args);
     let r = (cmd.handler)(&mut ctx, args);
     if monitored && !traits.runs_script {
         let client = if ctx.conn.in_script {
@@ -334,6 +337,9 @@ fn run(
     }
     let action = ctx.action;
     let changed_keys = ctx.changed_keys;
+    if let (Some(b), Ok(())) = (&before, &r) {
+        notify::after(shared, table, i, args, &ctx.out.buf[reply_at..], b, changed_keys);
+    }
     // A handler may write its error itself (a script's error, EVAL's and FCALL's): a failed call too,
     // as Redis counts any call that replied an error.
     if r.is_ok() && ctx.out.buf.get(reply_at) == Some(&b'-') {
@@ -413,7 +419,7 @@ fn after_write(shared: &Shared, i: usize, args: &[Bytes], changed: Option<&[usiz
         named.into_iter().flatten().chain(all.into_iter().flatten())
     };
     let served = if !in_exec && shared.blocked.active() {
-        shared.blocked.serve(&shared.store, keys())
+        shared.blocked.serve(&shared.store, &shared.events, keys())
     } else {
         Vec::new()
     };

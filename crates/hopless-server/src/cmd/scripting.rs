@@ -294,10 +294,10 @@ impl<'a> ScriptHost<'a> {
     /// EXEC).
     pub(super) fn serve_blocked(&mut self) {
         for (i, args) in &self.writes {
-            let served = self
-                .shared
-                .blocked
-                .serve(&self.shared.store, self.table.keys(*i, args));
+            let served =
+                self.shared
+                    .blocked
+                    .serve(&self.shared.store, &self.shared.events, self.table.keys(*i, args));
             if self.shared.watches.active() {
                 self.shared.watches.touch(served.iter().map(|k| &k[..]));
             }

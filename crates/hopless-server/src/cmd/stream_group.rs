@@ -159,7 +159,9 @@ fn xgroup(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if sub == "destroy" && matches!(r, Ok(Some(Reply3::Int(1)))) && c.shared.blocked.active() {
         // Its blocked readers learn that it is gone (XGROUP is no write command of its own for the
         // dispatcher to serve them after).
-        c.shared.blocked.serve(&c.shared.store, std::iter::once(&key[..]));
+        c.shared
+            .blocked
+            .serve(&c.shared.store, &c.shared.events, std::iter::once(&key[..]));
     }
     match r {
         Ok(Some(Reply3::Ok)) => c.out.ok(),

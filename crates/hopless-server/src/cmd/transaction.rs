@@ -186,7 +186,10 @@ fn exec(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     if c.shared.blocked.active() {
         for (i, args) in &multi.queued {
             if c.table.traits(*i).write {
-                let served = c.shared.blocked.serve(&c.shared.store, c.table.keys(*i, args));
+                let served =
+                    c.shared
+                        .blocked
+                        .serve(&c.shared.store, &c.shared.events, c.table.keys(*i, args));
                 if c.shared.watches.active() {
                     c.shared.watches.touch(served.iter().map(|k| &k[..]));
                 }
