@@ -26,6 +26,7 @@
 //! | `store::list` | the list commands (LPUSH, RPOP, LRANGE, LINSERT, LMOVE, LMPOP...) |
 //! | `store::sets` | the set commands (SADD, SPOP, SINTER, SUNIONSTORE, SSCAN...) |
 //! | `store::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
+//! | `store::geo` | the geo searches over a sorted set (GEOSEARCH, GEORADIUS and kin) under one lock, and their STORE forms |
 //! | `store::stream` | the stream commands (XADD, XTRIM, XDEL, XLEN, XSETID; reads through `read_stream`) |
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
 //! | `store::sort` | SORT and SORT_RO: weights from the elements or BY's keys, GET's values, LIMIT's window, STORE as a list |

@@ -26,6 +26,7 @@
 //! | `hash.rs`, `list.rs`, `sets.rs`, `zset.rs`, `stream.rs` | the commands of each collection type, over `collections.rs` |
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
+//! | `geo.rs` | GEOSEARCH, GEORADIUS and their kin over a sorted set, under one lock; GEOSEARCHSTORE and GEORADIUS's STORE |
 //! | `sort.rs` | SORT and SORT_RO over a list, set or sorted set: BY and GET patterns, LIMIT, ALPHA, STORE |
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
@@ -48,6 +49,7 @@ mod counters;
 mod evict;
 mod expiry;
 mod expiry_thread;
+mod geo;
 mod hash;
 mod list;
 mod options;
@@ -68,6 +70,7 @@ pub use self::collections::Keys;
 pub use self::counters::{Op, OP_NAMES};
 pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
+pub use self::geo::{GeoHit, GeoQuery, GeoSet, GeoStored};
 pub use self::options::{Config, ExpireCond, Gone, KeyGone, Policy, SetCond, SetOptions, Ttl};
 pub use self::sets::Moved;
 pub use self::shard::Store;
