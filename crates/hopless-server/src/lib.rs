@@ -40,6 +40,8 @@
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `cmd::sort` | SORT SORT_RO |
 //! | `cmd::notify` | a command's keyspace events, from its arguments, its reply and its keys before and after |
+//! | `cmd::geo` | the geo commands (GEOADD, GEODIST, GEOHASH, GEOPOS; the searches' table rows) |
+//! | `cmd::geo_search` | the geo searches (GEORADIUS and kin, GEOSEARCH, GEOSEARCHSTORE): their arguments, run and reply |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
 //! | `cmd::function` | FUNCTION FCALL FCALL_RO |
 //! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, and what a script's commands are checked and run by |

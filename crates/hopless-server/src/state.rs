@@ -237,7 +237,7 @@ pub struct ConnState {
 /// yet); the table's `lookup_cached` reads and fills it.
 #[derive(Default)]
 pub struct LookupCache {
-    pub(crate) name: [u8; 16],
+    pub(crate) name: [u8; 24],
     pub(crate) len: u8,
     pub(crate) index: usize,
 }

@@ -8,6 +8,13 @@ pub fn eq(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// Case-insensitive compare of an argument with a lower-case word as C's `strcasecmp` makes it over
+/// the argument's bytes: the argument ends at its first NUL (`"withdist\0x"` is `withdist`).
+pub fn c_eq(arg: &[u8], word: &str) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    arg[..end].eq_ignore_ascii_case(word.as_bytes())
+}
+
 /// Redis's `memtoull`: a byte count with an optional unit (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`; `k` is
 /// 1000, `kb` 1024), case-insensitive.
 pub fn parse_memory(s: &str) -> Option<u64> {

@@ -306,8 +306,9 @@ impl Table {
 
     /// The index of a command name, any case.
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
-        // Longer than any command: not one (and no allocation for the lower-case copy).
-        let mut lower = [0u8; 16];
+        // Longer than any command (GEORADIUSBYMEMBER_RO, 20 bytes, is the longest): not one (and no
+        // allocation for the lower-case copy).
+        let mut lower = [0u8; 24];
         let l = lower.get_mut(..name.len())?;
         for (d, s) in l.iter_mut().zip(name) {
             *d = s.to_ascii_lowercase();
@@ -357,6 +358,24 @@ pub fn help(c: &mut Ctx<'_>, lines: &[&str]) {
     for l in lines {
         c.out.simple(l);
     }
+}
+
+/// Argument positions, for naming the one key a command changed (`Ctx::changed_keys` takes a static
+/// slice).
+static POSITIONS: [usize; 64] = {
+    let mut a = [0; 64];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = i;
+        i += 1;
+    }
+    a
+};
+
+/// [`Ctx::changed_keys`] for a command that changed only the key at argument `at` (a STORE's
+/// destination); None, every key counted as changed, for one further out than the table reaches.
+pub fn key_at(at: usize) -> Option<&'static [usize]> {
+    POSITIONS.get(at).map(std::slice::from_ref)
 }
 
 /// An integer argument, as Redis's `getLongLongFromObjectOrReply`.

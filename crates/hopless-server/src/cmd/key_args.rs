@@ -6,6 +6,7 @@
 use bytes::Bytes;
 
 use super::command::Table;
+use crate::words::c_eq;
 use hopless_kv::store::parse_i64;
 
 /// Why a request has no key list.
@@ -83,6 +84,21 @@ fn sort_keys(args: &[Bytes], readonly: bool) -> Vec<usize> {
     keys
 }
 
+/// GEORADIUS's and GEORADIUSBYMEMBER's keys, as Redis 7.0's key specs find them: the source, then the
+/// argument after the first STORE met from argument `from` on, then the one after the first
+/// STOREDIST (the last argument is not looked at: no key follows it). So a repeated STORE names its
+/// first destination, and STORE and STOREDIST together name both.
+fn georadius_keys(args: &[Bytes], from: usize) -> Vec<usize> {
+    let mut keys = vec![1];
+    for word in ["store", "storedist"] {
+        let end = args.len().saturating_sub(1);
+        if let Some(i) = (from..end).find(|&i| c_eq(&args[i], word)) {
+            keys.push(i + 1);
+        }
+    }
+    keys
+}
+
 /// The key of a container's subcommand (OBJECT ENCODING and the like, MEMORY USAGE): its index, and
 /// whether the subcommand takes exactly that many arguments (or more), as Redis's arity says.
 fn container_key(name: &str, sub: &[u8]) -> Option<(usize, bool)> {
@@ -103,6 +119,9 @@ pub fn key_positions(table: &Table, i: usize, args: &[Bytes]) -> Result<Vec<usiz
     }
     if cmd.name == "sort" || cmd.name == "sort_ro" {
         return Ok(sort_keys(args, cmd.name == "sort_ro"));
+    }
+    if cmd.name == "georadius" || cmd.name == "georadiusbymember" {
+        return Ok(georadius_keys(args, if cmd.name == "georadius" { 6 } else { 5 }));
     }
     if let Some(m) = movable(cmd.name) {
         let first = m.count_at + 1;

@@ -17,6 +17,8 @@
 //! | `set.rs` | the set commands |
 //! | `zset.rs` | the sorted-set commands |
 //! | `sort.rs` | SORT SORT_RO |
+//! | `geo.rs` | GEOADD GEODIST GEOHASH GEOPOS, and the searches' rows |
+//! | `geo_search.rs` | GEORADIUS GEORADIUS_RO GEORADIUSBYMEMBER GEORADIUSBYMEMBER_RO GEOSEARCH GEOSEARCHSTORE |
 //! | `stream.rs` | XADD XTRIM XDEL XLEN XRANGE XREVRANGE XSETID XREAD |
 //! | `stream_group.rs` | XGROUP XACK XPENDING |
 //! | `stream_read_group.rs` | XREADGROUP |
@@ -61,6 +63,8 @@ mod command;
 mod config;
 mod connection;
 mod function;
+mod geo;
+mod geo_search;
 mod hash;
 mod info;
 mod introspection;
@@ -102,6 +106,7 @@ pub fn table() -> &'static Table {
             set::COMMANDS,
             zset::COMMANDS,
             sort::COMMANDS,
+            geo::COMMANDS,
             stream::COMMANDS,
             stream_group::COMMANDS,
             stream_read_group::COMMANDS,

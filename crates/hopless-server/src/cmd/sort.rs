@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use hopless_kv::store::SortSpec;
 
-use super::command::{int_arg, Command, Ctx};
+use super::command::{int_arg, key_at, Command, Ctx};
 use crate::errors::{CmdResult, SYNTAX};
 use crate::words::eq;
 
@@ -19,18 +19,6 @@ pub(super) const COMMANDS: &[Command] = &[
         .acl("@read @set @sortedset @list @slow @dangerous")
         .doc("generic", "7.0.0", "Sort the elements in a list, set or sorted set. Read-only variant of SORT."),
 ];
-
-/// Argument positions, for naming the one key a SORT ... STORE changed (`Ctx::changed_keys` takes a
-/// static slice); a destination further out counts every argument as changed.
-static POSITIONS: [usize; 64] = {
-    let mut a = [0; 64];
-    let mut i = 0;
-    while i < a.len() {
-        a[i] = i;
-        i += 1;
-    }
-    a
-};
 
 fn sort(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     sort_generic(c, a, false)
@@ -89,7 +77,7 @@ fn sort_generic(c: &mut Ctx<'_>, a: &[Bytes], readonly: bool) -> CmdResult {
         Some(at) => {
             spec.stable_set = true;
             let n = store.sort_store(&a[1], &spec, &a[at])?;
-            c.changed_keys = POSITIONS.get(at).map(std::slice::from_ref);
+            c.changed_keys = key_at(at);
             c.out.int(n as i64);
         }
     }
