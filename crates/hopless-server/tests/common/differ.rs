@@ -179,6 +179,36 @@ impl Differ {
         (t, o)
     }
 
+    /// Sends `args` to both; records a difference unless the two replies are the same bytes (where
+    /// [`Differ::run_args`] compares parsed frames: a RESP3 double's spelling, or RESP2's null bulk
+    /// against its null array, count here).
+    pub fn run_bytes(&mut self, args: &[&[u8]]) -> (Vec<u8>, Vec<u8>) {
+        let t = self.redis.cmd(args).read_bytes();
+        let o = self.ours.cmd(args).read_bytes();
+        if t != o {
+            let show: Vec<String> = args
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            self.diffs.push(format!(
+                "{}\n  redis:   {:?}\n  hopless: {:?}",
+                show.join(" "),
+                String::from_utf8_lossy(&t),
+                String::from_utf8_lossy(&o)
+            ));
+        }
+        (t, o)
+    }
+
+    /// [`Differ::run_bytes`] of each command line, in order.
+    pub fn script_bytes(&mut self, lines: &[&str]) {
+        for l in lines {
+            let a = split(l);
+            let a: Vec<&[u8]> = a.iter().map(|x| &x[..]).collect();
+            self.run_bytes(&a);
+        }
+    }
+
     /// [`Differ::run`] with both replies passed through `mask` before they are compared (to blank out
     /// what differs by the clock: idle times, delivery times).
     pub fn run_masked(&mut self, cmd: &str, mask: impl Fn(Frame) -> Frame) {

@@ -77,6 +77,27 @@ impl Raw {
     /// parse, or when the socket has been quiet for 50 ms: re-parsing a 100 MB reply at every read was
     /// quadratic, and took longer than the read timeout on a loaded machine.
     pub fn try_read(&mut self) -> Option<Frame> {
+        let n = self.fill_frame()?;
+        let (f, m) = Frame::parse(&self.buf).expect("parse after check");
+        assert_eq!(n, m);
+        self.buf.drain(..n);
+        Some(f)
+    }
+
+    /// The next reply's bytes, exactly as the server sent them.
+    pub fn read_bytes(&mut self) -> Vec<u8> {
+        match self.fill_frame() {
+            Some(n) => self.buf.drain(..n).collect(),
+            None => panic!(
+                "no reply from {:?}: {}",
+                self.sock.peer_addr(),
+                self.ended.as_deref().unwrap_or("?")
+            ),
+        }
+    }
+
+    /// Reads until the buffer starts with a whole reply; its length, None as [`Raw::try_read`] says.
+    fn fill_frame(&mut self) -> Option<usize> {
         let normal = self.sock.read_timeout().ok().flatten();
         let mut checked_at = 0;
         let mut tmp = [0u8; 65536];
@@ -84,12 +105,7 @@ impl Raw {
             let small = self.buf.len() < 1 << 20;
             if !self.buf.is_empty() && (checked_at == 0 || small || self.buf.len() >= 2 * checked_at) {
                 match Frame::check(&self.buf) {
-                    Ok(n) => {
-                        let (f, m) = Frame::parse(&self.buf).expect("parse after check");
-                        assert_eq!(n, m);
-                        self.buf.drain(..n);
-                        return Some(f);
-                    }
+                    Ok(n) => return Some(n),
                     Err(FrameError::Incomplete) => checked_at = self.buf.len(),
                     Err(e) => panic!("bad reply: {e}"),
                 }
