@@ -6,6 +6,7 @@
 mod common;
 
 use common::differ::Differ;
+use hopless_server::codec::Frame;
 
 const SETUP: &[&str] = &[
     "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
@@ -351,6 +352,40 @@ fn geo_matches_redis() {
     d.ours.cmd(&[b"HELLO", b"3"]).read();
     d.script_bytes(RESP3);
     d.assert_none();
+}
+
+/// COMMAND INFO's first seven fields (name, arity, flags, key positions, ACL categories) of each geo
+/// command, as Redis lists them (hopless lists no key specs after them).
+#[test]
+fn command_info_matches_redis() {
+    let Some(mut d) = Differ::start() else {
+        return;
+    };
+    for name in [
+        "geoadd",
+        "geodist",
+        "geohash",
+        "geopos",
+        "georadius",
+        "georadius_ro",
+        "georadiusbymember",
+        "georadiusbymember_ro",
+        "geosearch",
+        "geosearchstore",
+    ] {
+        let head = |f: Frame| -> Vec<Frame> {
+            let Frame::Array(mut v) = f else {
+                panic!("{name}: {f:?}")
+            };
+            let Frame::Array(info) = v.remove(0) else {
+                panic!("{name}")
+            };
+            info.into_iter().take(7).collect()
+        };
+        let t = head(d.redis.cmd(&[b"COMMAND", b"INFO", name.as_bytes()]).read());
+        let o = head(d.ours.cmd(&[b"COMMAND", b"INFO", name.as_bytes()]).read());
+        assert_eq!(t, o, "COMMAND INFO {name}");
+    }
 }
 
 /// A seeded xorshift: the same sequence every run.
