@@ -51,11 +51,13 @@
 //! do not cover the registers exactly is found while decoding: [`HllError::Corrupt`] (`INVALIDOBJ`).
 //! Nothing here panics on any bytes.
 //!
-//! Two corners of corrupt sparse values differ from Redis 7.0. Run lengths are summed in 64 bits, so a
-//! value whose runs add up past 2^31 registers is corrupt here, where Redis's `int` sums wrap. And a
-//! value whose last opcode is an XZERO cut short by the end reads its missing byte as 0 here, where
-//! Redis reads its string's terminator, which a PFADD on such a value may have overwritten (within one
-//! call the terminator is carried as Redis carries it).
+//! Reading a sparse value (PFCOUNT, PFMERGE, the conversion to dense) follows redis-server 7.0.15 with
+//! the run-length bounds checks of its HyperLogLog security fix (CVE-2025-32023), as distributions
+//! ship it: an opcode whose run passes the last register makes the value corrupt, even after runs that
+//! covered every register, and run lengths never wrap. One corner differs: a value whose last opcode
+//! is an XZERO cut short by the end reads its missing byte as 0 here, where Redis reads its string's
+//! terminator, which a PFADD on such a value may have overwritten (within one call the terminator is
+//! carried as Redis carries it).
 
 mod add;
 mod count;

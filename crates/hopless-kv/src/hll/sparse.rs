@@ -156,7 +156,8 @@ impl Iterator for Ops<'_> {
 
 /// Calls `each(index, value)` for every register a VAL opcode sets, in order; [`HllError::Corrupt`]
 /// unless the opcodes cover exactly [`HLL_REGISTERS`] registers (what `hllSparseToDense` and
-/// `hllMerge` check: a VAL run past the end stops the walk).
+/// `hllMerge` check: an opcode whose run passes the last register makes the value corrupt, even when
+/// the runs before it covered every register).
 fn for_each_set(ops: Ops<'_>, mut each: impl FnMut(usize, u8)) -> Result<(), HllError> {
     let mut idx = 0usize;
     for op in ops {
@@ -164,7 +165,7 @@ fn for_each_set(ops: Ops<'_>, mut each: impl FnMut(usize, u8)) -> Result<(), Hll
             Op::Zero(len) | Op::XZero(len) => idx += len,
             Op::Val { value, len } => {
                 if idx + len > HLL_REGISTERS {
-                    break;
+                    return Err(HllError::Corrupt);
                 }
                 for i in idx..idx + len {
                     each(i, value);

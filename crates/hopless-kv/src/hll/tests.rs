@@ -516,8 +516,7 @@ fn arbitrary_bytes_never_panic_and_sound_values_keep_their_registers() {
         let _ = count_union([&abc, &v]);
         let _ = merge(None, [&v, &starts[6]], max);
         let _ = merge(Some(&abc), [&v], max);
-        // Sound: the opcodes cover the registers exactly, and end with the value. (A VAL past the
-        // registers converts to dense but does not count, in Redis too.)
+        // Sound: the opcodes cover the registers exactly, and end with the value.
         let mut invalid = v.clone();
         if let Some(b) = invalid.get_mut(15) {
             *b |= 0x80;
@@ -552,4 +551,19 @@ fn arbitrary_bytes_never_panic_and_sound_values_keep_their_registers() {
             count(&dense).map(|c| c.cardinality)
         );
     }
+}
+
+#[test]
+fn a_val_past_the_covered_registers_is_corrupt() {
+    // XZERO of all 16384 registers, then a VAL of 1: every reader refuses it, as redis-server does.
+    let mut v = new_sparse();
+    v.push(0x80);
+    let mut invalid = v.clone();
+    invalid[15] |= 0x80;
+    assert_eq!(count(&invalid), Err(HllError::Corrupt));
+    assert_eq!(todense(&v), Err(HllError::Corrupt));
+    assert_eq!(getreg(&v), Err(HllError::Corrupt));
+    assert_eq!(count_union([&v]), Err(HllError::Corrupt));
+    assert_eq!(merge(None, [&v], MAX), Err(HllError::Corrupt));
+    assert_eq!(decode(&v).as_deref(), Ok("Z:16384 v:1,1"));
 }
