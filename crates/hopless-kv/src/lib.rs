@@ -29,6 +29,7 @@
 //! | `store::geo` | the geo searches over a sorted set (GEOSEARCH, GEORADIUS and kin) under one lock, and their STORE forms |
 //! | `store::stream` | the stream commands (XADD, XTRIM, XDEL, XLEN, XSETID; reads through `read_stream`) |
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
+//! | `store::hll` | PFADD, PFCOUNT, PFMERGE and PFDEBUG on the store, each under its keys' locks; errors in Redis's key order; a HyperLogLog rewritten keeping its TTL |
 //! | `store::sort` | SORT and SORT_RO: weights from the elements or BY's keys, GET's values, LIMIT's window, STORE as a list |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |

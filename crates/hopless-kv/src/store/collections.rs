@@ -354,6 +354,16 @@ impl<'s, A: KvAlloc> Keys<'s, A> {
 
     /// Replaces key `i` (whatever it held, and its TTL) with the string `v`.
     pub fn put_string(&mut self, i: usize, v: &[u8], enc: StrEnc) -> Result<()> {
+        self.install_string(i, v, enc, false)
+    }
+
+    /// Replaces key `i`'s value with the string `v` as a change in place does: the key keeps its TTL (a
+    /// missing key is created without one).
+    pub fn rewrite_string(&mut self, i: usize, v: &[u8], enc: StrEnc) -> Result<()> {
+        self.install_string(i, v, enc, true)
+    }
+
+    fn install_string(&mut self, i: usize, v: &[u8], enc: StrEnc, keep_ttl: bool) -> Result<()> {
         self.settle(i);
         let item = value::new_item(self.alloc(), self.keys[i], v.len(), |b| b.copy_from_slice(v))
             .map_err(|_| Error::AllocFailed)?;
@@ -364,7 +374,11 @@ impl<'s, A: KvAlloc> Keys<'s, A> {
         let store = self.store;
         let g = self.guard(l.shard);
         let existing = g.table.find(l.hash, key);
-        if let Some(old) = store.install(g, l, existing, item, None) {
+        let deadline = match existing {
+            Some(s) if keep_ttl => g.deadline_of(g.table.item(s)),
+            _ => None,
+        };
+        if let Some(old) = store.install(g, l, existing, item, deadline) {
             self.released.push(old);
         }
         Ok(())

@@ -27,6 +27,7 @@
 //! | `bits.rs` | the bit commands' writes (SETBIT, BITFIELD, BITOP, in place where it can), OBJECT ENCODING of a string, TOUCH |
 //! | `copy.rs` | COPY, of a string or a collection, with its TTL |
 //! | `geo.rs` | GEOSEARCH, GEORADIUS and their kin over a sorted set, under one lock; GEOSEARCHSTORE and GEORADIUS's STORE |
+//! | `hll.rs` | PFADD, PFCOUNT, PFMERGE and PFDEBUG under their keys' locks, over the `hll` codec: keys checked in Redis's order, a HyperLogLog rewritten keeping its TTL |
 //! | `sort.rs` | SORT and SORT_RO over a list, set or sorted set: BY and GET patterns, LIMIT, ALPHA, STORE |
 //! | `collections.rs` | reaching a list's, hash's, set's or sorted set's collection under its lock: one key or several, WRONGTYPE, emptied keys removed |
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
@@ -51,6 +52,7 @@ mod expiry;
 mod expiry_thread;
 mod geo;
 mod hash;
+mod hll;
 mod list;
 mod options;
 mod pair;
@@ -72,6 +74,8 @@ pub use self::evict::EVICTION_SAMPLES;
 pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::geo::{GeoHit, GeoQuery, GeoSet, GeoStored};
 pub use self::options::{Config, ExpireCond, Gone, KeyGone, Policy, SetCond, SetOptions, Ttl};
+pub use self::hll::{PfCount, PfDebug, PfDebugReply};
+pub use self::options::{Config, ExpireCond, Policy, SetCond, SetOptions, Ttl};
 pub use self::sets::Moved;
 pub use self::shard::Store;
 pub use self::sort::SortSpec;

@@ -29,6 +29,8 @@ pub struct Limits {
     pub stream_node_bytes: i64,
     /// `stream-node-max-entries`: a stream node's most entries, live and deleted (0: no limit).
     pub stream_node_entries: i64,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past this many bytes turns dense.
+    pub hll_sparse_max_bytes: i64,
 }
 
 impl Default for Limits {
@@ -44,6 +46,7 @@ impl Default for Limits {
             list_node: -2,
             stream_node_bytes: 4096,
             stream_node_entries: 100,
+            hll_sparse_max_bytes: crate::hll::HLL_SPARSE_MAX_BYTES as i64,
         }
     }
 }
@@ -61,9 +64,10 @@ impl Limits {
         ("list-max-listpack-size", &["list-max-ziplist-size"]),
         ("stream-node-max-bytes", &[]),
         ("stream-node-max-entries", &[]),
+        ("hll-sparse-max-bytes", &[]),
     ];
 
-    fn fields(&mut self) -> [&mut i64; 10] {
+    fn fields(&mut self) -> [&mut i64; 11] {
         [
             &mut self.hash_entries,
             &mut self.hash_value,
@@ -75,6 +79,7 @@ impl Limits {
             &mut self.list_node,
             &mut self.stream_node_bytes,
             &mut self.stream_node_entries,
+            &mut self.hll_sparse_max_bytes,
         ]
     }
 
@@ -96,7 +101,7 @@ impl Limits {
 }
 
 /// The store's current [`Limits`], changed at run time.
-pub(crate) struct LimitsCell([AtomicI64; 10]);
+pub(crate) struct LimitsCell([AtomicI64; 11]);
 
 impl LimitsCell {
     pub(crate) fn new(l: Limits) -> Self {
