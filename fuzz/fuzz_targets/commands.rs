@@ -134,6 +134,10 @@ const NAMES: &[&str] = &[
     "GEORADIUSBYMEMBER_RO",
     "GEOSEARCH",
     "GEOSEARCHSTORE",
+    "PFADD",
+    "PFCOUNT",
+    "PFMERGE",
+    "PFDEBUG",
 ];
 
 const WORDS: &[&str] = &[
@@ -211,6 +215,9 @@ const WORDS: &[&str] = &[
     "180",
     "85.05112878",
     "1e300",
+    "GETREG",
+    "DECODE",
+    "TODENSE",
     "",
 ];
 

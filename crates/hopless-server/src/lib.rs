@@ -43,6 +43,7 @@
 //! | `cmd::geo` | the geo commands (GEOADD, GEODIST, GEOHASH, GEOPOS; the searches' table rows) |
 //! | `cmd::geo_search` | the geo searches (GEORADIUS and kin, GEOSEARCH, GEOSEARCHSTORE): their arguments, run and reply |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
+//! | `cmd::hll` | the HyperLogLog commands (PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST) |
 //! | `cmd::function` | FUNCTION FCALL FCALL_RO |
 //! | `cmd::scripting` | EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, and what a script's commands are checked and run by |
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |

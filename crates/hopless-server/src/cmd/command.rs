@@ -26,6 +26,8 @@ pub struct Traits {
     pub movable: bool,
     /// `denyoom`: may grow memory (inside MULTI, EXEC is refused over `maxmemory` if one is queued).
     pub denyoom: bool,
+    /// Redis's `may_replicate` ([`Command::may_replicate`]): a read-only script may not call it.
+    pub may_replicate: bool,
     /// `no_multi`: refused inside MULTI.
     pub no_multi: bool,
     /// Runs at once even inside MULTI (MULTI EXEC DISCARD WATCH UNWATCH QUIT RESET), without the
@@ -73,15 +75,21 @@ fn unchanged_test(name: &str) -> fn(&[Bytes], &[u8]) -> bool {
     fn getex_read(a: &[Bytes], _: &[u8]) -> bool {
         a.len() == 2
     }
+    /// PFDEBUG's conversion to dense is stored but not signalled, as in Redis.
+    fn always(_: &[Bytes], _: &[u8]) -> bool {
+        true
+    }
     match name {
         "del" | "unlink" | "setnx" | "msetnx" | "hsetnx" | "lpushx" | "rpushx" | "sadd" | "srem" | "hdel"
         | "zrem" | "expire" | "pexpire" | "expireat" | "pexpireat" | "persist" | "renamenx" | "smove"
-        | "lrem" | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex" | "setrange" | "copy" => zero,
+        | "lrem" | "zremrangebyscore" | "zremrangebyrank" | "zremrangebylex" | "setrange" | "copy"
+        | "pfadd" => zero,
         "linsert" => zero_or_minus_one,
         "lpop" | "rpop" | "spop" | "getdel" | "lmove" | "rpoplpush" | "lmpop" | "zmpop" | "zpopmin"
         | "zpopmax" => nothing,
         "set" => set_refused,
         "getex" => getex_read,
+        "pfdebug" => always,
         _ => never,
     }
 }
@@ -138,6 +146,9 @@ pub struct Command {
     /// For a container whose subcommands scripts meet differently (CLUSTER RESET is `noscript`, the
     /// rest are not): why a script may not call it with these arguments, in Redis's words.
     pub script_refusal: Option<ScriptRefusal>,
+    /// Redis's `may_replicate` flag, which COMMAND hides: a command that is not a write but may change
+    /// a value (PFCOUNT's cache), refused in a read-only script as a write is.
+    pub may_replicate: bool,
     pub handler: Handler,
 }
 
@@ -157,6 +168,7 @@ impl Command {
             summary: "",
             subs: &[],
             script_refusal: None,
+            may_replicate: false,
             handler,
         }
     }
@@ -168,6 +180,14 @@ impl Command {
     pub const fn script_refusal(self, check: ScriptRefusal) -> Self {
         Command {
             script_refusal: Some(check),
+            ..self
+        }
+    }
+
+    /// Marks the command `may_replicate` (see [`Command::may_replicate`]).
+    pub const fn may_replicate(self) -> Self {
+        Command {
+            may_replicate: true,
             ..self
         }
     }
@@ -246,6 +266,7 @@ impl Table {
                 write: c.has_flag("write"),
                 movable: c.has_flag("movablekeys"),
                 denyoom: c.has_flag("denyoom"),
+                may_replicate: c.may_replicate,
                 no_multi: c.has_flag("no_multi"),
                 transaction_control: matches!(
                     c.name,

@@ -112,6 +112,15 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
     };
     let sh = c.shared;
     if let Some(i) = hopless_kv::Limits::index_of(p) {
+        if hopless_kv::Limits::NAMES[i].0 == "hll-sparse-max-bytes" {
+            // A memory value (Redis's `memtoull`, its product wrapping as in C) in 0..=LONG_MAX.
+            let n = memtoull(v.as_bytes()).ok_or("argument must be a memory value")?;
+            if n > i64::MAX as u64 {
+                return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+            }
+            sh.store.set_limit(i, n as i64);
+            return Ok(());
+        }
         // `list-max-listpack-size` is a signed int (negative: node bytes); the others a size (>= 0).
         let n = v
             .parse::<i64>()
@@ -208,6 +217,32 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
         _ => return Err("can't set immutable config".into()),
     }
     Ok(())
+}
+
+/// Redis's `memtoull`: digits, then an optional unit (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`, any case).
+/// No digits read as 0; digits past `u64::MAX` saturate (`strtoull`) and the product wraps, as in C.
+fn memtoull(s: &[u8]) -> Option<u64> {
+    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let (num, unit) = s.split_at(digits);
+    let mul: u64 = match unit.to_ascii_lowercase().as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits >= 128 {
+        return None;
+    }
+    let n = num.iter().fold(0u64, |n, &d| {
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            .unwrap_or(u64::MAX)
+    });
+    Some(n.wrapping_mul(mul))
 }
 
 const CONFIG_HELP: &[&str] = &[

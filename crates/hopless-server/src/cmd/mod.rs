@@ -11,6 +11,7 @@
 //! | `string.rs` | GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT MGET MSET MSETNX LCS |
 //! | `blocking.rs` | BLPOP BRPOP BRPOPLPUSH BLMOVE BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
 //! | `bit.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `hll.rs` | PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST |
 //! | `keys.rs` | DEL UNLINK EXISTS TOUCH EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME PEXPIRETIME PERSIST TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE FLUSHDB FLUSHALL |
 //! | `hash.rs` | the hash commands |
 //! | `list.rs` | the list commands |
@@ -66,6 +67,7 @@ mod function;
 mod geo;
 mod geo_search;
 mod hash;
+mod hll;
 mod info;
 mod introspection;
 mod key_args;
@@ -107,6 +109,7 @@ pub fn table() -> &'static Table {
             zset::COMMANDS,
             sort::COMMANDS,
             geo::COMMANDS,
+            hll::COMMANDS,
             stream::COMMANDS,
             stream_group::COMMANDS,
             stream_read_group::COMMANDS,

@@ -193,7 +193,7 @@ impl ScriptHost<'_> {
         if let Some(why) = cmd.script_refusal.and_then(|check| check(args)) {
             return Err(Refusal::Text(why));
         }
-        if traits.write && self.read_only {
+        if (traits.write || traits.may_replicate) && self.read_only {
             return Err(Refusal::Text(
                 "Write commands are not allowed from read-only scripts.",
             ));
