@@ -41,9 +41,9 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<(usize, usize)>) -> Strin
     let idle = age.as_millis() as u64 - e.last_ms.load(Ordering::Relaxed).min(age.as_millis() as u64);
     let cmd = c.table.last_cmd_name(e.last_cmd.load(Ordering::Relaxed));
     let (qbuf, qbuf_free) = qbuf.unwrap_or((0, 0));
-    let (sub, psub) = c.shared.pubsub.counts(e.id); // pub/sub: its counts, flag P
+    let [sub, psub, ssub] = c.shared.pubsub.counts(e.id); // pub/sub: its counts, flag P
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub={ssub} \
          multi={} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
          tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={}",
         e.id,
@@ -81,7 +81,7 @@ fn flags(e: &ClientEntry, subscribed: bool) -> String {
 /// `normal` (there are no masters or replicas).
 fn client_type(c: &Ctx<'_>, e: &ClientEntry) -> &'static str {
     match c.shared.pubsub.counts(e.id) {
-        (0, 0) => "normal",
+        [0, 0, 0] => "normal",
         _ => "pubsub",
     }
 }

@@ -1,5 +1,7 @@
-//! Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, and subscribed mode:
-//! a RESP2 connection with subscriptions may send only (P)(UN)SUBSCRIBE, PING, QUIT and RESET; a RESP3
+//! Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH, the shard channels' SSUBSCRIBE
+//! SUNSUBSCRIBE SPUBLISH (a namespace of their own, as on one Redis cluster node that holds every slot),
+//! PUBSUB, and subscribed mode: a RESP2 connection with subscriptions may send only (P|S)(UN)SUBSCRIBE,
+//! PING, QUIT and RESET; a RESP3
 //! one anything, its messages arriving as push frames between replies. The registry, the outboxes and
 //! the output limit are `crate::pubsub`'s.
 
@@ -25,6 +27,14 @@ pub(super) const COMMANDS: &[Command] = &[
         .doc("pubsub", "2.0.0", "Stop listening for messages posted to channels matching the given patterns"),
     Command::new("publish", 3, "pubsub loading stale fast", publish).acl("@pubsub @fast")
         .doc("pubsub", "2.0.0", "Post a message to a channel"),
+    Command::new("ssubscribe", -2, "pubsub noscript loading stale", ssubscribe).keys(1, -1, 1)
+        .acl("@pubsub @slow")
+        .doc("pubsub", "7.0.0", "Listen for messages published to the given shard channels"),
+    Command::new("sunsubscribe", -1, "pubsub noscript loading stale", sunsubscribe).keys(1, -1, 1)
+        .acl("@pubsub @slow")
+        .doc("pubsub", "7.0.0", "Stop listening for messages posted to the given shard channels"),
+    Command::new("spublish", 3, "pubsub loading stale fast", spublish).keys(1, 1, 1).acl("@pubsub @fast")
+        .doc("pubsub", "7.0.0", "Post a message to a shard channel"),
     Command::new("pubsub", -2, "", pubsub).acl("@slow")
         .doc("pubsub", "2.8.0", "A container for Pub/Sub commands"),
 ];
@@ -35,6 +45,8 @@ const ALLOWED_SUBSCRIBED: &[&str] = &[
     "unsubscribe",
     "psubscribe",
     "punsubscribe",
+    "ssubscribe",
+    "sunsubscribe",
     "ping",
     "quit",
     "reset",
@@ -73,9 +85,16 @@ pub(super) fn admit(conn: &ConnState, out: &mut Reply, cmd: &Command, args: &[By
 /// Whether the request is one whose whole answer is pub/sub frames ((P)(UN)SUBSCRIBE), which CLIENT
 /// REPLY OFF and SKIP do not silence.
 pub(super) fn pushes_only(args: &[Bytes]) -> bool {
-    ["subscribe", "psubscribe", "unsubscribe", "punsubscribe"]
-        .iter()
-        .any(|w| args[0].eq_ignore_ascii_case(w.as_bytes()))
+    [
+        "subscribe",
+        "psubscribe",
+        "unsubscribe",
+        "punsubscribe",
+        "ssubscribe",
+        "sunsubscribe",
+    ]
+    .iter()
+    .any(|w| args[0].eq_ignore_ascii_case(w.as_bytes()))
 }
 
 /// A (un)subscribe confirmation: `[kind, name or nil, the connection's channels + patterns]`, a push
@@ -102,6 +121,33 @@ fn psubscribe(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     add(c, Kind::Pattern, &a[1..])
 }
 
+fn ssubscribe(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    add(c, Kind::Shard, &a[1..])
+}
+
+fn sunsubscribe(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    drop_names(c, Kind::Shard, &a[1..]);
+    Ok(())
+}
+
+fn spublish(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
+    let n = c.shared.pubsub.publish_shard(&a[1], &a[2]);
+    if let Some(subs) = &c.conn.pubsub {
+        subs.outbox().drain(c.out, usize::MAX);
+    }
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// What a (un)subscribe reply counts: a shard channel's the connection's shard channels, the others its
+/// channels and patterns (Redis 7.0 counts them apart).
+fn counted(subs: &ClientSubs, kind: Kind) -> usize {
+    match kind {
+        Kind::Shard => subs.shard_count(),
+        _ => subs.count(),
+    }
+}
+
 fn unsubscribe(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     drop_names(c, Kind::Channel, &a[1..]);
     Ok(())
@@ -117,6 +163,7 @@ fn add(c: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> CmdResult {
     let reply = match kind {
         Kind::Channel => "subscribe",
         Kind::Pattern => "psubscribe",
+        Kind::Shard => "ssubscribe",
     };
     let subs = c.conn.pubsub.get_or_insert_with(|| {
         let entry = c.conn.entry.clone();
@@ -128,7 +175,7 @@ fn add(c: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> CmdResult {
     });
     for n in names {
         subs.subscribe(kind, n);
-        confirm(c.out, reply, Some(n), subs.count());
+        confirm(c.out, reply, Some(n), counted(subs, kind));
     }
     Ok(())
 }
@@ -140,6 +187,7 @@ fn drop_names(c: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) {
     let reply = match kind {
         Kind::Channel => "unsubscribe",
         Kind::Pattern => "punsubscribe",
+        Kind::Shard => "sunsubscribe",
     };
     let Some(subs) = c.conn.pubsub.as_mut() else {
         if names.is_empty() {
@@ -154,7 +202,7 @@ fn drop_names(c: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) {
     let names = if names.is_empty() {
         all = subs.names(kind);
         if all.is_empty() {
-            confirm(c.out, reply, None, subs.count());
+            confirm(c.out, reply, None, counted(subs, kind));
         }
         &all[..]
     } else {
@@ -163,9 +211,9 @@ fn drop_names(c: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) {
     for n in names {
         subs.unsubscribe(kind, n);
         subs.outbox().drain(c.out, usize::MAX);
-        confirm(c.out, reply, Some(n), subs.count());
+        confirm(c.out, reply, Some(n), counted(subs, kind));
     }
-    if subs.count() == 0 {
+    if subs.total() == 0 {
         c.conn.pubsub = None;
     }
 }
@@ -198,18 +246,18 @@ const PUBSUB_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// PUBSUB CHANNELS NUMSUB NUMPAT HELP, and the shard-channel forms (no shard channels here: sharded
-/// pub/sub is a cluster's, and this server is one node).
+/// PUBSUB CHANNELS NUMSUB NUMPAT HELP, and the shard channels' SHARDCHANNELS SHARDNUMSUB.
 fn pubsub(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     let sub = subcommand(a);
     let n = a.len();
+    let kind = if sub.starts_with("shard") {
+        Kind::Shard
+    } else {
+        Kind::Channel
+    };
     match sub.as_str() {
         "channels" | "shardchannels" if n <= 3 => {
-            let found = if sub == "channels" {
-                c.shared.pubsub.channels(a.get(2).map(|p| &p[..]))
-            } else {
-                Vec::new()
-            };
+            let found = c.shared.pubsub.channels(kind, a.get(2).map(|p| &p[..]));
             c.out.bulks(found.iter().map(|b| &b[..]));
         }
         "channels" | "shardchannels" => {
@@ -223,12 +271,7 @@ fn pubsub(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             c.out.array(2 * (n - 2));
             for ch in &a[2..] {
                 c.out.bulk(ch);
-                let count = if sub == "numsub" {
-                    c.shared.pubsub.numsub(ch)
-                } else {
-                    0
-                };
-                c.out.int(count as i64);
+                c.out.int(c.shared.pubsub.numsub(kind, ch) as i64);
             }
         }
         "numpat" if n == 2 => c.out.int(c.shared.pubsub.names(Kind::Pattern) as i64),

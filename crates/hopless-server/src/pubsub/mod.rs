@@ -22,12 +22,15 @@ use tracing::warn;
 pub use self::limit::{OutputLimit, OutputLimits};
 pub use self::outbox::{Message, Outbox, Published, Pushed};
 
-/// A channel, or a pattern of channels.
+/// A channel, a pattern of channels, or a shard channel (SSUBSCRIBE's, a namespace of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Channel,
     Pattern,
+    Shard,
 }
+
+const KINDS: [Kind; 3] = [Kind::Channel, Kind::Pattern, Kind::Shard];
 
 /// One subscribed connection as publishers and CLIENT LIST see it.
 pub struct Subscriber {
@@ -35,8 +38,9 @@ pub struct Subscriber {
     pub outbox: Outbox,
     /// Closes the connection; called once, by the publisher whose message takes it past the limit.
     disconnect: Box<dyn Fn() + Send + Sync>,
-    /// How many channels and patterns it listens to (CLIENT LIST's `sub` and `psub`).
-    counts: [AtomicUsize; 2],
+    /// How many channels, patterns and shard channels it listens to (CLIENT LIST's `sub`, `psub` and
+    /// `ssub`).
+    counts: [AtomicUsize; 3],
 }
 
 /// The subscribers of one channel or pattern, by client id.
@@ -44,9 +48,9 @@ type Listeners = HashMap<u64, Arc<Subscriber>>;
 
 #[derive(Default)]
 struct Lists {
-    /// Channel → its subscribers; pattern → its subscribers (index: [`Kind`]). A name with no
+    /// Channel, pattern or shard channel → its subscribers (index: [`Kind`]). A name with no
     /// subscriber left is removed.
-    names: [HashMap<Bytes, Listeners>; 2],
+    names: [HashMap<Bytes, Listeners>; 3],
     /// Every connection with a [`ClientSubs`], by client id.
     clients: HashMap<u64, Arc<Subscriber>>,
 }
@@ -73,41 +77,66 @@ impl PubSub {
         let limit = self.limits().pubsub;
         let lists = self.lists();
         let mut receivers = 0;
-        let mut deliver = |sub: &Subscriber, pattern: Option<&Bytes>| {
-            let m = Message::from(Published {
-                pattern: pattern.cloned(),
-                channel: channel.clone(),
-                payload: payload.clone(),
-            });
-            if sub.outbox.push(m, &limit) == Pushed::Overflowed {
-                self.overflow_disconnections.fetch_add(1, Ordering::Relaxed);
-                warn!(
-                    id = sub.id,
-                    "client scheduled to be closed ASAP for overcoming of output buffer limits (pubsub)"
-                );
-                (sub.disconnect)();
-            }
-            receivers += 1;
-        };
         if let Some(subs) = lists.names[Kind::Channel as usize].get(&channel[..]) {
             for s in subs.values() {
-                deliver(s, None);
+                receivers += self.deliver(s, false, None, channel, payload, &limit);
             }
         }
         for (pattern, subs) in &lists.names[Kind::Pattern as usize] {
             if glob_match(pattern, channel) {
                 for s in subs.values() {
-                    deliver(s, Some(pattern));
+                    receivers += self.deliver(s, false, Some(pattern), channel, payload, &limit);
                 }
             }
         }
         receivers
     }
 
-    /// The channels with a subscriber, those matching `pattern` if given (PUBSUB CHANNELS).
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+    /// SPUBLISH: queues `payload` for every subscriber of shard channel `channel` (no pattern reaches
+    /// a shard channel); the number of receivers.
+    pub fn publish_shard(&self, channel: &Bytes, payload: &Bytes) -> usize {
+        let limit = self.limits().pubsub;
         let lists = self.lists();
-        lists.names[Kind::Channel as usize]
+        let Some(subs) = lists.names[Kind::Shard as usize].get(&channel[..]) else {
+            return 0;
+        };
+        subs.values()
+            .map(|s| self.deliver(s, true, None, channel, payload, &limit))
+            .sum()
+    }
+
+    /// Queues one message for `sub` (disconnecting it past its output limit); 1, as it counts as a
+    /// receiver either way.
+    fn deliver(
+        &self,
+        sub: &Subscriber,
+        shard: bool,
+        pattern: Option<&Bytes>,
+        channel: &Bytes,
+        payload: &Bytes,
+        limit: &OutputLimit,
+    ) -> usize {
+        let m = Message::from(Published {
+            shard,
+            pattern: pattern.cloned(),
+            channel: channel.clone(),
+            payload: payload.clone(),
+        });
+        if sub.outbox.push(m, limit) == Pushed::Overflowed {
+            self.overflow_disconnections.fetch_add(1, Ordering::Relaxed);
+            warn!(
+                id = sub.id,
+                "client scheduled to be closed ASAP for overcoming of output buffer limits (pubsub)"
+            );
+            (sub.disconnect)();
+        }
+        1
+    }
+
+    /// The channels with a subscriber, those matching `pattern` if given (PUBSUB CHANNELS).
+    pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        let lists = self.lists();
+        lists.names[kind as usize]
             .keys()
             .filter(|c| pattern.is_none_or(|p| glob_match(p, c)))
             .cloned()
@@ -115,8 +144,8 @@ impl PubSub {
     }
 
     /// How many connections subscribe to `channel`, patterns aside (PUBSUB NUMSUB).
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.lists().names[Kind::Channel as usize]
+    pub fn numsub(&self, kind: Kind, channel: &[u8]) -> usize {
+        self.lists().names[kind as usize]
             .get(channel)
             .map_or(0, |s| s.len())
     }
@@ -127,15 +156,13 @@ impl PubSub {
         self.lists().names[kind as usize].len()
     }
 
-    /// A client's channel and pattern counts (CLIENT LIST's `sub` and `psub`); zero for one that
-    /// subscribes to nothing.
-    pub fn counts(&self, id: u64) -> (usize, usize) {
-        self.lists().clients.get(&id).map_or((0, 0), |s| {
-            (
-                s.counts[0].load(Ordering::Relaxed),
-                s.counts[1].load(Ordering::Relaxed),
-            )
-        })
+    /// A client's channel, pattern and shard channel counts (CLIENT LIST's `sub`, `psub` and `ssub`);
+    /// zero for one that subscribes to nothing.
+    pub fn counts(&self, id: u64) -> [usize; 3] {
+        self.lists()
+            .clients
+            .get(&id)
+            .map_or([0; 3], |s| s.counts.each_ref().map(|c| c.load(Ordering::Relaxed)))
     }
 
     pub fn limits(&self) -> OutputLimits {
@@ -156,8 +183,9 @@ impl PubSub {
 pub struct ClientSubs {
     registry: Arc<PubSub>,
     me: Arc<Subscriber>,
-    /// Its channels and its patterns (index: [`Kind`]), sharing their bytes with the registry's keys.
-    names: [HashSet<Bytes>; 2],
+    /// Its channels, patterns and shard channels (index: [`Kind`]), sharing their bytes with the
+    /// registry's keys.
+    names: [HashSet<Bytes>; 3],
 }
 
 impl ClientSubs {
@@ -205,9 +233,19 @@ impl ClientSubs {
         self.me.counts[kind as usize].store(self.names[kind as usize].len(), Ordering::Relaxed);
     }
 
-    /// Its channels and patterns together, as subscribe replies count them.
+    /// Its channels and patterns together, as (P)(UN)SUBSCRIBE's replies count them.
     pub fn count(&self) -> usize {
         self.names[0].len() + self.names[1].len()
+    }
+
+    /// Its shard channels, as S(UN)SUBSCRIBE's replies count them.
+    pub fn shard_count(&self) -> usize {
+        self.names[2].len()
+    }
+
+    /// Every subscription: the connection is in subscribed mode while it has one.
+    pub fn total(&self) -> usize {
+        self.count() + self.shard_count()
     }
 
     /// Its channels, or its patterns.
@@ -223,7 +261,7 @@ impl ClientSubs {
 impl Drop for ClientSubs {
     fn drop(&mut self) {
         let mut lists = self.registry.lists();
-        for kind in [Kind::Channel, Kind::Pattern] {
+        for kind in KINDS {
             for name in &self.names[kind as usize] {
                 remove(&mut lists, kind, name, self.me.id);
             }
@@ -284,7 +322,7 @@ mod tests {
         b.subscribe(Kind::Pattern, b"x*");
         assert_eq!(a.count(), 2);
         assert_eq!(r.names(Kind::Pattern), 2);
-        assert_eq!(r.counts(1), (1, 1));
+        assert_eq!(r.counts(1), [1, 1, 0]);
         let n = r.publish(&Bytes::from_static(b"news"), &Bytes::from_static(b"hi"));
         assert_eq!(n, 3);
         assert_eq!(
@@ -294,8 +332,8 @@ mod tests {
         );
         assert!(written(&b).starts_with("*4\r\n$8\r\npmessage"));
         assert_eq!(r.publish(&Bytes::from_static(b"other"), &Bytes::new()), 0);
-        assert_eq!(r.channels(None), vec![Bytes::from_static(b"news")]);
-        assert!(r.channels(Some(b"x*")).is_empty());
+        assert_eq!(r.channels(Kind::Channel, None), vec![Bytes::from_static(b"news")]);
+        assert!(r.channels(Kind::Channel, Some(b"x*")).is_empty());
     }
 
     #[test]
@@ -306,15 +344,15 @@ mod tests {
         a.subscribe(Kind::Channel, b"c");
         b.subscribe(Kind::Channel, b"c");
         b.subscribe(Kind::Pattern, b"*");
-        assert_eq!(r.numsub(b"c"), 2);
+        assert_eq!(r.numsub(Kind::Channel, b"c"), 2);
         a.unsubscribe(Kind::Channel, b"c");
         a.unsubscribe(Kind::Channel, b"never");
-        assert_eq!(r.numsub(b"c"), 1);
+        assert_eq!(r.numsub(Kind::Channel, b"c"), 1);
         drop(b);
-        assert_eq!(r.numsub(b"c"), 0);
+        assert_eq!(r.numsub(Kind::Channel, b"c"), 0);
         assert_eq!(r.names(Kind::Channel), 0);
         assert_eq!(r.names(Kind::Pattern), 0);
-        assert_eq!(r.counts(2), (0, 0));
+        assert_eq!(r.counts(2), [0, 0, 0]);
         drop(a);
         assert!(r.lists().clients.is_empty());
     }

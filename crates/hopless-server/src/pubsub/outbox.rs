@@ -27,6 +27,8 @@ pub enum Message {
 /// A published message, as one subscriber receives it.
 #[derive(Debug, Clone)]
 pub struct Published {
+    /// A shard channel's message (SPUBLISH's, sent as `smessage`).
+    pub shard: bool,
     pub pattern: Option<Bytes>,
     pub channel: Bytes,
     pub payload: Bytes,
@@ -71,6 +73,7 @@ impl Message {
                 out.bulk(b"pmessage");
                 out.bulk(p);
             }
+            None if m.shard => out.bulk(b"smessage"),
             None => out.bulk(b"message"),
         }
         out.bulk(&m.channel);
@@ -180,6 +183,7 @@ mod tests {
 
     fn published(payload: usize) -> Published {
         Published {
+            shard: false,
             pattern: None,
             channel: Bytes::from_static(b"ch"),
             payload: Bytes::from(vec![b'x'; payload]),
