@@ -85,6 +85,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         blocked: AtomicBool::new(false),
         killed: AtomicBool::new(false),
         kill: Notify::new(),
+        pushes: Arc::default(),
     });
     shared.clients().insert(id, entry.clone());
     reg.id = Some(id);
@@ -107,6 +108,7 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
         qbuf_free: 0,
         clock: Instant::now(),
         lookup: Default::default(),
+        tracking: None,
     };
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.
@@ -212,6 +214,11 @@ async fn run(
                 if let Some(s) = &conn.pubsub {
                     s.outbox().drain(&mut out, FLUSH_AT);
                 }
+                continue;
+            }
+            // Client-side caching: invalidations for this connection.
+            _ = conn.entry.pushes.ready() => {
+                conn.entry.pushes.drain(&mut out, FLUSH_AT);
                 continue;
             }
             // MONITOR: the lines of every loop's commands.

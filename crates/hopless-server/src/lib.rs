@@ -31,6 +31,7 @@
 //! | `cmd::connection` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `cmd::transaction` | MULTI EXEC DISCARD WATCH UNWATCH |
 //! | `cmd::client` | CLIENT, and the CLIENT LIST line |
+//! | `cmd::client_tracking` | CLIENT TRACKING CACHING GETREDIR TRACKINGINFO |
 //! | `cmd::blocking` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP |
 //! | `cmd::string` | the string commands (GET, SET, INCR, MSET, LCS...) |
 //! | `cmd::keys` | the keyspace commands (DEL, EXPIRE, TTL, TOUCH, SCAN, RENAME, COPY, FLUSHDB...) |
@@ -40,6 +41,7 @@
 //! | `cmd::zset` | the sorted-set commands (ZADD, ZRANGE, ZRANK, ZUNIONSTORE, ZSCAN...) |
 //! | `cmd::sort` | SORT SORT_RO |
 //! | `cmd::notify` | a command's keyspace events, from its arguments, its reply and its keys before and after |
+//! | `cmd::track` | client-side caching's part in a command: reads remembered, writes and flushes invalidated |
 //! | `cmd::geo` | the geo commands (GEOADD, GEODIST, GEOHASH, GEOPOS; the searches' table rows) |
 //! | `cmd::geo_search` | the geo searches (GEORADIUS and kin, GEOSEARCH, GEOSEARCHSTORE): their arguments, run and reply |
 //! | `cmd::bit` | the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO) |
@@ -66,6 +68,7 @@
 //! | `slowlog` | the slow log: entries, its two settings, arguments cut as Redis cuts them |
 //! | `loop_stats` | the request path's counters: a row per loop, written by its loop alone |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per batch of commands, all taken by EXEC |
+//! | `tracking` | client-side caching: keys → the clients that may cache them, BCAST prefixes, invalidation pushes |
 //! | `keyspace_events` | `notify-keyspace-events`: the classes on, publishing an event, keys the store expires or evicts |
 //! | `pubsub` | pub/sub's registry: channels and patterns → subscribers; a connection's subscriptions |
 //! | `pubsub::outbox` | a subscriber's queue of unwritten messages, counted against its output limit |
@@ -101,6 +104,7 @@ mod script;
 mod server;
 mod slowlog;
 mod state;
+mod tracking;
 mod version;
 mod watch;
 mod words;

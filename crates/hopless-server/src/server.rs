@@ -141,7 +141,11 @@ impl Server {
             .collect::<io::Result<_>>()?;
         let events = Arc::new(KeyspaceEvents::new(Arc::default()));
         let mut cfg = opts.store.clone();
-        cfg.on_gone = Some(events.clone());
+        let tracking = Arc::new(crate::tracking::Tracking::new(events.pubsub().clone()));
+        cfg.on_gone = Some(Arc::new(crate::tracking::GoneFanout {
+            events: events.clone(),
+            tracking: tracking.clone(),
+        }));
         cfg.maxmemory = opts.maxmemory;
         cfg.policy = opts.maxmemory_policy;
         let port = addrs.first().map_or(opts.port, |a| a.port());
@@ -157,6 +161,7 @@ impl Server {
         let shared = Arc::new(Shared::new(
             Store::new(cfg),
             events,
+            tracking,
             settings,
             port,
             opts.bind.clone(),

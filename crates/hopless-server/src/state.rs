@@ -133,6 +133,9 @@ pub struct ClientEntry {
     pub blocked: AtomicBool,
     pub killed: AtomicBool,
     pub kill: Notify,
+    /// Client-side caching's pushes for this connection (its own invalidations, or those redirected
+    /// to it), written by its own event loop.
+    pub pushes: Arc<crate::pubsub::Outbox>,
 }
 
 impl ClientEntry {
@@ -231,6 +234,27 @@ pub struct ConnState {
     pub clock: Instant,
     /// The last command looked up.
     pub lookup: LookupCache,
+    /// CLIENT TRACKING: `Some` while it tracks.
+    pub tracking: Option<TrackingConn>,
+}
+
+/// A tracking connection's own side of client-side caching.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrackingConn {
+    pub options: crate::tracking::Options,
+    /// CLIENT CACHING YES (OPTIN) or NO (OPTOUT), for the next command or transaction.
+    pub caching: bool,
+    /// A script of this connection ran a read command: its declared keys are remembered after it.
+    pub script_read: bool,
+}
+
+impl TrackingConn {
+    /// Whether the keys it reads now are remembered: not in BCAST mode, nor OPTIN without CACHING YES,
+    /// nor OPTOUT after CACHING NO.
+    pub fn remembers(&self) -> bool {
+        let o = self.options;
+        !o.bcast && (!o.optin || self.caching) && (!o.optout || !self.caching)
+    }
 }
 
 /// The last command name a connection sent, as sent, and its index in the command table (`len` 0: none
@@ -254,7 +278,7 @@ pub struct Shared {
     pub settings: RwLock<Settings>,
     /// The settings a connection reads before each read, kept beside `settings` by `with_settings`.
     pub read_limits: ReadLimits,
-    pub clients: Mutex<BTreeMap<u64, Arc<ClientEntry>>>,
+    pub clients: Arc<Mutex<BTreeMap<u64, Arc<ClientEntry>>>>,
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub counters: Counters,
@@ -280,6 +304,8 @@ pub struct Shared {
     pub events: Arc<crate::keyspace_events::KeyspaceEvents>,
     /// MONITOR's connections.
     pub monitors: crate::monitor::Monitors,
+    /// Client-side caching: who may cache which key.
+    pub tracking: Arc<crate::tracking::Tracking>,
     /// Every error reply sent (INFO errorstats); each connection's reply writer counts into it.
     pub errors: Arc<ErrorStats>,
     /// SLOWLOG's entries and settings.
@@ -297,9 +323,11 @@ pub struct Shared {
 impl Shared {
     /// `port`, `bind` and `threads` are what INFO and CONFIG GET report; `commands`: how many commands
     /// the table has (one [`crate::loop_stats::CmdStat`] each, on each loop).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Store,
         events: Arc<crate::keyspace_events::KeyspaceEvents>,
+        tracking: Arc<crate::tracking::Tracking>,
         settings: Settings,
         port: u16,
         bind: Vec<String>,
@@ -307,11 +335,20 @@ impl Shared {
         commands: usize,
     ) -> Self {
         let running = Arc::new(crate::script::Running::default());
+        let clients: Arc<Mutex<BTreeMap<u64, Arc<ClientEntry>>>> = Arc::default();
+        let registry = clients.clone();
+        tracking.set_lookup(Box::new(move |id| {
+            let clients = registry.lock().unwrap_or_else(|e| e.into_inner());
+            clients.get(&id).map(|e| crate::tracking::Target {
+                pushes: e.pushes.clone(),
+                resp3: e.resp.load(Ordering::Relaxed) == 3,
+            })
+        }));
         Shared {
             store,
             read_limits: ReadLimits::new(&settings),
             settings: RwLock::new(settings),
-            clients: Mutex::new(BTreeMap::new()),
+            clients,
             next_client_id: AtomicU64::new(1),
             connected: AtomicUsize::new(0),
             counters: Counters::default(),
@@ -330,6 +367,7 @@ impl Shared {
             pubsub: events.pubsub().clone(),
             events,
             monitors: Default::default(),
+            tracking,
             slowlog: Default::default(),
             scripts: Mutex::new(crate::script::Scripts::new(running.clone())),
             functions: Mutex::new(crate::script::Functions::new(running.clone())),

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::client_tracking;
 use super::command::{int_arg, subcommand, Command, Ctx};
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult, SYNTAX};
 use crate::state::ClientEntry;
@@ -42,10 +43,17 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<(usize, usize)>) -> Strin
     let cmd = c.table.last_cmd_name(e.last_cmd.load(Ordering::Relaxed));
     let (qbuf, qbuf_free) = qbuf.unwrap_or((0, 0));
     let [sub, psub, ssub] = c.shared.pubsub.counts(e.id); // pub/sub: its counts, flag P
+    let tracking = c
+        .shared
+        .tracking
+        .active()
+        .then(|| c.shared.tracking.info(e.id))
+        .flatten();
+    let redir = tracking.as_ref().map_or(-1, |t| t.redirect as i64);
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={sub} psub={psub} ssub={ssub} \
          multi={} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 \
-         tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={}",
+         tot-mem=0 events=r cmd={cmd} user=default redir={redir} resp={}",
         e.id,
         e.addr,
         e.laddr,
@@ -53,14 +61,15 @@ fn describe(c: &Ctx<'_>, e: &ClientEntry, qbuf: Option<(usize, usize)>) -> Strin
         String::from_utf8_lossy(&e.name.lock().unwrap_or_else(|e| e.into_inner())),
         age.as_secs(),
         idle / 1000,
-        flags(e, sub + psub > 0),
+        flags(e, sub + psub > 0, tracking.as_ref()),
         e.multi.load(Ordering::Relaxed),
         e.resp.load(Ordering::Relaxed),
     )
 }
 
-/// CLIENT LIST's flags, in Redis's order: `P` subscribed, `x` in MULTI, `b` blocked, else `N`.
-fn flags(e: &ClientEntry, subscribed: bool) -> String {
+/// CLIENT LIST's flags, in Redis's order: `P` subscribed, `x` in MULTI, `b` blocked, `t` tracking (`R`
+/// its redirect target gone, `B` in BCAST mode), else `N`.
+fn flags(e: &ClientEntry, subscribed: bool, tracking: Option<&crate::tracking::Info>) -> String {
     let mut f = String::new();
     if subscribed {
         f.push('P');
@@ -70,6 +79,15 @@ fn flags(e: &ClientEntry, subscribed: bool) -> String {
     }
     if e.blocked.load(Ordering::Relaxed) {
         f.push('b');
+    }
+    if let Some(t) = tracking {
+        f.push('t');
+        if t.broken {
+            f.push('R');
+        }
+        if t.options.bcast {
+            f.push('B');
+        }
     }
     if f.is_empty() {
         f.push('N');
@@ -102,6 +120,10 @@ fn client_type_arg(t: &[u8]) -> Result<&'static str, CmdError> {
 
 const CLIENT_HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "ID",
     "    Return the ID of the current connection.",
     "GETNAME",
@@ -116,6 +138,11 @@ const CLIENT_HELP: &[&str] = &[
     "    Kill connections.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "HELP",
     "    Print this help.",
 ];
@@ -199,9 +226,15 @@ fn client(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
             }
         }
         "no-evict" | "no-touch" if n == 3 => c.out.ok(),
+        "tracking" if n >= 3 => client_tracking::tracking(c, a)?,
+        "caching" if n == 3 => client_tracking::caching(c, a)?,
+        "getredir" if n == 2 => client_tracking::getredir(c),
+        "trackinginfo" if n == 2 => client_tracking::trackinginfo(c),
         "help" if n == 2 => c.out.bulks(CLIENT_HELP.iter().map(|s| s.as_bytes())),
         "id" | "getname" | "setname" | "info" | "kill" | "unblock" | "setinfo" | "no-evict" | "no-touch"
-        | "reply" | "help" => return Err(wrong_sub_args(c.name, &a[1])),
+        | "reply" | "help" | "tracking" | "caching" | "getredir" | "trackinginfo" => {
+            return Err(wrong_sub_args(c.name, &a[1]))
+        }
         _ => return Err(unknown_sub(c.name, &a[1])),
     }
     Ok(())

@@ -48,6 +48,7 @@ const PARAMS: &[&str] = &[
     "min-replicas-to-write",
     "min-replicas-max-lag",
     "notify-keyspace-events",
+    "tracking-table-max-keys",
 ];
 
 /// Every parameter CONFIG GET matches: the server's, then the collections' thresholds with their
@@ -99,6 +100,7 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "min-replicas-to-write" => c.shared.min_replicas.to_write().to_string(),
         "min-replicas-max-lag" => c.shared.min_replicas.max_lag().to_string(),
         "notify-keyspace-events" => c.shared.events.text(),
+        "tracking-table-max-keys" => c.shared.tracking.max_keys().to_string(),
         _ => String::new(),
     }
 }
@@ -166,6 +168,7 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
         "busy-reply-threshold" | "lua-time-limit" => sh.running.set_busy_ms(ranged(0)? as u64),
         "min-replicas-to-write" => sh.min_replicas.set_to_write(c_int_ranged()?),
         "min-replicas-max-lag" => sh.min_replicas.set_max_lag(c_int_ranged()?),
+        "tracking-table-max-keys" => sh.tracking.set_max_keys(ranged(0)? as u64),
         "notify-keyspace-events" => {
             if !sh.events.set(v.as_bytes()) {
                 return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into());

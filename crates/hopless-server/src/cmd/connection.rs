@@ -94,6 +94,9 @@ fn reset(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
     c.conn.replies = Default::default();
     c.conn.monitor = None;
     c.shared.monitors.remove(c.conn.id());
+    if c.conn.tracking.take().is_some() {
+        c.shared.tracking.disable(c.conn.id());
+    }
     c.out.simple("RESET");
     Ok(())
 }

@@ -96,10 +96,11 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             let _ = write!(
                 t,
                 "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
-                 blocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                 blocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n",
                 sh.clients().len(),
                 sh.settings().maxclients,
-                sh.blocked.len()
+                sh.blocked.len(),
+                sh.tracking.counts()[0]
             );
         }
         "memory" => {
@@ -171,6 +172,11 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 sh.pubsub.names(crate::pubsub::Kind::Channel),
                 sh.pubsub.names(crate::pubsub::Kind::Pattern),
                 sh.pubsub.overflow_disconnections.load(Ordering::Relaxed),
+            );
+            let [_, keys, items, prefixes] = sh.tracking.counts();
+            let _ = write!(
+                t,
+                "tracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n"
             );
             for (n, v) in OP_NAMES.iter().zip(st.ops) {
                 let _ = write!(t, "store_ops_{n}:{v}\r\n");

@@ -28,6 +28,7 @@
 //! | `connection.rs` | PING ECHO SELECT QUIT RESET HELLO AUTH |
 //! | `transaction.rs` | MULTI EXEC DISCARD WATCH UNWATCH (the dispatcher queues inside MULTI) |
 //! | `client.rs` | CLIENT (and the CLIENT LIST line) |
+//! | `client_tracking.rs` | CLIENT TRACKING CACHING GETREDIR TRACKINGINFO |
 //! | `info.rs` | INFO |
 //! | `config.rs` | CONFIG |
 //! | `introspection.rs` | COMMAND |
@@ -40,6 +41,7 @@
 //! | `function.rs` | FCALL FCALL_RO FUNCTION |
 //! | `scripting.rs` | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT, and the checks and run of a script's commands |
 //! | `notify.rs` | no command: the keyspace events of a command that ran |
+//! | `track.rs` | no command: client-side caching's remembered reads and invalidated writes |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
 
 use std::sync::atomic::Ordering;
@@ -59,6 +61,7 @@ mod admin;
 mod bit;
 mod blocking;
 mod client;
+mod client_tracking;
 mod cluster;
 mod command;
 mod config;
@@ -89,6 +92,7 @@ mod stream_group;
 mod stream_info;
 mod stream_read_group;
 mod string;
+mod track;
 mod transaction;
 mod zset;
 
@@ -150,6 +154,9 @@ pub fn execute<'s>(
     if let Some(m) = &conn.monitor {
         m.drain(out, usize::MAX);
     }
+    if conn.tracking.is_some() {
+        conn.entry.pushes.drain(out, usize::MAX);
+    }
     let at = out.buf.len();
     let before = conn.replies.silenced();
     let action = execute_request(shared, conn, out, args, gate);
@@ -161,6 +168,7 @@ pub fn execute<'s>(
         }
     }
     conn.replies.next_command();
+    track::after_request(conn, args);
     action
 }
 
@@ -334,6 +342,7 @@ fn run(
         shared.monitors.feed(&ctx.conn.entry.addr.to_string(), args);
     }
     let before = notify::before(shared, table, i, args);
+    track::before(ctx.conn, table, i);
     let r = (cmd.handler)(&mut ctx, args);
     if monitored && !traits.runs_script {
         let client = if ctx.conn.in_script {
@@ -345,6 +354,9 @@ fn run(
     }
     let action = ctx.action;
     let changed_keys = ctx.changed_keys;
+    if ctx.conn.tracking.is_some() {
+        track::after_read(shared, ctx.conn, table, i, args);
+    }
     if let (Some(b), Ok(())) = (&before, &r) {
         notify::after(shared, table, i, args, &ctx.out.buf[reply_at..], b, changed_keys);
     }
@@ -353,15 +365,19 @@ fn run(
     if r.is_ok() && ctx.out.buf.get(reply_at) == Some(&b'-') {
         stat.failed.add(1);
     }
+    let ok = r.is_ok();
     match r {
         Err(e) => {
             stat.failed.add(1);
             ctx.out.error(&e.into_text(cmd.name));
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
-            after_write(shared, i, args, changed_keys, in_exec)
+            after_write(shared, i, args, changed_keys, in_exec, ctx.conn.id())
         }
         Ok(()) => {}
+    }
+    if (traits.write || traits.every_gate) && shared.tracking.active() {
+        track::after_command(shared, ok, args);
     }
     let end = Instant::now();
     let took = end.saturating_duration_since(start);
@@ -417,7 +433,14 @@ fn log_slow_as(shared: &Shared, addr: String, name: Bytes, micros: u64, args: &[
 /// After a write command to `args`'s keys (still under the loop's gate): serves the clients blocked on
 /// them (a transaction serves them once, after its last command), and marks the clients watching them
 /// or the keys those pops changed.
-fn after_write(shared: &Shared, i: usize, args: &[Bytes], changed: Option<&[usize]>, in_exec: bool) {
+fn after_write(
+    shared: &Shared,
+    i: usize,
+    args: &[Bytes],
+    changed: Option<&[usize]>,
+    in_exec: bool,
+    writer: u64,
+) {
     crate::watch::Watches::after_write_fence();
     let table = table();
     // The keys it changed: those the handler named, or all of the command's (no allocation either way).
@@ -435,6 +458,9 @@ fn after_write(shared: &Shared, i: usize, args: &[Bytes], changed: Option<&[usiz
         // The served clients' pops and pushes (BRPOPLPUSH's destination) are writes too.
         shared.watches.touch(keys().chain(served.iter().map(|k| &k[..])));
     }
+    if shared.tracking.active() {
+        track::after_write(shared, table, i, args, changed, &served, writer);
+    }
 }
 
 /// What a client leaves behind when it goes: its watches and its place in a blocked queue.
@@ -442,6 +468,9 @@ pub fn forget(shared: &Shared, conn: &mut ConnState) {
     transaction::end(shared, conn);
     shared.blocked.cancel(conn.id());
     shared.monitors.remove(conn.id());
+    if conn.tracking.take().is_some() {
+        shared.tracking.disable(conn.id());
+    }
 }
 
 #[cfg(test)]

@@ -15,13 +15,17 @@ use tokio::sync::Notify;
 use super::limit::OutputLimit;
 use crate::codec::Reply;
 
-/// One message for one subscriber: `message` (a channel it subscribed to) or `pmessage` (a pattern), or
-/// a line for a MONITOR client (`cmd::monitor`), which takes the same road to its connection.
+/// One message for one subscriber: `message` (a channel it subscribed to) or `pmessage` (a pattern), a
+/// line for a MONITOR client (`cmd::monitor`), or a client-side caching push, which take the same road
+/// to their connection.
 #[derive(Debug, Clone)]
 pub enum Message {
     Published(Published),
     /// A MONITOR line: sent as a simple string (`+...`), already escaped to printable ASCII.
     Monitor(Bytes),
+    /// A frame written as it is: a client-side caching invalidation (`tracking`), already in the
+    /// receiving connection's protocol.
+    Push(Bytes),
 }
 
 /// A published message, as one subscriber receives it.
@@ -49,6 +53,7 @@ impl Message {
                 (p + m.channel.len() + m.payload.len() + 48) as u64
             }
             Message::Monitor(line) => (line.len() + 3) as u64,
+            Message::Push(frame) => frame.len() as u64,
         }
     }
 
@@ -59,6 +64,10 @@ impl Message {
             Message::Published(m) => m,
             Message::Monitor(line) => {
                 out.simple(&String::from_utf8_lossy(line));
+                return;
+            }
+            Message::Push(frame) => {
+                out.buf.extend_from_slice(frame);
                 return;
             }
         };
