@@ -377,7 +377,9 @@ fn run(
         Ok(()) => {}
     }
     if (traits.write || traits.every_gate) && shared.tracking.active() {
-        track::after_command(shared, ok, args);
+        // BCAST clients hear of a transaction's or a script's keys once it is done.
+        let top = !in_exec && !ctx.conn.in_script;
+        track::after_command(shared, ok, top, args);
     }
     let end = Instant::now();
     let took = end.saturating_duration_since(start);

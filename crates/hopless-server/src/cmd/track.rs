@@ -76,13 +76,16 @@ pub(super) fn after_write(
     shared.tracking.invalidate(Some(writer), keys.map(|k| &k[..]));
 }
 
-/// After a write command that ran (changed or not), while some client tracks: FLUSHALL and FLUSHDB
-/// invalidate every key; the BCAST clients get what was written.
-pub(super) fn after_command(shared: &Shared, ok: bool, args: &[Bytes]) {
+/// After a write command, EXEC or a script ran (changed or not), while some client tracks: FLUSHALL and
+/// FLUSHDB invalidate every key; at the `top` level (not inside EXEC or a script), the BCAST clients get
+/// what was written.
+pub(super) fn after_command(shared: &Shared, ok: bool, top: bool, args: &[Bytes]) {
     if ok && is_flush(&args[0]) {
         shared.tracking.flush_all();
     }
-    shared.tracking.flush();
+    if top {
+        shared.tracking.flush();
+    }
 }
 
 fn is_flush(name: &[u8]) -> bool {
