@@ -19,6 +19,7 @@
 mod load;
 mod pin;
 pub mod scripts_mix;
+pub mod streams_mix;
 mod target;
 pub mod types_mix;
 
@@ -72,6 +73,9 @@ pub enum Workload {
     Transactions,
     /// EVALSHA of a rate limiter and of a job queue's move ([`scripts_mix`]).
     Scripts,
+    /// An event log: producers' XADD with MAXLEN ~, consumer groups' XREADGROUP and XACK
+    /// ([`streams_mix`]).
+    Streams,
 }
 
 /// Commands per transaction of the transactions mix.
@@ -84,6 +88,7 @@ impl Workload {
             Workload::Types => "types",
             Workload::Transactions => "transactions",
             Workload::Scripts => "scripts",
+            Workload::Streams => "streams",
         }
     }
 
@@ -94,6 +99,7 @@ impl Workload {
             Workload::Types => "server-types",
             Workload::Transactions => "server-tx",
             Workload::Scripts => "server-scripts",
+            Workload::Streams => "server-streams",
         }
     }
 }
@@ -128,6 +134,7 @@ impl Options {
                         Workload::Types,
                         Workload::Transactions,
                         Workload::Scripts,
+                        Workload::Streams,
                     ]
                 }),
             connections: self.connections.unwrap_or(8).max(1),
@@ -333,6 +340,47 @@ pub fn run_one_scripts(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Re
     ))
 }
 
+/// One run of `kind` at `pipeline`, of the streams mix: the stream and its groups preloaded (untimed;
+/// bytes per entry from the VmRSS growth), then the producers' and consumers' requests.
+pub fn run_one_streams(kind: Kind, pipeline: usize, p: &Params, _seed: u64) -> Result<RunResult, String> {
+    let server = Running::start(kind, p.threads, p.pin)?;
+    let (rss_start, _) = server.rss();
+    let encode = |a: &Vec<Vec<u8>>| {
+        let mut out = Vec::new();
+        types_mix::encode(&mut out, a);
+        out
+    };
+    let (adds, groups) = streams_mix::preload(p.keys, p.connections);
+    // One connection, so the ids go in in order.
+    send_all(server.addr, &adds.iter().map(encode).collect::<Vec<_>>(), 1, 64)?;
+    let (rss_preloaded, _) = server.rss();
+    send_all(server.addr, &groups.iter().map(encode).collect::<Vec<_>>(), 1, 4)?;
+    let per_conn = p.ops / p.connections / pipeline * pipeline;
+    let batches = (0..p.connections)
+        .map(|c| {
+            streams_mix::requests(c, p.connections, p.keys, per_conn)
+                .chunks(pipeline)
+                .map(|batch| {
+                    let mut out = Vec::new();
+                    for a in batch {
+                        types_mix::encode(&mut out, a);
+                    }
+                    (out, batch.len())
+                })
+                .collect()
+        })
+        .collect();
+    let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
+    Ok(RunResult::of(
+        &m,
+        cpu,
+        [rss_start, rss_preloaded],
+        after,
+        p.keys,
+        None,
+    ))
+}
+
 /// One run of `kind` at `pipeline` (transactions a batch), of the KV mix in transactions of
 /// [`TX_COMMANDS`] commands.
 pub fn run_one_tx(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
@@ -441,6 +489,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     Workload::Types => run_one_types,
                     Workload::Transactions => run_one_tx,
                     Workload::Scripts => run_one_scripts,
+                    Workload::Streams => run_one_streams,
                 };
                 let r = one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
                     bar.abandon();
@@ -524,6 +573,22 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                 );
                 println!("ops/s here: scripts run (each 3 or 4 commands inside the server)\n");
             }
+            Workload::Streams => {
+                println!(
+                    "\nhopless bench server, streams: {} connections; the stream preloaded (untimed) with {} \
+                     entries of two fields; {} consumer connections, each a group's only reader, XREADGROUP \
+                     COUNT {} then XACK of those ids; the others XADD with MAXLEN ~ twice the preload; {} \
+                     requests per run; hopless serve --threads {}, {servers}; median [min–max] of {} runs",
+                    p.connections,
+                    p.keys,
+                    streams_mix::consumers(p.connections),
+                    streams_mix::READ_COUNT,
+                    p.ops,
+                    p.threads,
+                    p.runs,
+                );
+                println!("bytes/key here: (VmRSS after preload - VmRSS at start) / entries\n");
+            }
             Workload::Transactions => {
                 println!(
                     "\nhopless bench server, transactions: the strings mix ({} connections, {} keys preloaded), \
@@ -549,7 +614,11 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     h.median.ops_per_sec / r.median.ops_per_sec,
                     h.median.cpu_us_per_request / r.median.cpu_us_per_request,
                     h.median.p99_ns / r.median.p99_ns,
-                    if w == Workload::Types { "element" } else { "key" },
+                    match w {
+                        Workload::Types => "element",
+                        Workload::Streams => "entry",
+                        _ => "key",
+                    },
                     h.median.bytes_per_key / r.median.bytes_per_key
                 );
             }

@@ -43,8 +43,8 @@ pub struct ServerArgs {
     pin: bool,
     /// The mixes to run, comma-separated: `strings` (the KV workload's SET/GET mix), `types` (hashes, a
     /// list, a sorted set, sets), `transactions` (the strings mix, 10 requests to a MULTI/EXEC),
-    /// `scripts` (EVALSHA of a rate limiter and of a job queue's move).
-    /// Default: all.
+    /// `scripts` (EVALSHA of a rate limiter and of a job queue's move), `streams` (XADD with MAXLEN ~,
+    /// XREADGROUP and XACK by consumer groups). Default: all.
     #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
     workload: Option<Vec<server::Workload>>,
 }
@@ -55,8 +55,9 @@ fn parse_workload(s: &str) -> Result<server::Workload, String> {
         "types" => Ok(server::Workload::Types),
         "transactions" | "tx" => Ok(server::Workload::Transactions),
         "scripts" => Ok(server::Workload::Scripts),
+        "streams" => Ok(server::Workload::Streams),
         _ => Err(format!(
-            "unknown workload '{s}' (strings, types, transactions, scripts)"
+            "unknown workload '{s}' (strings, types, transactions, scripts, streams)"
         )),
     }
 }
