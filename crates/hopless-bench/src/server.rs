@@ -243,6 +243,21 @@ fn measure_and_stop(
     Ok((m, cpu, after))
 }
 
+/// A connection's requests encoded in batches of `pipeline`, each with its request count (what
+/// [`run_encoded`] sends).
+fn pipelined(requests: &[Vec<Vec<u8>>], pipeline: usize) -> Vec<(Vec<u8>, usize)> {
+    requests
+        .chunks(pipeline)
+        .map(|batch| {
+            let mut out = Vec::new();
+            for a in batch {
+                types_mix::encode(&mut out, a);
+            }
+            (out, batch.len())
+        })
+        .collect()
+}
+
 /// One run of `kind` at `pipeline`, of the types mix: preload shape by shape (VmRSS after each), then
 /// the measured requests.
 pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Result<RunResult, String> {
@@ -269,16 +284,10 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
     let per_conn = p.ops / p.connections / pipeline * pipeline;
     let batches = (0..p.connections)
         .map(|c| {
-            types_mix::requests(&sizes, per_conn, seed.wrapping_mul(1000) + c as u64)
-                .chunks(pipeline)
-                .map(|batch| {
-                    let mut out = Vec::new();
-                    for a in batch {
-                        types_mix::encode(&mut out, a);
-                    }
-                    (out, batch.len())
-                })
-                .collect()
+            pipelined(
+                &types_mix::requests(&sizes, per_conn, seed.wrapping_mul(1000) + c as u64),
+                pipeline,
+            )
         })
         .collect();
     let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
@@ -317,16 +326,10 @@ pub fn run_one_scripts(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Re
     let (rss_preloaded, _) = server.rss();
     let batches = (0..p.connections)
         .map(|c| {
-            scripts_mix::requests(per_conn, p.keys, seed.wrapping_mul(1000) + c as u64)
-                .chunks(pipeline)
-                .map(|batch| {
-                    let mut out = Vec::new();
-                    for a in batch {
-                        types_mix::encode(&mut out, a);
-                    }
-                    (out, batch.len())
-                })
-                .collect()
+            pipelined(
+                &scripts_mix::requests(per_conn, p.keys, seed.wrapping_mul(1000) + c as u64),
+                pipeline,
+            )
         })
         .collect();
     let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
@@ -358,16 +361,10 @@ pub fn run_one_streams(kind: Kind, pipeline: usize, p: &Params, _seed: u64) -> R
     let per_conn = p.ops / p.connections / pipeline * pipeline;
     let batches = (0..p.connections)
         .map(|c| {
-            streams_mix::requests(c, p.connections, p.keys, per_conn)
-                .chunks(pipeline)
-                .map(|batch| {
-                    let mut out = Vec::new();
-                    for a in batch {
-                        types_mix::encode(&mut out, a);
-                    }
-                    (out, batch.len())
-                })
-                .collect()
+            pipelined(
+                &streams_mix::requests(c, p.connections, p.keys, per_conn),
+                pipeline,
+            )
         })
         .collect();
     let (m, cpu, after) = measure_and_stop(server, |addr| run_encoded(addr, batches))?;
