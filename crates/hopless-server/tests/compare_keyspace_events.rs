@@ -270,7 +270,7 @@ fn classes_new_and_keymiss_match_redis() {
     d.assert_none();
 }
 
-/// A key with a TTL expires with its `expired` event (Spring Session's listener), found by the active
+/// A key with a TTL expires with its `expired` event (what Spring Session listens for), found by the active
 /// expiry or by an access; a blocked pop served by a later push publishes its pop.
 #[test]
 fn expiry_and_served_pops_match_redis() {
