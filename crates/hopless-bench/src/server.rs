@@ -243,6 +243,18 @@ fn measure_and_stop(
     Ok((m, cpu, after))
 }
 
+/// Each request encoded on its own (a preload's commands, for [`send_all`]).
+fn encoded(requests: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
+    requests
+        .iter()
+        .map(|a| {
+            let mut out = Vec::new();
+            types_mix::encode(&mut out, a);
+            out
+        })
+        .collect()
+}
+
 /// A connection's requests encoded in batches of `pipeline`, each with its request count (what
 /// [`run_encoded`] sends).
 fn pipelined(requests: &[Vec<Vec<u8>>], pipeline: usize) -> Vec<(Vec<u8>, usize)> {
@@ -267,15 +279,12 @@ pub fn run_one_types(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Resu
     let mut shape_bytes = [0.0; 4];
     let mut before = rss_start;
     for (shape, elems) in sizes.elements().into_iter().enumerate() {
-        let cmds: Vec<Vec<u8>> = types_mix::preload(shape, &sizes)
-            .iter()
-            .map(|a| {
-                let mut out = Vec::new();
-                types_mix::encode(&mut out, a);
-                out
-            })
-            .collect();
-        send_all(server.addr, &cmds, p.connections, 64)?;
+        send_all(
+            server.addr,
+            &encoded(&types_mix::preload(shape, &sizes)),
+            p.connections,
+            64,
+        )?;
         let (rss, _) = server.rss();
         shape_bytes[shape] = (rss as f64 - before as f64) / elems.max(1) as f64;
         before = rss;
@@ -308,21 +317,11 @@ pub fn run_one_scripts(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Re
     let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
     let per_conn = p.ops / p.connections / pipeline * pipeline;
-    let encode = |a: &Vec<Vec<u8>>| {
-        let mut out = Vec::new();
-        types_mix::encode(&mut out, a);
-        out
-    };
     // One connection loads the scripts before the jobs go in over all of them.
     let pre = scripts_mix::preload(per_conn * p.connections);
     let (scripts, jobs) = pre.split_at(2);
-    send_all(server.addr, &scripts.iter().map(encode).collect::<Vec<_>>(), 1, 2)?;
-    send_all(
-        server.addr,
-        &jobs.iter().map(encode).collect::<Vec<_>>(),
-        p.connections,
-        64,
-    )?;
+    send_all(server.addr, &encoded(scripts), 1, 2)?;
+    send_all(server.addr, &encoded(jobs), p.connections, 64)?;
     let (rss_preloaded, _) = server.rss();
     let batches = (0..p.connections)
         .map(|c| {
@@ -348,16 +347,11 @@ pub fn run_one_scripts(kind: Kind, pipeline: usize, p: &Params, seed: u64) -> Re
 pub fn run_one_streams(kind: Kind, pipeline: usize, p: &Params, _seed: u64) -> Result<RunResult, String> {
     let server = Running::start(kind, p.threads, p.pin)?;
     let (rss_start, _) = server.rss();
-    let encode = |a: &Vec<Vec<u8>>| {
-        let mut out = Vec::new();
-        types_mix::encode(&mut out, a);
-        out
-    };
     let (adds, groups) = streams_mix::preload(p.keys, p.connections);
     // One connection, so the ids go in in order.
-    send_all(server.addr, &adds.iter().map(encode).collect::<Vec<_>>(), 1, 64)?;
+    send_all(server.addr, &encoded(&adds), 1, 64)?;
     let (rss_preloaded, _) = server.rss();
-    send_all(server.addr, &groups.iter().map(encode).collect::<Vec<_>>(), 1, 4)?;
+    send_all(server.addr, &encoded(&groups), 1, 4)?;
     let per_conn = p.ops / p.connections / pipeline * pipeline;
     let batches = (0..p.connections)
         .map(|c| {
