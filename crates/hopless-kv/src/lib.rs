@@ -67,6 +67,7 @@
 //! | `geo` | geo arithmetic as Redis's `geohash.c`, `geohash_helper.c` and `geo.c` do it (GEOADD's scores, GEOPOS, GEOHASH, GEODIST, GEOSEARCH's score ranges, hit test and order) |
 //! | `long_double` | x86-64's `long double` as Redis reads, adds and prints it (HINCRBYFLOAT, INCRBYFLOAT), exactly |
 //! | `bignum` | the unsigned big integers `long_double` reads and prints through |
+//! | `rdb` | Redis's RDB format as bytes (DUMP, RESTORE, snapshots): lengths, strings with LZF, CRC-64, and the packed forms listpack, ziplist, intset, zipmap, read with Redis's integrity checks |
 //! | `redis_util` | Redis's integer parsing (`string2ll`) and glob matching (`stringmatchlen`, in O(n·m)) |
 //! | `clock` | the [`Clock`] trait (a [`ManualClock`] for tests) |
 //! | `alloc` | [`KvAlloc`]: the allocator a store allocates through (any `allocator_api2` one, with a batch call) |
@@ -81,6 +82,7 @@ pub mod error;
 pub mod geo;
 pub mod hll;
 mod long_double;
+pub mod rdb;
 mod redis_util;
 pub mod store;
 mod table;
