@@ -5,6 +5,7 @@
 //! | file | what it holds | Redis source |
 //! |---|---|---|
 //! | `crc64.rs` | the CRC-64 that ends a snapshot file and a DUMP payload | `crc64.c` |
+//! | `lzf.rs` | LZF compression of long strings | `lzf_c.c`, `lzf_d.c` |
 //!
 //! A value in RDB is a type byte ([`RDB_TYPE_STRING`]...) and the type's body; a snapshot file is
 //! `REDIS` and four version digits, then opcodes ([`RDB_OPCODE_AUX`], [`RDB_OPCODE_SELECTDB`]...) and
@@ -17,6 +18,7 @@
 //! more than the rest of the input can hold.
 
 pub mod crc64;
+pub mod lzf;
 
 use std::fmt;
 
