@@ -6,6 +6,8 @@
 //! |---|---|---|
 //! | `crc64.rs` | the CRC-64 that ends a snapshot file and a DUMP payload | `crc64.c` |
 //! | `lzf.rs` | LZF compression of long strings | `lzf_c.c`, `lzf_d.c` |
+//! | `encode.rs` | [`encode::Encoder`]: lengths, strings (integer-encoded, LZF), times, doubles | `rdbSave*` in `rdb.c` |
+//! | `decode.rs` | [`decode::Decoder`]: the same read back, never trusting a length | `rdbLoad*` in `rdb.c` |
 //!
 //! A value in RDB is a type byte ([`RDB_TYPE_STRING`]...) and the type's body; a snapshot file is
 //! `REDIS` and four version digits, then opcodes ([`RDB_OPCODE_AUX`], [`RDB_OPCODE_SELECTDB`]...) and
@@ -18,6 +20,8 @@
 //! more than the rest of the input can hold.
 
 pub mod crc64;
+pub mod decode;
+pub mod encode;
 pub mod lzf;
 
 use std::fmt;
@@ -29,7 +33,7 @@ pub const RDB_VERSION: u16 = 10;
 pub const RDB_TYPE_STRING: u8 = 0;
 pub const RDB_TYPE_LIST: u8 = 1;
 pub const RDB_TYPE_SET: u8 = 2;
-/// A sorted set whose scores are decimal strings.
+/// A sorted set whose scores are decimal strings ([`decode::Decoder::old_double`]).
 pub const RDB_TYPE_ZSET: u8 = 3;
 pub const RDB_TYPE_HASH: u8 = 4;
 /// A sorted set whose scores are binary doubles.
