@@ -8,6 +8,7 @@
 //! | `lzf.rs` | LZF compression of long strings | `lzf_c.c`, `lzf_d.c` |
 //! | `encode.rs` | [`encode::Encoder`]: lengths, strings (integer-encoded, LZF), times, doubles | `rdbSave*` in `rdb.c` |
 //! | `decode.rs` | [`decode::Decoder`]: the same read back, never trusting a length | `rdbLoad*` in `rdb.c` |
+//! | `listpack.rs` | listpacks, read (validated) and written byte for byte as Redis appends | `listpack.c` |
 //!
 //! A value in RDB is a type byte ([`RDB_TYPE_STRING`]...) and the type's body; a snapshot file is
 //! `REDIS` and four version digits, then opcodes ([`RDB_OPCODE_AUX`], [`RDB_OPCODE_SELECTDB`]...) and
@@ -22,6 +23,7 @@
 pub mod crc64;
 pub mod decode;
 pub mod encode;
+pub mod listpack;
 pub mod lzf;
 
 use std::fmt;
