@@ -9,6 +9,9 @@
 //! | `encode.rs` | [`encode::Encoder`]: lengths, strings (integer-encoded, LZF), times, doubles | `rdbSave*` in `rdb.c` |
 //! | `decode.rs` | [`decode::Decoder`]: the same read back, never trusting a length | `rdbLoad*` in `rdb.c` |
 //! | `listpack.rs` | listpacks, read (validated) and written byte for byte as Redis appends | `listpack.c` |
+//! | `ziplist.rs` | ziplists (RDB 9 and older), read and validated | `ziplist.c` |
+//! | `intset.rs` | intsets, read and validated | `intset.c` |
+//! | `zipmap.rs` | zipmaps (RDB 3 and older hashes), read and validated | `zipmap.c` |
 //!
 //! A value in RDB is a type byte ([`RDB_TYPE_STRING`]...) and the type's body; a snapshot file is
 //! `REDIS` and four version digits, then opcodes ([`RDB_OPCODE_AUX`], [`RDB_OPCODE_SELECTDB`]...) and
@@ -23,8 +26,11 @@
 pub mod crc64;
 pub mod decode;
 pub mod encode;
+pub mod intset;
 pub mod listpack;
 pub mod lzf;
+pub mod ziplist;
+pub mod zipmap;
 
 use std::fmt;
 
