@@ -31,6 +31,7 @@
 //! | `store::bits` | SETBIT, BITFIELD and BITOP on the store (in place where nobody else holds the value), OBJECT ENCODING of a string, TOUCH |
 //! | `store::hll` | PFADD, PFCOUNT, PFMERGE and PFDEBUG on the store, each under its keys' locks; errors in Redis's key order; a HyperLogLog rewritten keeping its TTL |
 //! | `store::sort` | SORT and SORT_RO: weights from the elements or BY's keys, GET's values, LIMIT's window, STORE as a list |
+//! | `store::persist` | DUMP and RESTORE of one key, and every shard frozen for a snapshot's walk ([`store::Frozen`]) |
 //! | `store::copy` | COPY, of a string or a collection, with its TTL |
 //! | `store::collections` | reaching a key's collection under its shard lock (one key or several): WRONGTYPE, emptied keys removed, bytes counted |
 //! | `store::read` | GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
@@ -45,6 +46,7 @@
 //! | `store::expiry_thread` | the background thread that runs the active expiry every 100 ms |
 //! | `store::counters` | what is counted: per-shard counters, per-operation ones striped by thread, [`Op`] |
 //! | `store::options` | [`Config`] (and [`Policy`]), [`SetOptions`], [`SetCond`], [`Ttl`], [`ExpireCond`] |
+//! | `persist` | one value in Redis's RDB format: written as Redis 7.0 writes it, read from every encoding Redis 7.0 loads; DUMP's payload |
 //! | `table` | a shard's open-addressing table with a resize-proof SCAN cursor, and the key hasher |
 //! | `value` | items (header + key + value in one block; a collection sits in its item), the counted [`Value`] handle |
 //! | `types` | the [`types`] module's face: declares the collection types and re-exports them |
@@ -82,6 +84,7 @@ pub mod error;
 pub mod geo;
 pub mod hll;
 mod long_double;
+pub mod persist;
 pub mod rdb;
 mod redis_util;
 pub mod store;

@@ -243,6 +243,11 @@ impl<A: Allocator + Clone> Table<A> {
         ((b as u64 + 1) << 32).div_ceil(cap)
     }
 
+    /// Every item, in slot order (a snapshot's walk, under the shard's lock).
+    pub(crate) fn items(&self) -> impl Iterator<Item = ItemPtr> + '_ {
+        self.slots.iter().filter(|&&w| w != 0).map(|&w| unpack(w))
+    }
+
     /// The occupied slot at or after `start` (wrapping), for sampling. None when empty.
     pub(crate) fn occupied_from(&self, start: usize) -> Option<usize> {
         if self.len == 0 {

@@ -33,6 +33,7 @@
 //! | `read.rs` | reads: GET, EXISTS, STRLEN, GETRANGE, MGET, DBSIZE, SCAN, KEYS, RANDOMKEY, MEMORY USAGE |
 //! | `write.rs` | writes: SET, MSET(NX), DEL, GETDEL, APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, RENAME, FLUSH |
 //! | `ttl.rs` | TTL commands: EXPIRE and friends, PERSIST, PTTL/TTL, (P)EXPIRETIME, GETEX |
+//! | `persist.rs` | DUMP and RESTORE of one key, a frozen view of every shard for a snapshot ([`Frozen`]) |
 //! | `pair.rs` | two keys' shards write-locked at once, in index order (RENAME, COPY) |
 //! | `slot.rs` | the write primitives: key and value checks, a TTL's deadline, a new item, a key's live slot, installing an item (`store_item`, `install`) |
 //! | `expiry.rs` | removing keys past their deadline: lazily on access, actively (the background thread) |
@@ -56,6 +57,7 @@ mod hll;
 mod list;
 mod options;
 mod pair;
+mod persist;
 mod read;
 mod sets;
 mod shard;
@@ -75,6 +77,7 @@ pub use self::expiry::ACTIVE_EXPIRY_BUDGET;
 pub use self::geo::{GeoHit, GeoQuery, GeoSet, GeoStored};
 pub use self::hll::{PfCount, PfDebug, PfDebugReply};
 pub use self::options::{Config, ExpireCond, Gone, KeyGone, Policy, SetCond, SetOptions, Ttl};
+pub use self::persist::Frozen;
 pub use self::sets::Moved;
 pub use self::shard::Store;
 pub use self::sort::SortSpec;

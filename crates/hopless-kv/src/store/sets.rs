@@ -8,7 +8,7 @@ use super::shard::Store;
 use crate::alloc::KvAlloc;
 use crate::error::{Error, Result};
 use crate::types::set::SetLimits;
-use crate::types::{free_collection, random_u64, Collection, Kind, Limits, Set};
+use crate::types::{free_collection, random_u64, Collection, Kind, Set};
 
 /// The most members SRANDMEMBER with a negative count (repeats allowed) returns. Redis 7.0 takes any count
 /// down to -(2^63 - 1) and builds the reply until it runs out of memory; the store refuses instead.
@@ -17,15 +17,6 @@ const SRANDMEMBER_MAX_REPEATS: i64 = 1 << 24;
 /// The error for a count past `SRANDMEMBER_MAX_REPEATS`, worded as Redis words its range errors.
 const SRANDMEMBER_RANGE: &str =
     "ERR value is out of range, value must between -16777216 and 9223372036854775807";
-
-fn set_limits(l: &Limits) -> SetLimits {
-    let n = |v: i64| v.max(0) as usize;
-    SetLimits {
-        intset_entries: n(l.set_intset_entries),
-        entries: n(l.set_entries),
-        value: n(l.set_value),
-    }
-}
 
 fn as_set<A: KvAlloc>(c: &Collection<A>) -> &Set<A> {
     match c {
@@ -185,7 +176,7 @@ impl<A: KvAlloc> Store<A> {
     /// SADD: adds the members (creating the set); how many were new.
     pub fn sadd(&self, key: &[u8], members: &[&[u8]]) -> Result<usize> {
         let r = self.write_coll(key, Kind::Set, true, |c, l| {
-            let lim = set_limits(l);
+            let lim = SetLimits::of(l);
             let s = as_set_mut(c);
             Ok(members.iter().filter(|m| s.add(m, &lim)).count())
         })?;
@@ -299,7 +290,7 @@ impl<A: KvAlloc> Store<A> {
             if src == dst {
                 return Ok(Moved::InPlace);
             }
-            let lim = set_limits(v.limits());
+            let lim = SetLimits::of(v.limits());
             if let Some(s) = v.coll_mut(0, Kind::Set, false)? {
                 as_set_mut(s).remove(member);
             }
@@ -314,7 +305,7 @@ impl<A: KvAlloc> Store<A> {
     fn set_op(&self, op: SetOp, keys: &[&[u8]]) -> Result<Vec<Vec<u8>>> {
         self.with_keys(keys, |v| {
             let sets = sources(v, 0, keys.len())?;
-            let lim = set_limits(v.limits());
+            let lim = SetLimits::of(v.limits());
             match compute(op, &sets, v.alloc(), &lim, false) {
                 Output::Members(m) => Ok(m),
                 Output::Set(s) => Ok(s.members()),
@@ -329,7 +320,7 @@ impl<A: KvAlloc> Store<A> {
         all.extend_from_slice(keys);
         self.with_keys(&all, |v| {
             let sets = sources(v, 1, keys.len())?;
-            let lim = set_limits(v.limits());
+            let lim = SetLimits::of(v.limits());
             let out = match compute(op, &sets, v.alloc(), &lim, true) {
                 Output::Set(s) => s,
                 Output::Members(_) => unreachable!("asked for a set"),

@@ -22,6 +22,7 @@ use allocator_api2::boxed::Box;
 
 use self::intset::IntSet;
 use self::table::Table;
+use super::limits::Limits;
 use super::packed::Packed;
 use crate::alloc::KvAlloc;
 use crate::redis_util::parse_i64;
@@ -33,6 +34,18 @@ pub struct SetLimits {
     pub intset_entries: usize,
     pub entries: usize,
     pub value: usize,
+}
+
+impl SetLimits {
+    /// The set thresholds of the store's [`Limits`].
+    pub fn of(l: &Limits) -> Self {
+        let n = |v: i64| v.max(0) as usize;
+        SetLimits {
+            intset_entries: n(l.set_intset_entries),
+            entries: n(l.set_entries),
+            value: n(l.set_value),
+        }
+    }
 }
 
 enum Repr<A: KvAlloc> {

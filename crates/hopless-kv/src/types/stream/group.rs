@@ -177,6 +177,44 @@ impl<A: KvAlloc> Group<A> {
         true
     }
 
+    /// A pending entry read from a snapshot, above every one loaded before it, with no consumer until
+    /// [`Group::load_consumer`] gives it one; false when it is not above the last.
+    pub fn load_nack(&mut self, id: StreamId, delivered_ms: u64, deliveries: u64) -> bool {
+        if self.pel.last().is_some_and(|(last, _)| *last >= id) {
+            return false;
+        }
+        let nack = Nack {
+            consumer: None,
+            delivered_ms,
+            deliveries,
+        };
+        self.pel.push((id, nack));
+        true
+    }
+
+    /// A consumer read from a snapshot, holding `ids` (ascending, each a pending entry of the group that
+    /// no other consumer holds); false, with nothing changed, when one is not, or the name is taken.
+    pub fn load_consumer(&mut self, name: &[u8], seen_ms: u64, ids: &[StreamId]) -> bool {
+        let free = ids.windows(2).all(|w| w[0] < w[1])
+            && ids
+                .iter()
+                .all(|id| self.nack_at(*id).is_ok_and(|i| self.pel[i].1.consumer.is_none()));
+        if !free || !self.create_consumer(name, seen_ms) {
+            return false;
+        }
+        let Ok(ci) = self.consumer_at(name) else {
+            return false;
+        };
+        let cid = self.consumers[ci].id;
+        for id in ids {
+            if let Ok(i) = self.nack_at(*id) {
+                self.pel[i].1.consumer = Some(cid);
+            }
+            self.consumers[ci].pel.push(*id);
+        }
+        true
+    }
+
     /// XACK of one id.
     pub fn ack(&mut self, id: StreamId) -> bool {
         self.drop_nack(id)

@@ -9,13 +9,15 @@
 //!
 //! Beside this file: `id.rs` (an entry's id and its textual forms), `node.rs` (a node's packed block),
 //! `range.rs` (an entry read in place, walking the nodes), `group.rs` (a consumer group's state),
-//! `delivery.rs` (a group's reads and claims over the nodes).
+//! `delivery.rs` (a group's reads and claims over the nodes), `rdb_nodes.rs` (the nodes as Redis's
+//! listpacks, for snapshots).
 
 mod delivery;
 mod group;
 mod id;
 mod node;
 mod range;
+mod rdb_nodes;
 
 use allocator_api2::vec::Vec;
 

@@ -17,7 +17,7 @@ use super::id::StreamId;
 use crate::alloc::KvAlloc;
 
 pub(super) const DELETED: u8 = 1;
-const SAME_FIELDS: u8 = 2;
+pub(super) const SAME_FIELDS: u8 = 2;
 
 /// A listpack's header (total bytes, element count) and end byte.
 const LP_OVERHEAD: usize = 6 + 1;
@@ -119,7 +119,8 @@ pub(super) struct Slot {
     /// Where its strings start, how many there are, and whether they are values alone.
     strings_at: usize,
     pub(super) fields: usize,
-    same: bool,
+    /// Whether its field names are the master fields (its values stand alone).
+    pub(super) same: bool,
     /// The entry after it.
     pub(super) end: usize,
 }
@@ -163,7 +164,7 @@ impl<A: KvAlloc> Node<A> {
         self.data.capacity()
     }
 
-    fn master_fields(&self) -> impl Iterator<Item = &[u8]> {
+    pub(super) fn master_fields(&self) -> impl Iterator<Item = &[u8]> {
         let mut pos = 0;
         let n = get_varint(&self.data, &mut pos);
         (0..n).map(move |_| get_str(&self.data, &mut pos))
