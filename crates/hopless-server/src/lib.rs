@@ -51,8 +51,8 @@
 //! | `cmd::scan_args` | what SCAN, HSCAN, SSCAN and ZSCAN share: cursor, MATCH, COUNT (and TYPE), the reply |
 //! | `cmd::info` | INFO |
 //! | `cmd::config` | CONFIG |
-//! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS, GETKEYS) |
-//! | `cmd::key_args` | which arguments of a request are keys, exactly (COMMAND GETKEYS) |
+//! | `cmd::introspection` | COMMAND (COUNT, LIST, INFO, DOCS, GETKEYS, GETKEYSANDFLAGS) |
+//! | `cmd::key_args` | which arguments of a request are keys and how each is used, as Redis's key specs say (COMMAND GETKEYS) |
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::monitor` | MONITOR |
 //! | `cmd::slowlog` | SLOWLOG (GET, LEN, RESET, HELP) |
@@ -60,6 +60,8 @@
 //! | `cmd::object` | OBJECT, and a value's encoding and refcount as DEBUG OBJECT reads them |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
+//! | `cmd::specs` | what Redis 7.0.15 says of each command served, generated from its `src/commands/*.json` (`scripts/gen/command_specs.py`) |
+//! | `cmd::spec` | the types of those specs: flags, ACL categories, key specs, key-finding procedures, docs, arguments |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
 //! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |

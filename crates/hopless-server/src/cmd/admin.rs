@@ -13,14 +13,10 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("shutdown", -1, "admin noscript loading stale no_multi allow_busy", shutdown)
-        .acl("@admin @slow @dangerous")
-        .doc("server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server"),
-    Command::new("debug", -2, "admin noscript loading stale", debug).acl("@admin @slow @dangerous")
-        .subs(&["object", "sleep", "set-active-expire", "help"])
-        .doc("server", "1.0.0", "A container for debugging commands"),
-    Command::new("time", 1, "loading stale fast", time).acl("@fast")
-        .doc("server", "2.6.0", "Return the current server time"),
+    Command::new("shutdown", -1, "admin noscript loading stale no_multi allow_busy", shutdown),
+    Command::new("debug", -2, "admin noscript loading stale", debug)
+        .subs(&["object", "sleep", "set-active-expire", "help"]),
+    Command::new("time", 1, "loading stale fast", time),
 ];
 
 /// TIME: seconds and microseconds since the Unix epoch, as two bulk strings.

@@ -14,22 +14,13 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("setbit", 4, "write denyoom", setbit).keys(1, 1, 1).acl("@write @bitmap @slow")
-        .doc("bitmap", "2.2.0", "Sets or clears the bit at offset in the string value stored at key"),
-    Command::new("getbit", 3, "readonly fast", getbit).keys(1, 1, 1).acl("@read @bitmap @fast")
-        .doc("bitmap", "2.2.0", "Returns the bit value at offset in the string value stored at key"),
-    Command::new("bitcount", -2, "readonly", bitcount).keys(1, 1, 1).acl("@read @bitmap @slow")
-        .doc("bitmap", "2.6.0", "Count set bits in a string"),
-    Command::new("bitpos", -3, "readonly", bitpos).keys(1, 1, 1).acl("@read @bitmap @slow")
-        .doc("bitmap", "2.8.7", "Find first bit set or clear in a string"),
-    Command::new("bitop", -4, "write denyoom", bitop).keys(2, -1, 1).acl("@write @bitmap @slow")
-        .doc("bitmap", "2.6.0", "Perform bitwise operations between strings"),
-    Command::new("bitfield", -2, "write denyoom", bitfield).keys(1, 1, 1).acl("@write @bitmap @slow")
-        .doc("bitmap", "3.2.0", "Perform arbitrary bitfield integer operations on strings"),
-    Command::new("bitfield_ro", -2, "readonly fast", bitfield_ro).keys(1, 1, 1)
-        .acl("@read @bitmap @fast")
-        .doc("bitmap", "6.0.0",
-             "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"),
+    Command::new("setbit", 4, "write denyoom", setbit).keys(1, 1, 1),
+    Command::new("getbit", 3, "readonly fast", getbit).keys(1, 1, 1),
+    Command::new("bitcount", -2, "readonly", bitcount).keys(1, 1, 1),
+    Command::new("bitpos", -3, "readonly", bitpos).keys(1, 1, 1),
+    Command::new("bitop", -4, "write denyoom", bitop).keys(2, -1, 1),
+    Command::new("bitfield", -2, "write denyoom", bitfield).keys(1, 1, 1),
+    Command::new("bitfield_ro", -2, "readonly fast", bitfield_ro).keys(1, 1, 1),
 ];
 
 const BAD_OFFSET: CmdError = CmdError::Static("ERR bit offset is not an integer or out of range");

@@ -24,30 +24,14 @@ use crate::state::BlockWait;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("blpop", -3, "write noscript blocking", blpop).keys(1, -2, 1)
-        .acl("@write @list @slow @blocking")
-        .doc("list", "2.0.0", "Remove and get the first element in a list, or block until one is available"),
-    Command::new("brpop", -3, "write noscript blocking", brpop).keys(1, -2, 1)
-        .acl("@write @list @slow @blocking")
-        .doc("list", "2.0.0", "Remove and get the last element in a list, or block until one is available"),
-    Command::new("brpoplpush", 4, "write denyoom noscript blocking", brpoplpush).keys(1, 2, 1)
-        .acl("@write @list @slow @blocking")
-        .doc("list", "2.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available"),
-    Command::new("blmove", 6, "write denyoom noscript blocking", blmove).keys(1, 2, 1)
-        .acl("@write @list @slow @blocking")
-        .doc("list", "6.2.0", "Pop an element from a list, push it to another list and return it; or block until one is available"),
-    Command::new("blmpop", -5, "write blocking movablekeys", blmpop).keys(0, 0, 0)
-        .acl("@write @list @slow @blocking")
-        .doc("list", "7.0.0", "Pop elements from a list, or block until one is available"),
-    Command::new("bzpopmin", -3, "write noscript blocking fast", bzpopmin).keys(1, -2, 1)
-        .acl("@write @sortedset @fast @blocking")
-        .doc("sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available"),
-    Command::new("bzpopmax", -3, "write noscript blocking fast", bzpopmax).keys(1, -2, 1)
-        .acl("@write @sortedset @fast @blocking")
-        .doc("sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available"),
-    Command::new("bzmpop", -5, "write blocking movablekeys", bzmpop).keys(0, 0, 0)
-        .acl("@write @sortedset @slow @blocking")
-        .doc("sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available"),
+    Command::new("blpop", -3, "write noscript blocking", blpop).keys(1, -2, 1),
+    Command::new("brpop", -3, "write noscript blocking", brpop).keys(1, -2, 1),
+    Command::new("brpoplpush", 4, "write denyoom noscript blocking", brpoplpush).keys(1, 2, 1),
+    Command::new("blmove", 6, "write denyoom noscript blocking", blmove).keys(1, 2, 1),
+    Command::new("blmpop", -5, "write blocking movablekeys", blmpop).keys(0, 0, 0),
+    Command::new("bzpopmin", -3, "write noscript blocking fast", bzpopmin).keys(1, -2, 1),
+    Command::new("bzpopmax", -3, "write noscript blocking fast", bzpopmax).keys(1, -2, 1),
+    Command::new("bzmpop", -5, "write blocking movablekeys", bzmpop).keys(0, 0, 0),
 ];
 
 const NOT_FLOAT: CmdError = CmdError::Static("ERR timeout is not a float or out of range");

@@ -15,10 +15,9 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("client", -2, "noscript loading stale", client).acl("@slow @connection")
+    Command::new("client", -2, "noscript loading stale", client)
         .subs(&["caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict", "no-touch",
-                "pause", "reply", "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"])
-        .doc("connection", "2.4.0", "A container for client connection commands"),
+                "pause", "reply", "setinfo", "setname", "tracking", "trackinginfo", "unblock", "unpause"]),
 ];
 
 const BAD_NAME: CmdError =

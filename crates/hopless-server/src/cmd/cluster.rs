@@ -11,13 +11,12 @@ use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("cluster", -2, "", cluster).acl("@slow")
+    Command::new("cluster", -2, "", cluster)
         .subs(&["addslots", "addslotsrange", "bumpepoch", "count-failure-reports", "countkeysinslot",
             "delslots", "delslotsrange", "failover", "flushslots", "forget", "getkeysinslot", "help", "info",
             "keyslot", "links", "meet", "myid", "nodes", "replicas", "replicate", "reset", "saveconfig",
             "set-config-epoch", "setslot", "shards", "slaves", "slots"])
-        .script_refusal(script_refusal)
-        .doc("cluster", "3.0.0", "A container for cluster commands"),
+        .script_refusal(script_refusal),
 ];
 
 /// Each subcommand's arity (Redis's: negative for "at least") and whether a script may call it.

@@ -1,10 +1,12 @@
-//! What a command is: its row in the command table ([`Command`]: name, arity, flags, key positions, ACL
-//! categories, docs, handler), the table of all of them ([`Table`], looked up by name), and what its
-//! handler is given ([`Ctx`]) and returns.
+//! What a command is: its row in the command table ([`Command`]: name, arity, flags, key positions,
+//! handler), the table of all of them ([`Table`], looked up by name, each row with the [`Spec`] Redis
+//! gives it), and what its handler is given ([`Ctx`]) and returns.
 
 use bytes::Bytes;
 use hopless_kv::store::parse_i64;
 
+use super::spec::Spec;
+use super::specs;
 use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult, NOT_INTEGER};
 use crate::state::{ConnState, LookupCache, Shared};
@@ -123,8 +125,9 @@ type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 /// Why a script may not call a command with these arguments, in Redis's words (`None`: it may).
 type ScriptRefusal = fn(&[Bytes]) -> Option<&'static str>;
 
-/// One command: what COMMAND INFO and COMMAND DOCS report, and its handler. Built with
-/// [`Command::new`] and the setters after it, so that a family's table reads one command a row.
+/// One command: how it is dispatched (arity, flags, key positions, subcommands) and its handler. Built
+/// with [`Command::new`] and the setters after it, so that a family's table reads one command a row.
+/// What COMMAND reports of it (ACL categories, key specs, docs) is its [`Spec`], Redis's own.
 #[derive(Clone, Copy)]
 pub struct Command {
     pub name: &'static str,
@@ -135,11 +138,6 @@ pub struct Command {
     pub first_key: i32,
     pub last_key: i32,
     pub step: i32,
-    /// ACL categories, space-separated, in COMMAND's order.
-    pub acl: &'static str,
-    pub group: &'static str,
-    pub since: &'static str,
-    pub summary: &'static str,
     /// A container's subcommands (CLIENT's `list`, `kill`...), lower-case: CLIENT LIST names the last
     /// command run as Redis 7 does, `client|list`.
     pub subs: &'static [&'static str],
@@ -153,7 +151,7 @@ pub struct Command {
 }
 
 impl Command {
-    /// A command without keys, ACL categories or docs (the setters below add them).
+    /// A command without keys or subcommands (the setters below add them).
     pub const fn new(name: &'static str, arity: i32, flags: &'static str, handler: Handler) -> Self {
         Command {
             name,
@@ -162,10 +160,6 @@ impl Command {
             first_key: 0,
             last_key: 0,
             step: 0,
-            acl: "",
-            group: "",
-            since: "",
-            summary: "",
             subs: &[],
             script_refusal: None,
             may_replicate: false,
@@ -217,20 +211,6 @@ impl Command {
         }
     }
 
-    pub const fn acl(self, acl: &'static str) -> Self {
-        Command { acl, ..self }
-    }
-
-    /// COMMAND DOCS: the group, the version that added the command, one line on what it does.
-    pub const fn doc(self, group: &'static str, since: &'static str, summary: &'static str) -> Self {
-        Command {
-            group,
-            since,
-            summary,
-            ..self
-        }
-    }
-
     pub fn has_flag(&self, flag: &str) -> bool {
         self.flags.split_ascii_whitespace().any(|f| f == flag)
     }
@@ -246,6 +226,8 @@ impl Command {
 pub struct Table {
     commands: Vec<Command>,
     traits: Vec<Traits>,
+    /// Each command's spec (one made from its row for a command Redis 7.0.15 lacks).
+    specs: Vec<&'static Spec>,
     /// Name to index, hashed with foldhash (hashbrown's default): SipHash costs a command more than its
     /// lookup needs, and the names are ours, not a client's.
     index: hashbrown::HashMap<&'static [u8], usize>,
@@ -286,11 +268,36 @@ impl Table {
                 unchanged: unchanged_test(c.name),
             })
             .collect();
+        let by_name: hashbrown::HashMap<&str, &'static Spec> = specs::GROUPS
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|s| (s.name, s))
+            .collect();
+        let specs = commands
+            .iter()
+            .map(|c| match by_name.get(c.name) {
+                Some(s) => *s,
+                // Made once, when the table is: it lives as long as the process.
+                None => &*Box::leak(Box::new(Spec {
+                    name: c.name,
+                    arity: c.arity,
+                    flags: c.flags,
+                    range: (c.first_key, c.last_key, c.step),
+                    ..Spec::NONE
+                })),
+            })
+            .collect();
         Table {
             commands,
             traits,
+            specs,
             index,
         }
+    }
+
+    /// What Redis says of command `i`: COMMAND's data, and where its keys are.
+    pub fn spec(&self, i: usize) -> &'static Spec {
+        self.specs[i]
     }
 
     pub fn traits(&self, i: usize) -> Traits {
@@ -361,10 +368,6 @@ impl Table {
             Some(sub) => format!("{}|{sub}", c.name),
             None => c.name.to_string(),
         }
-    }
-
-    pub fn find(&self, name: &[u8]) -> Option<&Command> {
-        self.lookup(name).map(|i| &self.commands[i])
     }
 }
 

@@ -12,9 +12,8 @@ use crate::words::{parse_memory, parse_policy, parse_yes_no, policy_name, yes_no
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("config", -2, "noscript loading stale", config).acl("@admin @slow @dangerous")
-        .subs(&["get", "help", "resetstat", "rewrite", "set"])
-        .doc("server", "2.0.0", "A container for server configuration commands"),
+    Command::new("config", -2, "noscript loading stale", config)
+        .subs(&["get", "help", "resetstat", "rewrite", "set"]),
 ];
 
 /// The parameters CONFIG GET knows, in the order it lists them.

@@ -15,20 +15,13 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("ping", -1, "fast", ping).acl("@fast @connection")
-        .doc("connection", "1.0.0", "Ping the server"),
-    Command::new("echo", 2, "fast", echo).acl("@fast @connection")
-        .doc("connection", "1.0.0", "Echo the given string"),
-    Command::new("select", 2, "loading stale fast", select).acl("@keyspace @fast")
-        .doc("connection", "1.0.0", "Change the selected database for the current connection"),
-    Command::new("quit", -1, "allow_busy noscript loading stale fast no_auth", quit).acl("@fast @connection")
-        .doc("connection", "1.0.0", "Close the connection"),
-    Command::new("reset", 1, "noscript loading stale fast no_auth", reset).acl("@fast @connection")
-        .doc("connection", "6.2.0", "Reset the connection"),
-    Command::new("hello", -1, "noscript loading stale fast no_auth", hello).acl("@fast @connection")
-        .doc("connection", "6.0.0", "Handshake with Redis"),
-    Command::new("auth", -2, "noscript loading stale fast no_auth", auth).acl("@fast @connection")
-        .doc("connection", "1.0.0", "Authenticate to the server"),
+    Command::new("ping", -1, "fast", ping),
+    Command::new("echo", 2, "fast", echo),
+    Command::new("select", 2, "loading stale fast", select),
+    Command::new("quit", -1, "allow_busy noscript loading stale fast no_auth", quit),
+    Command::new("reset", 1, "noscript loading stale fast no_auth", reset),
+    Command::new("hello", -1, "noscript loading stale fast no_auth", hello),
+    Command::new("auth", -2, "noscript loading stale fast no_auth", auth),
 ];
 
 const WRONGPASS: CmdError = CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");

@@ -16,13 +16,10 @@ use hopless_kv::store::glob_match;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("fcall", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", fcall)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a function"),
-    Command::new("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", fcall)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Invoke a read-only function"),
-    Command::new("function", -2, "", function).acl("@slow")
-        .subs(&["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"])
-        .doc("scripting", "7.0.0", "A container for function commands"),
+    Command::new("fcall", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", fcall),
+    Command::new("fcall_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", fcall),
+    Command::new("function", -2, "", function)
+        .subs(&["delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"]),
 ];
 
 const NOT_FOUND: CmdError = CmdError::Static("ERR Function not found");

@@ -16,29 +16,16 @@ use crate::words::c_eq;
 /// This family's rows of the command table, in COMMAND's order, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("geoadd", -5, "write denyoom", geoadd).keys(1, 1, 1).acl("@write @geo @slow")
-        .doc("geo", "3.2.0", "Add one or more geospatial items in the geospatial index represented using a sorted set"),
-    Command::new("geodist", -4, "readonly", geodist).keys(1, 1, 1).acl("@read @geo @slow")
-        .doc("geo", "3.2.0", "Returns the distance between two members of a geospatial index"),
-    Command::new("geohash", -2, "readonly", geohash).keys(1, 1, 1).acl("@read @geo @slow")
-        .doc("geo", "3.2.0", "Returns members of a geospatial index as standard geohash strings"),
-    Command::new("geopos", -2, "readonly", geopos).keys(1, 1, 1).acl("@read @geo @slow")
-        .doc("geo", "3.2.0", "Returns longitude and latitude of members of a geospatial index"),
-    Command::new("georadius", -6, "write denyoom movablekeys", georadius).keys(1, 1, 1)
-        .acl("@write @geo @slow")
-        .doc("geo", "3.2.0", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point"),
-    Command::new("georadius_ro", -6, "readonly", georadius_ro).keys(1, 1, 1).acl("@read @geo @slow")
-        .doc("geo", "3.2.10", "A read-only variant for GEORADIUS"),
-    Command::new("georadiusbymember", -5, "write denyoom movablekeys", georadiusbymember).keys(1, 1, 1)
-        .acl("@write @geo @slow")
-        .doc("geo", "3.2.0", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member"),
-    Command::new("georadiusbymember_ro", -5, "readonly", georadiusbymember_ro).keys(1, 1, 1)
-        .acl("@read @geo @slow")
-        .doc("geo", "3.2.10", "A read-only variant for GEORADIUSBYMEMBER"),
-    Command::new("geosearch", -7, "readonly", geosearch).keys(1, 1, 1).acl("@read @geo @slow")
-        .doc("geo", "6.2.0", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle."),
-    Command::new("geosearchstore", -8, "write denyoom", geosearchstore).keys(1, 2, 1).acl("@write @geo @slow")
-        .doc("geo", "6.2.0", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key."),
+    Command::new("geoadd", -5, "write denyoom", geoadd).keys(1, 1, 1),
+    Command::new("geodist", -4, "readonly", geodist).keys(1, 1, 1),
+    Command::new("geohash", -2, "readonly", geohash).keys(1, 1, 1),
+    Command::new("geopos", -2, "readonly", geopos).keys(1, 1, 1),
+    Command::new("georadius", -6, "write denyoom movablekeys", georadius).keys(1, 1, 1),
+    Command::new("georadius_ro", -6, "readonly", georadius_ro).keys(1, 1, 1),
+    Command::new("georadiusbymember", -5, "write denyoom movablekeys", georadiusbymember).keys(1, 1, 1),
+    Command::new("georadiusbymember_ro", -5, "readonly", georadiusbymember_ro).keys(1, 1, 1),
+    Command::new("geosearch", -7, "readonly", geosearch).keys(1, 1, 1),
+    Command::new("geosearchstore", -8, "write denyoom", geosearchstore).keys(1, 2, 1),
 ];
 
 /// GEOADD key [NX|XX] [CH] lon lat member ...: the options (any order, repeats allowed), then the

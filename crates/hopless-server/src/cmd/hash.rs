@@ -16,39 +16,22 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("hset", -4, "write denyoom fast", hset).keys(1, 1, 1).acl("@write @hash @fast")
-        .doc("hash", "2.0.0", "Set the string value of a hash field"),
-    Command::new("hsetnx", 4, "write denyoom fast", hsetnx).keys(1, 1, 1).acl("@write @hash @fast")
-        .doc("hash", "2.0.0", "Set the value of a hash field, only if the field does not exist"),
-    Command::new("hget", 3, "readonly fast", hget).keys(1, 1, 1).acl("@read @hash @fast")
-        .doc("hash", "2.0.0", "Get the value of a hash field"),
-    Command::new("hmget", -3, "readonly fast", hmget).keys(1, 1, 1).acl("@read @hash @fast")
-        .doc("hash", "2.0.0", "Get the values of all the given hash fields"),
-    Command::new("hmset", -4, "write denyoom fast", hmset).keys(1, 1, 1).acl("@write @hash @fast")
-        .doc("hash", "2.0.0", "Set multiple hash fields to multiple values"),
-    Command::new("hdel", -3, "write fast", hdel).keys(1, 1, 1).acl("@write @hash @fast")
-        .doc("hash", "2.0.0", "Delete one or more hash fields"),
-    Command::new("hlen", 2, "readonly fast", hlen).keys(1, 1, 1).acl("@read @hash @fast")
-        .doc("hash", "2.0.0", "Get the number of fields in a hash"),
-    Command::new("hstrlen", 3, "readonly fast", hstrlen).keys(1, 1, 1).acl("@read @hash @fast")
-        .doc("hash", "3.2.0", "Get the length of the value of a hash field"),
-    Command::new("hexists", 3, "readonly fast", hexists).keys(1, 1, 1).acl("@read @hash @fast")
-        .doc("hash", "2.0.0", "Determine if a hash field exists"),
-    Command::new("hkeys", 2, "readonly", hkeys).keys(1, 1, 1).acl("@read @hash @slow")
-        .doc("hash", "2.0.0", "Get all the fields in a hash"),
-    Command::new("hvals", 2, "readonly", hvals).keys(1, 1, 1).acl("@read @hash @slow")
-        .doc("hash", "2.0.0", "Get all the values in a hash"),
-    Command::new("hgetall", 2, "readonly", hgetall).keys(1, 1, 1).acl("@read @hash @slow")
-        .doc("hash", "2.0.0", "Get all the fields and values in a hash"),
-    Command::new("hincrby", 4, "write denyoom fast", hincrby).keys(1, 1, 1).acl("@write @hash @fast")
-        .doc("hash", "2.0.0", "Increment the integer value of a hash field by the given number"),
-    Command::new("hincrbyfloat", 4, "write denyoom fast", hincrbyfloat).keys(1, 1, 1)
-        .acl("@write @hash @fast")
-        .doc("hash", "2.6.0", "Increment the float value of a hash field by the given amount"),
-    Command::new("hrandfield", -2, "readonly", hrandfield).keys(1, 1, 1).acl("@read @hash @slow")
-        .doc("hash", "6.2.0", "Get one or multiple random fields from a hash"),
-    Command::new("hscan", -3, "readonly", hscan).keys(1, 1, 1).acl("@read @hash @slow")
-        .doc("hash", "2.8.0", "Incrementally iterate hash fields and associated values"),
+    Command::new("hset", -4, "write denyoom fast", hset).keys(1, 1, 1),
+    Command::new("hsetnx", 4, "write denyoom fast", hsetnx).keys(1, 1, 1),
+    Command::new("hget", 3, "readonly fast", hget).keys(1, 1, 1),
+    Command::new("hmget", -3, "readonly fast", hmget).keys(1, 1, 1),
+    Command::new("hmset", -4, "write denyoom fast", hmset).keys(1, 1, 1),
+    Command::new("hdel", -3, "write fast", hdel).keys(1, 1, 1),
+    Command::new("hlen", 2, "readonly fast", hlen).keys(1, 1, 1),
+    Command::new("hstrlen", 3, "readonly fast", hstrlen).keys(1, 1, 1),
+    Command::new("hexists", 3, "readonly fast", hexists).keys(1, 1, 1),
+    Command::new("hkeys", 2, "readonly", hkeys).keys(1, 1, 1),
+    Command::new("hvals", 2, "readonly", hvals).keys(1, 1, 1),
+    Command::new("hgetall", 2, "readonly", hgetall).keys(1, 1, 1),
+    Command::new("hincrby", 4, "write denyoom fast", hincrby).keys(1, 1, 1),
+    Command::new("hincrbyfloat", 4, "write denyoom fast", hincrbyfloat).keys(1, 1, 1),
+    Command::new("hrandfield", -2, "readonly", hrandfield).keys(1, 1, 1),
+    Command::new("hscan", -3, "readonly", hscan).keys(1, 1, 1),
 ];
 
 /// HRANDFIELD with a negative count makes that many picks; past this many it refuses (Redis would try

@@ -19,19 +19,11 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("pfadd", -2, "write denyoom fast", pfadd).keys(1, 1, 1).acl("@write @hyperloglog @fast")
-        .doc("hyperloglog", "2.8.9", "Adds the specified elements to the specified HyperLogLog."),
-    Command::new("pfcount", -2, "readonly", pfcount).keys(1, -1, 1).may_replicate()
-        .acl("@read @hyperloglog @slow")
-        .doc("hyperloglog", "2.8.9",
-             "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s)."),
-    Command::new("pfmerge", -2, "write denyoom", pfmerge).keys(1, -1, 1).acl("@write @hyperloglog @slow")
-        .doc("hyperloglog", "2.8.9", "Merge N different HyperLogLogs into a single one."),
-    Command::new("pfdebug", 3, "write denyoom admin", pfdebug).keys(2, 2, 1)
-        .acl("@write @hyperloglog @admin @slow @dangerous")
-        .doc("hyperloglog", "2.8.9", "Internal commands for debugging HyperLogLog values"),
-    Command::new("pfselftest", 1, "admin", pfselftest).acl("@hyperloglog @admin @slow @dangerous")
-        .doc("hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values"),
+    Command::new("pfadd", -2, "write denyoom fast", pfadd).keys(1, 1, 1),
+    Command::new("pfcount", -2, "readonly", pfcount).keys(1, -1, 1).may_replicate(),
+    Command::new("pfmerge", -2, "write denyoom", pfmerge).keys(1, -1, 1),
+    Command::new("pfdebug", 3, "write denyoom admin", pfdebug).keys(2, 2, 1),
+    Command::new("pfselftest", 1, "admin", pfselftest),
 ];
 
 /// PFADD key [element ...]: 1 when the key was created or a register changed, else 0.

@@ -16,8 +16,7 @@ use crate::words::{human, policy_name};
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("info", -1, "loading stale", info).acl("@slow @dangerous")
-        .doc("server", "1.0.0", "Get information and statistics about the server"),
+    Command::new("info", -1, "loading stale", info),
 ];
 
 /// Every INFO section, in Redis's order; `default` is all of them but commandstats.

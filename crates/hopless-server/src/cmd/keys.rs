@@ -16,54 +16,29 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("del", -2, "write", del).keys(1, -1, 1).acl("@keyspace @write @slow")
-        .doc("generic", "1.0.0", "Delete a key"),
-    Command::new("unlink", -2, "write fast", del).keys(1, -1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "4.0.0", "Delete a key asynchronously in another thread"),
-    Command::new("exists", -2, "readonly fast", exists).keys(1, -1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "1.0.0", "Determine if a key exists"),
-    Command::new("touch", -2, "readonly fast", touch).keys(1, -1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "3.2.1",
-             "Alters the last access time of a key(s). Returns the number of existing keys specified."),
-    Command::new("expire", -3, "write fast", expire).keys(1, 1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "1.0.0", "Set a key's time to live in seconds"),
-    Command::new("pexpire", -3, "write fast", pexpire).keys(1, 1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "2.6.0", "Set a key's time to live in milliseconds"),
-    Command::new("expireat", -3, "write fast", expireat).keys(1, 1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "1.2.0", "Set the expiration for a key as a UNIX timestamp"),
-    Command::new("pexpireat", -3, "write fast", pexpireat).keys(1, 1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "2.6.0",
-             "Set the expiration for a key as a UNIX timestamp specified in milliseconds"),
-    Command::new("ttl", 2, "readonly fast", ttl).keys(1, 1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "1.0.0", "Get the time to live for a key in seconds"),
-    Command::new("pttl", 2, "readonly fast", pttl).keys(1, 1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "2.6.0", "Get the time to live for a key in milliseconds"),
-    Command::new("expiretime", 2, "readonly fast", expiretime).keys(1, 1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "7.0.0", "Get the expiration Unix timestamp for a key"),
-    Command::new("pexpiretime", 2, "readonly fast", pexpiretime).keys(1, 1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "7.0.0", "Get the expiration Unix timestamp for a key in milliseconds"),
-    Command::new("persist", 2, "write fast", persist).keys(1, 1, 1).acl("@keyspace @write @fast")
-        .doc("generic", "2.2.0", "Remove the expiration from a key"),
-    Command::new("type", 2, "readonly fast", type_).keys(1, 1, 1).acl("@keyspace @read @fast")
-        .doc("generic", "1.0.0", "Determine the type stored at key"),
-    Command::new("keys", 2, "readonly", keys).acl("@keyspace @read @slow @dangerous")
-        .doc("generic", "1.0.0", "Find all keys matching the given pattern"),
-    Command::new("scan", -2, "readonly", scan).acl("@keyspace @read @slow")
-        .doc("generic", "2.8.0", "Incrementally iterate the keys space"),
-    Command::new("randomkey", 1, "readonly", randomkey).acl("@keyspace @read @slow")
-        .doc("generic", "1.0.0", "Return a random key from the keyspace"),
-    Command::new("rename", 3, "write", rename).keys(1, 2, 1).acl("@keyspace @write @slow")
-        .doc("generic", "1.0.0", "Rename a key"),
-    Command::new("renamenx", 3, "write fast", renamenx).keys(1, 2, 1).acl("@keyspace @write @fast")
-        .doc("generic", "1.0.0", "Rename a key, only if the new key does not exist"),
-    Command::new("copy", -3, "write denyoom", copy).keys(1, 2, 1).acl("@keyspace @write @slow")
-        .doc("generic", "6.2.0", "Copy a key"),
-    Command::new("dbsize", 1, "readonly fast", dbsize).acl("@keyspace @read @fast")
-        .doc("server", "1.0.0", "Return the number of keys in the selected database"),
-    Command::new("flushdb", -1, "write", flush).acl("@keyspace @write @slow @dangerous")
-        .doc("server", "1.0.0", "Remove all keys from the current database"),
-    Command::new("flushall", -1, "write", flush).acl("@keyspace @write @slow @dangerous")
-        .doc("server", "1.0.0", "Remove all keys from all databases"),
+    Command::new("del", -2, "write", del).keys(1, -1, 1),
+    Command::new("unlink", -2, "write fast", del).keys(1, -1, 1),
+    Command::new("exists", -2, "readonly fast", exists).keys(1, -1, 1),
+    Command::new("touch", -2, "readonly fast", touch).keys(1, -1, 1),
+    Command::new("expire", -3, "write fast", expire).keys(1, 1, 1),
+    Command::new("pexpire", -3, "write fast", pexpire).keys(1, 1, 1),
+    Command::new("expireat", -3, "write fast", expireat).keys(1, 1, 1),
+    Command::new("pexpireat", -3, "write fast", pexpireat).keys(1, 1, 1),
+    Command::new("ttl", 2, "readonly fast", ttl).keys(1, 1, 1),
+    Command::new("pttl", 2, "readonly fast", pttl).keys(1, 1, 1),
+    Command::new("expiretime", 2, "readonly fast", expiretime).keys(1, 1, 1),
+    Command::new("pexpiretime", 2, "readonly fast", pexpiretime).keys(1, 1, 1),
+    Command::new("persist", 2, "write fast", persist).keys(1, 1, 1),
+    Command::new("type", 2, "readonly fast", type_).keys(1, 1, 1),
+    Command::new("keys", 2, "readonly", keys),
+    Command::new("scan", -2, "readonly", scan),
+    Command::new("randomkey", 1, "readonly", randomkey),
+    Command::new("rename", 3, "write", rename).keys(1, 2, 1),
+    Command::new("renamenx", 3, "write fast", renamenx).keys(1, 2, 1),
+    Command::new("copy", -3, "write denyoom", copy).keys(1, 2, 1),
+    Command::new("dbsize", 1, "readonly fast", dbsize),
+    Command::new("flushdb", -1, "write", flush),
+    Command::new("flushall", -1, "write", flush),
 ];
 
 fn key_list(a: &[Bytes]) -> Vec<&[u8]> {

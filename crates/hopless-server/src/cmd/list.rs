@@ -14,40 +14,23 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("lpush", -3, "write denyoom fast", lpush).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "1.0.0", "Prepend one or multiple elements to a list"),
-    Command::new("rpush", -3, "write denyoom fast", rpush).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "1.0.0", "Append one or multiple elements to a list"),
-    Command::new("lpushx", -3, "write denyoom fast", lpushx).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "2.2.0", "Prepend an element to a list, only if the list exists"),
-    Command::new("rpushx", -3, "write denyoom fast", rpushx).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "2.2.0", "Append an element to a list, only if the list exists"),
-    Command::new("lpop", -2, "write fast", lpop).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "1.0.0", "Remove and get the first elements in a list"),
-    Command::new("rpop", -2, "write fast", rpop).keys(1, 1, 1).acl("@write @list @fast")
-        .doc("list", "1.0.0", "Remove and get the last elements in a list"),
-    Command::new("llen", 2, "readonly fast", llen).keys(1, 1, 1).acl("@read @list @fast")
-        .doc("list", "1.0.0", "Get the length of a list"),
-    Command::new("lrange", 4, "readonly", lrange).keys(1, 1, 1).acl("@read @list @slow")
-        .doc("list", "1.0.0", "Get a range of elements from a list"),
-    Command::new("lindex", 3, "readonly", lindex).keys(1, 1, 1).acl("@read @list @slow")
-        .doc("list", "1.0.0", "Get an element from a list by its index"),
-    Command::new("lset", 4, "write denyoom", lset).keys(1, 1, 1).acl("@write @list @slow")
-        .doc("list", "1.0.0", "Set the value of an element in a list by its index"),
-    Command::new("linsert", 5, "write denyoom", linsert).keys(1, 1, 1).acl("@write @list @slow")
-        .doc("list", "2.2.0", "Insert an element before or after another element in a list"),
-    Command::new("lrem", 4, "write", lrem).keys(1, 1, 1).acl("@write @list @slow")
-        .doc("list", "1.0.0", "Remove elements from a list"),
-    Command::new("ltrim", 4, "write", ltrim).keys(1, 1, 1).acl("@write @list @slow")
-        .doc("list", "1.0.0", "Trim a list to the specified range"),
-    Command::new("lpos", -3, "readonly", lpos).keys(1, 1, 1).acl("@read @list @slow")
-        .doc("list", "6.0.6", "Return the index of matching elements on a list"),
-    Command::new("lmove", 5, "write denyoom", lmove).keys(1, 2, 1).acl("@write @list @slow")
-        .doc("list", "6.2.0", "Pop an element from a list, push it to another list and return it"),
-    Command::new("rpoplpush", 3, "write denyoom", rpoplpush).keys(1, 2, 1).acl("@write @list @slow")
-        .doc("list", "1.2.0", "Remove the last element in a list, prepend it to another list and return it"),
-    Command::new("lmpop", -4, "write movablekeys", lmpop).keys(0, 0, 0).acl("@write @list @slow")
-        .doc("list", "7.0.0", "Pop elements from a list"),
+    Command::new("lpush", -3, "write denyoom fast", lpush).keys(1, 1, 1),
+    Command::new("rpush", -3, "write denyoom fast", rpush).keys(1, 1, 1),
+    Command::new("lpushx", -3, "write denyoom fast", lpushx).keys(1, 1, 1),
+    Command::new("rpushx", -3, "write denyoom fast", rpushx).keys(1, 1, 1),
+    Command::new("lpop", -2, "write fast", lpop).keys(1, 1, 1),
+    Command::new("rpop", -2, "write fast", rpop).keys(1, 1, 1),
+    Command::new("llen", 2, "readonly fast", llen).keys(1, 1, 1),
+    Command::new("lrange", 4, "readonly", lrange).keys(1, 1, 1),
+    Command::new("lindex", 3, "readonly", lindex).keys(1, 1, 1),
+    Command::new("lset", 4, "write denyoom", lset).keys(1, 1, 1),
+    Command::new("linsert", 5, "write denyoom", linsert).keys(1, 1, 1),
+    Command::new("lrem", 4, "write", lrem).keys(1, 1, 1),
+    Command::new("ltrim", 4, "write", ltrim).keys(1, 1, 1),
+    Command::new("lpos", -3, "readonly", lpos).keys(1, 1, 1),
+    Command::new("lmove", 5, "write denyoom", lmove).keys(1, 2, 1),
+    Command::new("rpoplpush", 3, "write denyoom", rpoplpush).keys(1, 2, 1),
+    Command::new("lmpop", -4, "write movablekeys", lmpop).keys(0, 0, 0),
 ];
 
 const RANK_ZERO: CmdError = CmdError::Static(

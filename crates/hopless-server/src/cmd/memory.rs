@@ -12,9 +12,8 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("memory", -2, "", memory).acl("@slow")
-        .subs(&["doctor", "help", "malloc-stats", "purge", "stats", "usage"])
-        .doc("server", "4.0.0", "A container for memory diagnostics commands"),
+    Command::new("memory", -2, "", memory)
+        .subs(&["doctor", "help", "malloc-stats", "purge", "stats", "usage"]),
 ];
 
 fn memory(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

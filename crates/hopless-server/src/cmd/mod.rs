@@ -32,7 +32,7 @@
 //! | `info.rs` | INFO |
 //! | `config.rs` | CONFIG |
 //! | `introspection.rs` | COMMAND |
-//! | `key_args.rs` | which arguments of a request are keys, exactly (COMMAND GETKEYS) |
+//! | `key_args.rs` | which arguments of a request are keys, and how each is used (COMMAND GETKEYS) |
 //! | `memory.rs` | MEMORY |
 //! | `object.rs` | OBJECT |
 //! | `admin.rs` | SHUTDOWN DEBUG TIME |
@@ -43,6 +43,8 @@
 //! | `notify.rs` | no command: the keyspace events of a command that ran |
 //! | `track.rs` | no command: client-side caching's remembered reads and invalidated writes |
 //! | `command.rs` | no command: [`Command`], the [`Table`], a handler's [`Ctx`] |
+//! | `spec.rs` | no command: what Redis says of a command (`Spec`: key specs, flags, docs) |
+//! | `specs/` | no command: every command's `Spec`, generated from Redis 7.0.15's JSON |
 
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
@@ -86,6 +88,8 @@ mod scripting;
 mod set;
 mod slowlog;
 mod sort;
+mod spec;
+mod specs;
 mod stream;
 mod stream_claim;
 mod stream_group;
@@ -229,7 +233,7 @@ fn execute_request<'s>(
     // Pub/sub: a subscriber's queued messages go out before this reply; RESP2's subscribed
     // mode refuses most commands (inside MULTI that fails the transaction; a refused EXEC is worded as
     // Redis's EXECABORT, and discards any).
-    if conn.pubsub.is_some() && !pubsub::admit(conn, out, cmd, args) {
+    if conn.pubsub.is_some() && !pubsub::admit(conn, out, table.spec(i), args) {
         stat.rejected.add(1);
         transaction::fail(conn);
         if table.traits(i).alone {

@@ -11,8 +11,7 @@ use crate::errors::{CmdError, CmdResult};
 /// This family's rows of the command table.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("monitor", 1, "admin noscript loading stale", monitor).acl("@admin @slow @dangerous")
-        .doc("server", "1.0.0", "Listen for all requests received by the server in real time"),
+    Command::new("monitor", 1, "admin noscript loading stale", monitor),
 ];
 
 /// MONITOR: +OK, then the lines. Again from a monitor: nothing at all, as Redis ignores it. Inside a

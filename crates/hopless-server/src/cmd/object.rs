@@ -11,9 +11,8 @@ use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("object", -2, "", object).acl("@slow")
-        .subs(&["encoding", "freq", "help", "idletime", "refcount"])
-        .doc("generic", "2.2.3", "A container for object introspection commands"),
+    Command::new("object", -2, "", object)
+        .subs(&["encoding", "freq", "help", "idletime", "refcount"]),
 ];
 
 /// OBJECT ENCODING: a collection names the form it is really in (`listpack`, `quicklist`, `intset`,

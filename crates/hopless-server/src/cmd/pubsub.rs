@@ -8,6 +8,7 @@
 use bytes::Bytes;
 
 use super::command::{subcommand, Command, Ctx};
+use super::spec::Spec;
 use crate::codec::Reply;
 use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 use crate::pubsub::{ClientSubs, Kind};
@@ -17,26 +18,16 @@ use crate::state::ConnState;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("subscribe", -2, "pubsub noscript loading stale", subscribe).acl("@pubsub @slow")
-        .doc("pubsub", "2.0.0", "Listen for messages published to the given channels"),
-    Command::new("unsubscribe", -1, "pubsub noscript loading stale", unsubscribe).acl("@pubsub @slow")
-        .doc("pubsub", "2.0.0", "Stop listening for messages posted to the given channels"),
-    Command::new("psubscribe", -2, "pubsub noscript loading stale", psubscribe).acl("@pubsub @slow")
-        .doc("pubsub", "2.0.0", "Listen for messages published to channels matching the given patterns"),
-    Command::new("punsubscribe", -1, "pubsub noscript loading stale", punsubscribe).acl("@pubsub @slow")
-        .doc("pubsub", "2.0.0", "Stop listening for messages posted to channels matching the given patterns"),
-    Command::new("publish", 3, "pubsub loading stale fast", publish).acl("@pubsub @fast")
-        .doc("pubsub", "2.0.0", "Post a message to a channel"),
-    Command::new("ssubscribe", -2, "pubsub noscript loading stale", ssubscribe).keys(1, -1, 1)
-        .acl("@pubsub @slow")
-        .doc("pubsub", "7.0.0", "Listen for messages published to the given shard channels"),
-    Command::new("sunsubscribe", -1, "pubsub noscript loading stale", sunsubscribe).keys(1, -1, 1)
-        .acl("@pubsub @slow")
-        .doc("pubsub", "7.0.0", "Stop listening for messages posted to the given shard channels"),
-    Command::new("spublish", 3, "pubsub loading stale fast", spublish).keys(1, 1, 1).acl("@pubsub @fast")
-        .doc("pubsub", "7.0.0", "Post a message to a shard channel"),
-    Command::new("pubsub", -2, "", pubsub).acl("@slow")
-        .doc("pubsub", "2.8.0", "A container for Pub/Sub commands"),
+    Command::new("subscribe", -2, "pubsub noscript loading stale", subscribe),
+    Command::new("unsubscribe", -1, "pubsub noscript loading stale", unsubscribe),
+    Command::new("psubscribe", -2, "pubsub noscript loading stale", psubscribe),
+    Command::new("punsubscribe", -1, "pubsub noscript loading stale", punsubscribe),
+    Command::new("publish", 3, "pubsub loading stale fast", publish),
+    Command::new("ssubscribe", -2, "pubsub noscript loading stale", ssubscribe).keys(1, -1, 1),
+    Command::new("sunsubscribe", -1, "pubsub noscript loading stale", sunsubscribe).keys(1, -1, 1),
+    Command::new("spublish", 3, "pubsub loading stale fast", spublish).keys(1, 1, 1),
+    Command::new("pubsub", -2, "", pubsub)
+        .subs(&["channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"]),
 ];
 
 /// The commands RESP2's subscribed mode allows (Redis's `processCommand`).
@@ -55,7 +46,7 @@ const ALLOWED_SUBSCRIBED: &[&str] = &[
 /// Before a subscribed connection's command runs: writes the messages queued for it (so that a reply
 /// never overtakes a message published before its command ran), then, in RESP2, refuses what
 /// subscribed mode does not allow (writing Redis's error; false).
-pub(super) fn admit(conn: &ConnState, out: &mut Reply, cmd: &Command, args: &[Bytes]) -> bool {
+pub(super) fn admit(conn: &ConnState, out: &mut Reply, cmd: &Spec, args: &[Bytes]) -> bool {
     let Some(subs) = &conn.pubsub else {
         return true;
     };
@@ -63,10 +54,9 @@ pub(super) fn admit(conn: &ConnState, out: &mut Reply, cmd: &Command, args: &[By
     if out.resp3() || ALLOWED_SUBSCRIBED.contains(&cmd.name) {
         return true;
     }
-    // A container's subcommand is named with it, `config|get`, as Redis names it (every container's
-    // summary, copied from Redis, says it is one).
+    // A container's subcommand is named with it, `config|get`, as Redis names it.
     let name = match args.get(1) {
-        Some(sub) if cmd.summary.starts_with("A container") => {
+        Some(sub) if !cmd.subs.is_empty() => {
             format!(
                 "{}|{}",
                 cmd.name,

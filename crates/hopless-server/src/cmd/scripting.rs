@@ -24,17 +24,12 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", eval)
-        .acl("@slow @scripting").doc("scripting", "2.6.0", "Execute a Lua script server side"),
-    Command::new("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha)
-        .acl("@slow @scripting").doc("scripting", "2.6.0", "Execute a Lua script server side"),
-    Command::new("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", eval)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Execute a read-only Lua script server side"),
-    Command::new("evalsha_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha)
-        .acl("@slow @scripting").doc("scripting", "7.0.0", "Execute a read-only Lua script server side"),
-    Command::new("script", -2, "", script).acl("@slow")
-        .subs(&["debug", "exists", "flush", "help", "kill", "load"])
-        .doc("scripting", "2.6.0", "A container for Lua scripts management commands"),
+    Command::new("eval", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", eval),
+    Command::new("evalsha", -3, "noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha),
+    Command::new("eval_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", eval),
+    Command::new("evalsha_ro", -3, "readonly noscript stale skip_monitor no_mandatory_keys movablekeys", evalsha),
+    Command::new("script", -2, "", script)
+        .subs(&["debug", "exists", "flush", "help", "kill", "load"]),
 ];
 
 pub(super) const NOT_BUSY: CmdError = CmdError::Static("NOTBUSY No scripts in execution right now.");

@@ -14,40 +14,23 @@ use crate::words::eq;
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("sadd", -3, "write denyoom fast", sadd).keys(1, 1, 1).acl("@write @set @fast")
-        .doc("set", "1.0.0", "Add one or more members to a set"),
-    Command::new("srem", -3, "write fast", srem).keys(1, 1, 1).acl("@write @set @fast")
-        .doc("set", "1.0.0", "Remove one or more members from a set"),
-    Command::new("smembers", 2, "readonly", smembers).keys(1, 1, 1).acl("@read @set @slow")
-        .doc("set", "1.0.0", "Get all the members in a set"),
-    Command::new("sismember", 3, "readonly fast", sismember).keys(1, 1, 1).acl("@read @set @fast")
-        .doc("set", "1.0.0", "Determine if a given value is a member of a set"),
-    Command::new("smismember", -3, "readonly fast", smismember).keys(1, 1, 1).acl("@read @set @fast")
-        .doc("set", "6.2.0", "Returns the membership associated with the given elements for a set"),
-    Command::new("scard", 2, "readonly fast", scard).keys(1, 1, 1).acl("@read @set @fast")
-        .doc("set", "1.0.0", "Get the number of members in a set"),
-    Command::new("spop", -2, "write fast", spop).keys(1, 1, 1).acl("@write @set @fast")
-        .doc("set", "1.0.0", "Remove and return one or multiple random members from a set"),
-    Command::new("srandmember", -2, "readonly", srandmember).keys(1, 1, 1).acl("@read @set @slow")
-        .doc("set", "1.0.0", "Get one or multiple random members from a set"),
-    Command::new("smove", 4, "write fast", smove).keys(1, 2, 1).acl("@write @set @fast")
-        .doc("set", "1.0.0", "Move a member from one set to another"),
-    Command::new("sinter", -2, "readonly", sinter).keys(1, -1, 1).acl("@read @set @slow")
-        .doc("set", "1.0.0", "Intersect multiple sets"),
-    Command::new("sintercard", -3, "readonly movablekeys", sintercard).acl("@read @set @slow")
-        .doc("set", "7.0.0", "Intersect multiple sets and return the cardinality of the result"),
-    Command::new("sinterstore", -3, "write denyoom", sinterstore).keys(1, -1, 1).acl("@write @set @slow")
-        .doc("set", "1.0.0", "Intersect multiple sets and store the resulting set in a key"),
-    Command::new("sunion", -2, "readonly", sunion).keys(1, -1, 1).acl("@read @set @slow")
-        .doc("set", "1.0.0", "Add multiple sets"),
-    Command::new("sunionstore", -3, "write denyoom", sunionstore).keys(1, -1, 1).acl("@write @set @slow")
-        .doc("set", "1.0.0", "Add multiple sets and store the resulting set in a key"),
-    Command::new("sdiff", -2, "readonly", sdiff).keys(1, -1, 1).acl("@read @set @slow")
-        .doc("set", "1.0.0", "Subtract multiple sets"),
-    Command::new("sdiffstore", -3, "write denyoom", sdiffstore).keys(1, -1, 1).acl("@write @set @slow")
-        .doc("set", "1.0.0", "Subtract multiple sets and store the resulting set in a key"),
-    Command::new("sscan", -3, "readonly", sscan).keys(1, 1, 1).acl("@read @set @slow")
-        .doc("set", "2.8.0", "Incrementally iterate Set elements"),
+    Command::new("sadd", -3, "write denyoom fast", sadd).keys(1, 1, 1),
+    Command::new("srem", -3, "write fast", srem).keys(1, 1, 1),
+    Command::new("smembers", 2, "readonly", smembers).keys(1, 1, 1),
+    Command::new("sismember", 3, "readonly fast", sismember).keys(1, 1, 1),
+    Command::new("smismember", -3, "readonly fast", smismember).keys(1, 1, 1),
+    Command::new("scard", 2, "readonly fast", scard).keys(1, 1, 1),
+    Command::new("spop", -2, "write fast", spop).keys(1, 1, 1),
+    Command::new("srandmember", -2, "readonly", srandmember).keys(1, 1, 1),
+    Command::new("smove", 4, "write fast", smove).keys(1, 2, 1),
+    Command::new("sinter", -2, "readonly", sinter).keys(1, -1, 1),
+    Command::new("sintercard", -3, "readonly movablekeys", sintercard),
+    Command::new("sinterstore", -3, "write denyoom", sinterstore).keys(1, -1, 1),
+    Command::new("sunion", -2, "readonly", sunion).keys(1, -1, 1),
+    Command::new("sunionstore", -3, "write denyoom", sunionstore).keys(1, -1, 1),
+    Command::new("sdiff", -2, "readonly", sdiff).keys(1, -1, 1),
+    Command::new("sdiffstore", -3, "write denyoom", sdiffstore).keys(1, -1, 1),
+    Command::new("sscan", -3, "readonly", sscan).keys(1, 1, 1),
 ];
 
 /// SRANDMEMBER's count is read as Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`.

@@ -11,9 +11,8 @@ use crate::errors::{unknown_sub, wrong_sub_args, CmdError, CmdResult};
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("slowlog", -2, "", slowlog).acl("@slow")
-        .subs(&["get", "help", "len", "reset"])
-        .doc("server", "2.2.12", "A container for slow log commands"),
+    Command::new("slowlog", -2, "", slowlog)
+        .subs(&["get", "help", "len", "reset"]),
 ];
 
 const SLOWLOG_HELP: &[&str] = &[

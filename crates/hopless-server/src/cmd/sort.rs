@@ -12,12 +12,8 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("sort", -2, "write denyoom movablekeys", sort).keys(1, 1, 1)
-        .acl("@write @set @sortedset @list @slow @dangerous")
-        .doc("generic", "1.0.0", "Sort the elements in a list, set or sorted set"),
-    Command::new("sort_ro", -2, "readonly movablekeys", sort_ro).keys(1, 1, 1)
-        .acl("@read @set @sortedset @list @slow @dangerous")
-        .doc("generic", "7.0.0", "Sort the elements in a list, set or sorted set. Read-only variant of SORT."),
+    Command::new("sort", -2, "write denyoom movablekeys", sort).keys(1, 1, 1),
+    Command::new("sort_ro", -2, "readonly movablekeys", sort_ro).keys(1, 1, 1),
 ];
 
 fn sort(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

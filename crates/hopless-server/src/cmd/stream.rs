@@ -23,23 +23,14 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("xadd", -5, "write denyoom fast", xadd).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "5.0.0", "Appends a new entry to a stream"),
-    Command::new("xtrim", -4, "write", xtrim).keys(1, 1, 1).acl("@write @stream @slow")
-        .doc("stream", "5.0.0", "Trims the stream to (approximately if '~' is passed) a certain size"),
-    Command::new("xdel", -3, "write fast", xdel).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "5.0.0", "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist."),
-    Command::new("xlen", 2, "readonly fast", xlen).keys(1, 1, 1).acl("@read @stream @fast")
-        .doc("stream", "5.0.0", "Return the number of entries in a stream"),
-    Command::new("xrange", -4, "readonly", xrange).keys(1, 1, 1).acl("@read @stream @slow")
-        .doc("stream", "5.0.0", "Return a range of elements in a stream, with IDs matching the specified IDs interval"),
-    Command::new("xrevrange", -4, "readonly", xrevrange).keys(1, 1, 1).acl("@read @stream @slow")
-        .doc("stream", "5.0.0", "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE"),
-    Command::new("xsetid", -3, "write denyoom fast", xsetid).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "5.0.0", "An internal command for replicating stream values"),
-    Command::new("xread", -4, "readonly blocking movablekeys", xread).keys(0, 0, 0)
-        .acl("@read @stream @slow @blocking")
-        .doc("stream", "5.0.0", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block."),
+    Command::new("xadd", -5, "write denyoom fast", xadd).keys(1, 1, 1),
+    Command::new("xtrim", -4, "write", xtrim).keys(1, 1, 1),
+    Command::new("xdel", -3, "write fast", xdel).keys(1, 1, 1),
+    Command::new("xlen", 2, "readonly fast", xlen).keys(1, 1, 1),
+    Command::new("xrange", -4, "readonly", xrange).keys(1, 1, 1),
+    Command::new("xrevrange", -4, "readonly", xrevrange).keys(1, 1, 1),
+    Command::new("xsetid", -3, "write denyoom fast", xsetid).keys(1, 1, 1),
+    Command::new("xread", -4, "readonly blocking movablekeys", xread).keys(0, 0, 0),
 ];
 
 pub(super) const INVALID_ID: CmdError =

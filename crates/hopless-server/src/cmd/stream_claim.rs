@@ -15,10 +15,8 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("xclaim", -6, "write fast", xclaim).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "5.0.0", "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer."),
-    Command::new("xautoclaim", -6, "write fast", xautoclaim).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "6.2.0", "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer."),
+    Command::new("xclaim", -6, "write fast", xclaim).keys(1, 1, 1),
+    Command::new("xautoclaim", -6, "write fast", xautoclaim).keys(1, 1, 1),
 ];
 
 /// A claimed entry's reply: the entry, or its id alone (JUSTID).

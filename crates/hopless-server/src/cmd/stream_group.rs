@@ -16,13 +16,10 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("xgroup", -2, "", xgroup).acl("@slow")
-        .subs(&["create", "createconsumer", "delconsumer", "destroy", "help", "setid"])
-        .doc("stream", "5.0.0", "A container for consumer groups commands"),
-    Command::new("xack", -4, "write fast", xack).keys(1, 1, 1).acl("@write @stream @fast")
-        .doc("stream", "5.0.0", "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL."),
-    Command::new("xpending", -3, "readonly", xpending).keys(1, 1, 1).acl("@read @stream @slow")
-        .doc("stream", "5.0.0", "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged."),
+    Command::new("xgroup", -2, "", xgroup)
+        .subs(&["create", "createconsumer", "delconsumer", "destroy", "help", "setid"]),
+    Command::new("xack", -4, "write fast", xack).keys(1, 1, 1),
+    Command::new("xpending", -3, "readonly", xpending).keys(1, 1, 1),
 ];
 
 const XGROUP_HELP: &[&str] = &[

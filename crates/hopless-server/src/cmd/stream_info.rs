@@ -15,9 +15,8 @@ use crate::words::eq;
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("xinfo", -2, "", xinfo).acl("@slow")
-        .subs(&["consumers", "groups", "help", "stream"])
-        .doc("stream", "5.0.0", "A container for stream introspection commands"),
+    Command::new("xinfo", -2, "", xinfo)
+        .subs(&["consumers", "groups", "help", "stream"]),
 ];
 
 const XINFO_HELP: &[&str] = &[

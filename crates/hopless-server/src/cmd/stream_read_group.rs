@@ -23,9 +23,7 @@ use crate::errors::{CmdError, CmdResult};
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("xreadgroup", -7, "write blocking movablekeys", xreadgroup).keys(0, 0, 0)
-        .acl("@write @stream @slow @blocking")
-        .doc("stream", "5.0.0", "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block."),
+    Command::new("xreadgroup", -7, "write blocking movablekeys", xreadgroup).keys(0, 0, 0),
 ];
 
 /// What a blocked XREADGROUP waits for: new entries for its group, on any of its keys.

@@ -12,51 +12,28 @@ use crate::words::eq;
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("get", 2, "readonly fast", get).keys(1, 1, 1).acl("@read @string @fast")
-        .doc("string", "1.0.0", "Get the value of a key"),
-    Command::new("set", -3, "write denyoom", set).keys(1, 1, 1).acl("@write @string @slow")
-        .doc("string", "1.0.0", "Set the string value of a key"),
-    Command::new("setnx", 3, "write denyoom fast", setnx).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Set the value of a key, only if the key does not exist"),
-    Command::new("setex", 4, "write denyoom", setex).keys(1, 1, 1).acl("@write @string @slow")
-        .doc("string", "2.0.0", "Set the value and expiration of a key"),
-    Command::new("psetex", 4, "write denyoom", psetex).keys(1, 1, 1).acl("@write @string @slow")
-        .doc("string", "2.6.0", "Set the value and expiration in milliseconds of a key"),
-    Command::new("getset", 3, "write denyoom fast", getset).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Set the string value of a key and return its old value"),
-    Command::new("getdel", 2, "write fast", getdel).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "6.2.0", "Get the value of a key and delete the key"),
-    Command::new("getex", -2, "write fast", getex).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "6.2.0", "Get the value of a key and optionally set its expiration"),
-    Command::new("append", 3, "write denyoom fast", append).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "2.0.0", "Append a value to a key"),
-    Command::new("strlen", 2, "readonly fast", strlen).keys(1, 1, 1).acl("@read @string @fast")
-        .doc("string", "2.2.0", "Get the length of the value stored in a key"),
-    Command::new("getrange", 4, "readonly", getrange).keys(1, 1, 1).acl("@read @string @slow")
-        .doc("string", "2.4.0", "Get a substring of the string stored at a key"),
-    Command::new("substr", 4, "readonly", getrange).keys(1, 1, 1).acl("@read @string @slow")
-        .doc("string", "1.0.0", "Get a substring of the string stored at a key"),
-    Command::new("setrange", 4, "write denyoom", setrange).keys(1, 1, 1).acl("@write @string @slow")
-        .doc("string", "2.2.0", "Overwrite part of a string at key starting at the specified offset"),
-    Command::new("incr", 2, "write denyoom fast", incr).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Increment the integer value of a key by one"),
-    Command::new("decr", 2, "write denyoom fast", decr).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Decrement the integer value of a key by one"),
-    Command::new("incrby", 3, "write denyoom fast", incrby).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Increment the integer value of a key by the given amount"),
-    Command::new("decrby", 3, "write denyoom fast", decrby).keys(1, 1, 1).acl("@write @string @fast")
-        .doc("string", "1.0.0", "Decrement the integer value of a key by the given number"),
-    Command::new("incrbyfloat", 3, "write denyoom fast", incrbyfloat).keys(1, 1, 1)
-        .acl("@write @string @fast")
-        .doc("string", "2.6.0", "Increment the float value of a key by the given amount"),
-    Command::new("mget", -2, "readonly fast", mget).keys(1, -1, 1).acl("@read @string @fast")
-        .doc("string", "1.0.0", "Get the values of all the given keys"),
-    Command::new("mset", -3, "write denyoom", mset).keys(1, -1, 2).acl("@write @string @slow")
-        .doc("string", "1.0.1", "Set multiple keys to multiple values"),
-    Command::new("msetnx", -3, "write denyoom", msetnx).keys(1, -1, 2).acl("@write @string @slow")
-        .doc("string", "1.0.1", "Set multiple keys to multiple values, only if none of the keys exist"),
-    Command::new("lcs", -3, "readonly", lcs).keys(1, 2, 1).acl("@read @string @slow")
-        .doc("string", "7.0.0", "Find longest common substring"),
+    Command::new("get", 2, "readonly fast", get).keys(1, 1, 1),
+    Command::new("set", -3, "write denyoom", set).keys(1, 1, 1),
+    Command::new("setnx", 3, "write denyoom fast", setnx).keys(1, 1, 1),
+    Command::new("setex", 4, "write denyoom", setex).keys(1, 1, 1),
+    Command::new("psetex", 4, "write denyoom", psetex).keys(1, 1, 1),
+    Command::new("getset", 3, "write denyoom fast", getset).keys(1, 1, 1),
+    Command::new("getdel", 2, "write fast", getdel).keys(1, 1, 1),
+    Command::new("getex", -2, "write fast", getex).keys(1, 1, 1),
+    Command::new("append", 3, "write denyoom fast", append).keys(1, 1, 1),
+    Command::new("strlen", 2, "readonly fast", strlen).keys(1, 1, 1),
+    Command::new("getrange", 4, "readonly", getrange).keys(1, 1, 1),
+    Command::new("substr", 4, "readonly", getrange).keys(1, 1, 1),
+    Command::new("setrange", 4, "write denyoom", setrange).keys(1, 1, 1),
+    Command::new("incr", 2, "write denyoom fast", incr).keys(1, 1, 1),
+    Command::new("decr", 2, "write denyoom fast", decr).keys(1, 1, 1),
+    Command::new("incrby", 3, "write denyoom fast", incrby).keys(1, 1, 1),
+    Command::new("decrby", 3, "write denyoom fast", decrby).keys(1, 1, 1),
+    Command::new("incrbyfloat", 3, "write denyoom fast", incrbyfloat).keys(1, 1, 1),
+    Command::new("mget", -2, "readonly fast", mget).keys(1, -1, 1),
+    Command::new("mset", -3, "write denyoom", mset).keys(1, -1, 2),
+    Command::new("msetnx", -3, "write denyoom", msetnx).keys(1, -1, 2),
+    Command::new("lcs", -3, "readonly", lcs).keys(1, 2, 1),
 ];
 
 fn get(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {

@@ -20,17 +20,11 @@ use crate::state::{ConnState, Multi, Shared, Watched};
 /// This family's rows of the command table, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("multi", 1, "noscript loading stale fast allow_busy", multi).acl("@fast @transaction")
-        .doc("transactions", "1.2.0", "Mark the start of a transaction block"),
-    Command::new("exec", 1, "noscript loading stale skip_slowlog", exec).acl("@slow @transaction")
-        .doc("transactions", "1.2.0", "Execute all commands issued after MULTI"),
-    Command::new("discard", 1, "noscript loading stale fast allow_busy", discard).acl("@fast @transaction")
-        .doc("transactions", "2.0.0", "Discard all commands issued after MULTI"),
-    Command::new("watch", -2, "noscript loading stale fast allow_busy", watch).keys(1, -1, 1)
-        .acl("@fast @transaction")
-        .doc("transactions", "2.2.0", "Watch the given keys to determine execution of the MULTI/EXEC block"),
-    Command::new("unwatch", 1, "noscript loading stale fast allow_busy", unwatch).acl("@fast @transaction")
-        .doc("transactions", "2.2.0", "Forget about all watched keys"),
+    Command::new("multi", 1, "noscript loading stale fast allow_busy", multi),
+    Command::new("exec", 1, "noscript loading stale skip_slowlog", exec),
+    Command::new("discard", 1, "noscript loading stale fast allow_busy", discard),
+    Command::new("watch", -2, "noscript loading stale fast allow_busy", watch).keys(1, -1, 1),
+    Command::new("unwatch", 1, "noscript loading stale fast allow_busy", unwatch),
 ];
 
 const NESTED: CmdError = CmdError::Static("ERR MULTI calls can not be nested");

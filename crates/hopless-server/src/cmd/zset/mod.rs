@@ -24,73 +24,38 @@ pub(super) use reply::{pairs_reply, score};
 /// This family's rows of the command table, in COMMAND's order, one command a row.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("zadd", -4, "write denyoom fast", zadd).keys(1, 1, 1).acl("@write @sortedset @fast")
-        .doc("sorted-set", "1.2.0", "Add one or more members to a sorted set, or update its score if it already exists"),
-    Command::new("zincrby", 4, "write denyoom fast", zincrby).keys(1, 1, 1).acl("@write @sortedset @fast")
-        .doc("sorted-set", "1.2.0", "Increment the score of a member in a sorted set"),
-    Command::new("zrem", -3, "write fast", zrem).keys(1, 1, 1).acl("@write @sortedset @fast")
-        .doc("sorted-set", "1.2.0", "Remove one or more members from a sorted set"),
-    Command::new("zcard", 2, "readonly fast", zcard).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "1.2.0", "Get the number of members in a sorted set"),
-    Command::new("zscore", 3, "readonly fast", zscore).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "1.2.0", "Get the score associated with the given member in a sorted set"),
-    Command::new("zmscore", -3, "readonly fast", zmscore).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "6.2.0", "Get the score associated with the given members in a sorted set"),
-    Command::new("zrank", 3, "readonly fast", zrank).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "2.0.0", "Determine the index of a member in a sorted set"),
-    Command::new("zrevrank", 3, "readonly fast", zrevrank).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "2.0.0", "Determine the index of a member in a sorted set, with scores ordered from high to low"),
-    Command::new("zcount", 4, "readonly fast", zcount).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "2.0.0", "Count the members in a sorted set with scores within the given values"),
-    Command::new("zlexcount", 4, "readonly fast", zlexcount).keys(1, 1, 1).acl("@read @sortedset @fast")
-        .doc("sorted-set", "2.8.9", "Count the number of members in a sorted set between a given lexicographical range"),
-    Command::new("zrange", -4, "readonly", zrange).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "1.2.0", "Return a range of members in a sorted set"),
-    Command::new("zrangestore", -5, "write denyoom", zrangestore).keys(1, 2, 1).acl("@write @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Store a range of members from sorted set into another key"),
-    Command::new("zrevrange", -4, "readonly", zrevrange).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "1.2.0", "Return a range of members in a sorted set, by index, with scores ordered from high to low"),
-    Command::new("zrangebyscore", -4, "readonly", zrangebyscore).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "1.0.5", "Return a range of members in a sorted set, by score"),
-    Command::new("zrevrangebyscore", -4, "readonly", zrevrangebyscore).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "2.2.0", "Return a range of members in a sorted set, by score, with scores ordered from high to low"),
-    Command::new("zrangebylex", -4, "readonly", zrangebylex).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "2.8.9", "Return a range of members in a sorted set, by lexicographical range"),
-    Command::new("zrevrangebylex", -4, "readonly", zrevrangebylex).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "2.8.9", "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings."),
-    Command::new("zpopmin", -2, "write fast", zpopmin).keys(1, 1, 1).acl("@write @sortedset @fast")
-        .doc("sorted-set", "5.0.0", "Remove and return members with the lowest scores in a sorted set"),
-    Command::new("zpopmax", -2, "write fast", zpopmax).keys(1, 1, 1).acl("@write @sortedset @fast")
-        .doc("sorted-set", "5.0.0", "Remove and return members with the highest scores in a sorted set"),
-    Command::new("zmpop", -4, "write movablekeys", zmpop).acl("@write @sortedset @slow")
-        .doc("sorted-set", "7.0.0", "Remove and return members with scores in a sorted set"),
-    Command::new("zrandmember", -2, "readonly", zrandmember).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set"),
-    Command::new("zremrangebyrank", 4, "write", zremrangebyrank).keys(1, 1, 1).acl("@write @sortedset @slow")
-        .doc("sorted-set", "2.0.0", "Remove all members in a sorted set within the given indexes"),
-    Command::new("zremrangebyscore", 4, "write", zremrangebyscore).keys(1, 1, 1).acl("@write @sortedset @slow")
-        .doc("sorted-set", "1.2.0", "Remove all members in a sorted set within the given scores"),
-    Command::new("zremrangebylex", 4, "write", zremrangebylex).keys(1, 1, 1).acl("@write @sortedset @slow")
-        .doc("sorted-set", "2.8.9", "Remove all members in a sorted set between the given lexicographical range"),
-    Command::new("zunion", -3, "readonly movablekeys", zunion).acl("@read @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Add multiple sorted sets"),
-    Command::new("zinter", -3, "readonly movablekeys", zinter).acl("@read @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Intersect multiple sorted sets"),
-    Command::new("zdiff", -3, "readonly movablekeys", zdiff).acl("@read @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Subtract multiple sorted sets"),
-    Command::new("zunionstore", -4, "write denyoom movablekeys", zunionstore).keys(1, 1, 1)
-        .acl("@write @sortedset @slow")
-        .doc("sorted-set", "2.0.0", "Add multiple sorted sets and store the resulting sorted set in a new key"),
-    Command::new("zinterstore", -4, "write denyoom movablekeys", zinterstore).keys(1, 1, 1)
-        .acl("@write @sortedset @slow")
-        .doc("sorted-set", "2.0.0", "Intersect multiple sorted sets and store the resulting sorted set in a new key"),
-    Command::new("zdiffstore", -4, "write denyoom movablekeys", zdiffstore).keys(1, 1, 1)
-        .acl("@write @sortedset @slow")
-        .doc("sorted-set", "6.2.0", "Subtract multiple sorted sets and store the resulting sorted set in a new key"),
-    Command::new("zintercard", -3, "readonly movablekeys", zintercard).acl("@read @sortedset @slow")
-        .doc("sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result"),
-    Command::new("zscan", -3, "readonly", zscan).keys(1, 1, 1).acl("@read @sortedset @slow")
-        .doc("sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores"),
+    Command::new("zadd", -4, "write denyoom fast", zadd).keys(1, 1, 1),
+    Command::new("zincrby", 4, "write denyoom fast", zincrby).keys(1, 1, 1),
+    Command::new("zrem", -3, "write fast", zrem).keys(1, 1, 1),
+    Command::new("zcard", 2, "readonly fast", zcard).keys(1, 1, 1),
+    Command::new("zscore", 3, "readonly fast", zscore).keys(1, 1, 1),
+    Command::new("zmscore", -3, "readonly fast", zmscore).keys(1, 1, 1),
+    Command::new("zrank", 3, "readonly fast", zrank).keys(1, 1, 1),
+    Command::new("zrevrank", 3, "readonly fast", zrevrank).keys(1, 1, 1),
+    Command::new("zcount", 4, "readonly fast", zcount).keys(1, 1, 1),
+    Command::new("zlexcount", 4, "readonly fast", zlexcount).keys(1, 1, 1),
+    Command::new("zrange", -4, "readonly", zrange).keys(1, 1, 1),
+    Command::new("zrangestore", -5, "write denyoom", zrangestore).keys(1, 2, 1),
+    Command::new("zrevrange", -4, "readonly", zrevrange).keys(1, 1, 1),
+    Command::new("zrangebyscore", -4, "readonly", zrangebyscore).keys(1, 1, 1),
+    Command::new("zrevrangebyscore", -4, "readonly", zrevrangebyscore).keys(1, 1, 1),
+    Command::new("zrangebylex", -4, "readonly", zrangebylex).keys(1, 1, 1),
+    Command::new("zrevrangebylex", -4, "readonly", zrevrangebylex).keys(1, 1, 1),
+    Command::new("zpopmin", -2, "write fast", zpopmin).keys(1, 1, 1),
+    Command::new("zpopmax", -2, "write fast", zpopmax).keys(1, 1, 1),
+    Command::new("zmpop", -4, "write movablekeys", zmpop),
+    Command::new("zrandmember", -2, "readonly", zrandmember).keys(1, 1, 1),
+    Command::new("zremrangebyrank", 4, "write", zremrangebyrank).keys(1, 1, 1),
+    Command::new("zremrangebyscore", 4, "write", zremrangebyscore).keys(1, 1, 1),
+    Command::new("zremrangebylex", 4, "write", zremrangebylex).keys(1, 1, 1),
+    Command::new("zunion", -3, "readonly movablekeys", zunion),
+    Command::new("zinter", -3, "readonly movablekeys", zinter),
+    Command::new("zdiff", -3, "readonly movablekeys", zdiff),
+    Command::new("zunionstore", -4, "write denyoom movablekeys", zunionstore).keys(1, 1, 1),
+    Command::new("zinterstore", -4, "write denyoom movablekeys", zinterstore).keys(1, 1, 1),
+    Command::new("zdiffstore", -4, "write denyoom movablekeys", zdiffstore).keys(1, 1, 1),
+    Command::new("zintercard", -3, "readonly movablekeys", zintercard),
+    Command::new("zscan", -3, "readonly", zscan).keys(1, 1, 1),
 ];
 
 /// ZADD and ZINCRBY (`incr`): Redis's `zaddGenericCommand`, its checks in its order.
