@@ -16,12 +16,12 @@ use crate::words::eq;
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("ping", -1, "fast", ping),
-    Command::new("echo", 2, "fast", echo),
+    Command::new("echo", 2, "loading stale fast", echo),
     Command::new("select", 2, "loading stale fast", select),
     Command::new("quit", -1, "allow_busy noscript loading stale fast no_auth", quit),
-    Command::new("reset", 1, "noscript loading stale fast no_auth", reset),
-    Command::new("hello", -1, "noscript loading stale fast no_auth", hello),
-    Command::new("auth", -2, "noscript loading stale fast no_auth", auth),
+    Command::new("reset", 1, "noscript loading stale fast no_auth allow_busy", reset),
+    Command::new("hello", -1, "noscript loading stale fast no_auth allow_busy", hello),
+    Command::new("auth", -2, "noscript loading stale fast no_auth allow_busy", auth),
 ];
 
 const WRONGPASS: CmdError = CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");

@@ -515,6 +515,49 @@ mod tests {
         }
     }
 
+    /// Space-separated words, sorted.
+    fn words(f: &str) -> Vec<&str> {
+        let mut w: Vec<&str> = f.split_ascii_whitespace().collect();
+        w.sort_unstable();
+        w
+    }
+
+    /// Each row dispatches as Redis describes the command: its spec is Redis's own (none is made up
+    /// from the row), with the same arity, and for a command that is not a container the same flags
+    /// and legacy key range. (A container's row carries what its subcommands need at dispatch.)
+    #[test]
+    fn every_row_agrees_with_its_redis_spec() {
+        let t = table();
+        let mut wrong = Vec::new();
+        for (i, c) in t.commands().iter().enumerate() {
+            let s = t.spec(i);
+            if s.group.is_empty() {
+                wrong.push(format!(
+                    "{}: no spec (rerun scripts/gen/command_specs.py)",
+                    c.name
+                ));
+                continue;
+            }
+            if c.arity != s.arity {
+                wrong.push(format!(
+                    "{}: arity {} where Redis has {}",
+                    c.name, c.arity, s.arity
+                ));
+            }
+            if s.subs.is_empty() && words(c.flags) != words(s.flags) {
+                wrong.push(format!(
+                    "{}: flags {:?} where Redis has {:?}",
+                    c.name, c.flags, s.flags
+                ));
+            }
+            if s.subs.is_empty() && (c.first_key, c.last_key, c.step) != s.range {
+                let row = (c.first_key, c.last_key, c.step);
+                wrong.push(format!("{}: keys {row:?} where Redis has {:?}", c.name, s.range));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     #[test]
     fn no_two_families_define_a_command() {
         let t = table();
