@@ -81,7 +81,7 @@ def cpu_seconds(pid: int) -> float:
 
 def start(kind: str, port: int, args) -> subprocess.Popen:
     if kind == "hopless":
-        cmd = [args.hopless, "serve", "--port", str(port), "--threads", str(args.threads)]
+        cmd = [args.hopless, "serve", "--port", str(port), "--threads", str(args.threads), "--save", ""]
     else:
         cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         if args.threads > 1:

@@ -66,6 +66,7 @@ GETKEYS = {
     "xreadGetKeys": "GetKeys::Xread",
     "setGetKeys": "GetKeys::Set",
     "bitfieldGetKeys": "GetKeys::Bitfield",
+    "migrateGetKeys": "GetKeys::Migrate",
 }
 
 
@@ -196,7 +197,9 @@ class Writer:
         if "key_spec_index" in a:
             out += f".key_spec({a['key_spec_index']})"
         if a.get("token"):
-            out += f".token({rust_str(a['token'].upper())})"
+            # Redis's generator writes the token into a C string literal unescaped, so its quotes end
+            # and start literals that C joins: MIGRATE's `""` token is the empty string.
+            out += f".token({rust_str(a['token'].upper().replace(chr(34), ''))})"
         for field in ("summary", "since", "deprecated_since"):
             if a.get(field):
                 out += f".{field}({rust_str(a[field])})"

@@ -6,6 +6,7 @@
 use hopless_kv::Policy;
 
 use crate::server::ServeOptions;
+use crate::snapshot::state::{parse_save, SavePoint, SnapshotSettings, DEFAULT_SAVE};
 use crate::words::{parse_memory, parse_policy, parse_yes_no};
 
 /// `hopless serve [--port 6379] [--bind 127.0.0.1] [--threads N] [--maxmemory B]
@@ -45,6 +46,33 @@ pub struct ServeArgs {
     /// A client whose unprocessed input grows past this is closed.
     #[arg(long, default_value = "1gb", value_parser = memory)]
     pub client_query_buffer_limit: u64,
+    /// Where the snapshot file goes (and is loaded from at start).
+    #[arg(long, default_value = ".")]
+    pub dir: std::path::PathBuf,
+    /// The snapshot file's name in `--dir`.
+    #[arg(long, default_value = "dump.rdb")]
+    pub dbfilename: String,
+    /// Save points, pairs of seconds and changes (a background save once that many changes are that
+    /// old); `""`: none. Redis's defaults.
+    #[arg(long, default_value = DEFAULT_SAVE, value_parser = save_points)]
+    pub save: SavePoints,
+    /// LZF-compress long strings in snapshots and DUMP payloads.
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub rdbcompression: bool,
+    /// End snapshots with their CRC64 (`no`: 0, not checked when loaded).
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub rdbchecksum: bool,
+    /// Refuse writes after a failed background save (until one succeeds), when save points are set.
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub stop_writes_on_bgsave_error: bool,
+}
+
+/// `--save`'s value, read.
+#[derive(Debug, Clone)]
+pub struct SavePoints(pub Vec<SavePoint>);
+
+fn save_points(s: &str) -> Result<SavePoints, String> {
+    parse_save(s).map(SavePoints)
 }
 
 fn memory(s: &str) -> Result<u64, String> {
@@ -73,6 +101,15 @@ impl From<ServeArgs> for ServeOptions {
             timeout: a.timeout,
             proto_max_bulk_len: a.proto_max_bulk_len.min(usize::MAX as u64) as usize,
             client_query_buffer_limit: a.client_query_buffer_limit.min(usize::MAX as u64) as usize,
+            snapshot: SnapshotSettings {
+                dir: a.dir,
+                dbfilename: a.dbfilename,
+                save: a.save.0,
+                compression: a.rdbcompression,
+                checksum: a.rdbchecksum,
+                stop_writes_on_error: a.stop_writes_on_bgsave_error,
+            },
+            load_snapshot: true,
             ..ServeOptions::default()
         }
     }

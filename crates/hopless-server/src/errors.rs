@@ -39,6 +39,10 @@ pub const SYNTAX: CmdError = CmdError::Static("ERR syntax error");
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
 /// A write refused while `min-replicas-to-write` asks for more replicas than are connected.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to \
+    persist to disk. Commands that may modify the data set are disabled, because this instance is \
+    configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error \
+    option). Please check the Redis logs for details about the RDB error.";
 /// The answer to a command while a script has run past `busy-reply-threshold`.
 pub const BUSY: CmdError = CmdError::Static(
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",

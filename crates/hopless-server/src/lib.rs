@@ -3,7 +3,8 @@
 //! The store ([`hopless_kv::Store`]) as a Redis-protocol server: RESP2, RESP3 after `HELLO 3`, inline
 //! commands, pipelining, Redis 7's replies and error strings for the string and keyspace commands and
 //! the administration commands that `redis-cli`, `redis-benchmark`, client libraries and twemproxy use.
-//! It is a cache: nothing is persisted. Lua scripts and functions run as in Redis 7.0.
+//! The dataset is saved and loaded as Redis's RDB snapshots (SAVE, BGSAVE, save points, DUMP and
+//! RESTORE). Lua scripts and functions run as in Redis 7.0.
 //!
 //! ```no_run
 //! let server = hopless_server::Server::start(hopless_server::ServeOptions {
@@ -56,14 +57,21 @@
 //! | `cmd::memory` | MEMORY |
 //! | `cmd::monitor` | MONITOR |
 //! | `cmd::slowlog` | SLOWLOG (GET, LEN, RESET, HELP) |
-//! | `cmd::admin` | SHUTDOWN, DEBUG (OBJECT through `cmd::object`), TIME |
+//! | `cmd::admin` | DEBUG (OBJECT through `cmd::object`, RELOAD through `cmd::persist`), TIME |
+//! | `cmd::migrate` | MIGRATE: keys moved to another server as RESTOREs |
+//! | `cmd::persist` | SAVE BGSAVE LASTSAVE SHUTDOWN, SYNC PSYNC REPLCONF, DUMP RESTORE |
 //! | `cmd::object` | OBJECT, and a value's encoding and refcount as DEBUG OBJECT reads them |
 //! | `cmd::pubsub` | SUBSCRIBE, PSUBSCRIBE, PUBLISH, PUBSUB...; what RESP2's subscribed mode allows |
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `cmd::specs` | what Redis 7.0.15 says of each command served, generated from its `src/commands/*.json` (`scripts/gen/command_specs.py`) |
 //! | `cmd::spec` | the types of those specs: flags, ACL categories, key specs, key-finding procedures, docs, arguments |
+//! | `snapshot` | the snapshot's parts: declares them |
+//! | `snapshot::save` | SAVE, BGSAVE's forked child, the save timer, the load at start, DEBUG RELOAD |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
 //! | `state` | what connections share (store, settings, client registry, counters) and each one's own |
+//! | `snapshot::state` | the snapshot's settings (dir, dbfilename, save points...) and what INFO persistence reports |
+//! | `snapshot::write` | a snapshot file as Redis 7.0 writes `dump.rdb`, through a temporary file renamed over the target |
+//! | `snapshot::load` | a snapshot file loaded as Redis 7.0 loads one: every RDB version, checksum first |
 //! | `blocked` | clients blocked on keys: first come first served, served by the write that makes a key ready |
 //! | `watch` | WATCH: who watches which key, marked by writes |
 //! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
@@ -105,6 +113,7 @@ mod redact;
 mod script;
 mod server;
 mod slowlog;
+mod snapshot;
 mod state;
 mod tracking;
 mod version;
@@ -113,4 +122,5 @@ mod words;
 
 pub use args::ServeArgs;
 pub use server::{run, ServeOptions, Server};
+pub use snapshot::state::{parse_save, SavePoint, SnapshotSettings};
 pub use version::{REDIS_VERSION, VERSION};

@@ -64,6 +64,8 @@ pub struct LoopStats {
     pub processed: Counter,
     pub net_input: Counter,
     pub net_output: Counter,
+    /// Writes that changed the dataset (the snapshot's `rdb_changes_since_last_save` and save points).
+    pub changes: Counter,
 }
 
 pub struct Stats {
@@ -82,6 +84,7 @@ impl Stats {
                     processed: Counter::default(),
                     net_input: Counter::default(),
                     net_output: Counter::default(),
+                    changes: Counter::default(),
                 })
                 .collect(),
             base: Mutex::new(Vec::new()),
@@ -92,6 +95,11 @@ impl Stats {
     #[inline]
     pub fn of(&self, loop_index: usize) -> &LoopStats {
         &self.loops[loop_index % self.loops.len()]
+    }
+
+    /// Writes that changed the dataset since the start, summed over the loops.
+    pub fn changes(&self) -> u64 {
+        self.loops.iter().map(|l| l.changes.get()).sum()
     }
 
     /// Command `i`'s counts since the last reset, summed over the loops.

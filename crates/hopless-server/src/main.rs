@@ -9,7 +9,7 @@ static A: hopless::Hopless = hopless::Hopless;
 #[command(
     name = "hopless-server",
     version,
-    about = "hopless-kv over the Redis protocol (a cache: no persistence)"
+    about = "hopless-kv over the Redis protocol, with Redis's RDB snapshots"
 )]
 struct Cli {
     #[command(flatten)]

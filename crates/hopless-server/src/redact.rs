@@ -1,6 +1,7 @@
 //! Passwords in a command's arguments, as Redis redacts them (`redactClientCommandArgument`) before
 //! MONITOR shows a command or SLOWLOG keeps it: every argument of AUTH, the user name and password after
-//! HELLO's AUTH, the value of CONFIG SET `requirepass` (and `masterauth`).
+//! HELLO's AUTH, MIGRATE's AUTH and AUTH2 values, the value of CONFIG SET `requirepass` (and
+//! `masterauth`).
 
 use bytes::Bytes;
 
@@ -25,6 +26,21 @@ pub fn redacted(args: &[Bytes]) -> Option<Vec<Bytes>> {
             } else {
                 j += if is(&args[j], "setname") { 2 } else { 1 };
             }
+        }
+        at
+    } else if is(name, "migrate") {
+        // MIGRATE ... [AUTH password] [AUTH2 username password] [KEYS key ...]
+        let mut at = Vec::new();
+        let mut j = 6;
+        while j < args.len() && !is(&args[j], "keys") {
+            if is(&args[j], "auth") && j + 1 < args.len() {
+                at.push(j + 1);
+                j += 1;
+            } else if is(&args[j], "auth2") && j + 2 < args.len() {
+                at.extend([j + 1, j + 2]);
+                j += 2;
+            }
+            j += 1;
         }
         at
     } else if is(name, "config") && args.get(1).is_some_and(|s| is(s, "set")) {

@@ -25,6 +25,7 @@ use tracing::{info, warn};
 
 use crate::codec::DEFAULT_MAX_BULK_LEN;
 use crate::keyspace_events::KeyspaceEvents;
+use crate::snapshot::state::SnapshotSettings;
 use crate::state::{Settings, Shared};
 use crate::words::{human, policy_name, yes_no};
 
@@ -56,6 +57,11 @@ pub struct ServeOptions {
     pub client_query_buffer_limit: usize,
     /// The store's configuration (shards, clock...); `maxmemory` and the policy above override its own.
     pub store: Config,
+    /// Where the snapshot goes and when (`dir`, `dbfilename`, save points...): no save points by
+    /// default, so an embedded server writes no file unless asked (`hopless serve` takes Redis's).
+    pub snapshot: SnapshotSettings,
+    /// Load the snapshot file at start, if there is one (`hopless serve` does, as Redis does).
+    pub load_snapshot: bool,
 }
 
 impl Default for ServeOptions {
@@ -73,6 +79,8 @@ impl Default for ServeOptions {
             proto_max_bulk_len: DEFAULT_MAX_BULK_LEN,
             client_query_buffer_limit: 1 << 30,
             store: Config::default(),
+            snapshot: SnapshotSettings::default(),
+            load_snapshot: false,
         }
     }
 }
@@ -167,7 +175,11 @@ impl Server {
             opts.bind.clone(),
             opts.threads,
             crate::cmd::table().len(),
+            opts.snapshot.clone(),
         ));
+        if opts.load_snapshot {
+            crate::snapshot::save::load_at_start(&shared)?;
+        }
         let handles: Arc<[Handle]> = workers.iter().map(|r| r.handle().clone()).collect();
         // Built first, so that a failed spawn below drops it: its `Drop` stops and joins the threads
         // already started.
@@ -184,6 +196,12 @@ impl Server {
                     .spawn(move || work(rt, sh))?,
             );
         }
+        let sh = shared.clone();
+        server.threads.push(
+            std::thread::Builder::new()
+                .name("hopless-server-save".into())
+                .spawn(move || save_timer(sh))?,
+        );
         server.threads.push(
             std::thread::Builder::new()
                 .name("hopless-server-accept".into())
@@ -315,6 +333,37 @@ async fn accept_loop(listener: TcpListener, workers: Arc<[Handle]>, shared: Arc<
 
 /// `hopless serve`: starts the server, prints the banner, logs through `tracing` (RUST_LOG, default
 /// `info`), and runs until SIGINT, SIGTERM or SHUTDOWN.
+/// The snapshot's timer: ten turns a second (Redis's `hz`), until the server stops. A background save
+/// still running then is stopped.
+fn save_timer(shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    while !*stop.borrow_and_update() {
+        crate::snapshot::save::tick(&shared);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    crate::snapshot::save::kill_child(&shared);
+}
+
+/// A signal's shutdown: the snapshot saved first when save points are set, as Redis saves on SIGTERM;
+/// false (and the server goes on) when that save fails.
+fn shutdown_on_signal(shared: &Shared) -> bool {
+    crate::snapshot::save::kill_child(shared);
+    if shared.persistence.settings().save.is_empty() {
+        return true;
+    }
+    let Some(_all) = shared.gate.exclusive_unless(|| shared.running.busy()) else {
+        warn!("a script is busy: shutting down without saving");
+        return true;
+    };
+    match crate::snapshot::save::save_now(shared) {
+        Ok(()) => true,
+        Err(_) => {
+            warn!("errors trying to shut down the server: the snapshot could not be saved");
+            false
+        }
+    }
+}
+
 pub fn run(opts: ServeOptions) -> io::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
@@ -353,22 +402,41 @@ pub fn run(opts: ServeOptions) -> io::Result<()> {
         yes_no(protected),
         std::process::id()
     );
-    println!(
-        "a cache: nothing is persisted (use Redis with AOF or RDB for data that must survive a restart)"
-    );
+    let snap = server.shared.persistence.settings();
+    if snap.save.is_empty() {
+        println!(
+            "snapshots: no save points (SAVE and BGSAVE write {})",
+            snap.path().display()
+        );
+    } else {
+        println!(
+            "snapshots: {} when {} (seconds changes)",
+            snap.path().display(),
+            crate::snapshot::state::format_save(&snap.save)
+        );
+    }
     info!(addr = %addrs.join(" "), threads, "ready to accept connections");
     let stop = server.stopper();
     let mut done = server.shared.shutdown.subscribe();
     let signals = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let shared = server.shared.clone();
     signals.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),
-            _ = term.recv() => info!("SIGTERM: shutting down"),
-            _ = crate::state::stopped(&mut done) => info!("SHUTDOWN: shutting down"),
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => info!("SIGINT: shutting down"),
+                _ = term.recv() => info!("SIGTERM: shutting down"),
+                _ = crate::state::stopped(&mut done) => {
+                    info!("SHUTDOWN: shutting down");
+                    break;
+                }
+            }
+            if shutdown_on_signal(&shared) {
+                break;
+            }
         }
         io::Result::Ok(())
     })?;

@@ -318,6 +318,8 @@ pub struct Shared {
     pub running: Arc<crate::script::Running>,
     /// `min-replicas-to-write`: writes refused while it asks for replicas.
     pub min_replicas: MinReplicas,
+    /// The snapshot's settings and state (SAVE, BGSAVE, INFO persistence).
+    pub persistence: crate::snapshot::state::Persistence,
 }
 
 impl Shared {
@@ -333,6 +335,7 @@ impl Shared {
         bind: Vec<String>,
         threads: usize,
         commands: usize,
+        snapshot: crate::snapshot::state::SnapshotSettings,
     ) -> Self {
         let running = Arc::new(crate::script::Running::default());
         let clients: Arc<Mutex<BTreeMap<u64, Arc<ClientEntry>>>> = Arc::default();
@@ -373,6 +376,7 @@ impl Shared {
             functions: Mutex::new(crate::script::Functions::new(running.clone())),
             running,
             min_replicas: MinReplicas::default(),
+            persistence: crate::snapshot::state::Persistence::new(snapshot),
         }
     }
 

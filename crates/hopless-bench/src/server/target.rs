@@ -58,7 +58,7 @@ fn free_port() -> Result<u16, String> {
 
 impl Running {
     /// Starts `kind` on a free loopback port and waits until it answers PING. hopless gets `threads`
-    /// workers; Redis its defaults (no io-threads), with `--save "" --appendonly no`. Pinned, the server
+    /// workers; Redis its defaults (no io-threads); both `--save ""` (Redis `--appendonly no` too). Pinned, the server
     /// runs on cores 0..threads-1, and Redis with `--io-threads threads` when that is more than one.
     pub fn start(kind: Kind, threads: usize, pinned: bool) -> Result<Running, String> {
         let port = free_port()?;
@@ -72,6 +72,8 @@ impl Running {
                     &port.to_string(),
                     "--threads",
                     &threads.to_string(),
+                    "--save",
+                    "",
                 ]);
                 c
             }

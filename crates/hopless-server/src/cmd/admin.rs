@@ -1,21 +1,22 @@
-//! Administration: SHUTDOWN (stop the server), DEBUG SLEEP (block a worker, as in Redis), DEBUG
+//! Administration: DEBUG SLEEP (block a worker, as in Redis), DEBUG
 //! SET-ACTIVE-EXPIRE (the background expiry off or on), DEBUG OBJECT (a key's value described as Redis
 //! describes it) and TIME.
 
 use bytes::Bytes;
 
-use super::command::{Action, Command, Ctx};
+use super::command::{Command, Ctx};
 use super::object::{encoding_of, refcount_of};
+use super::persist::alone;
 use crate::errors::{unknown_sub, CmdError, CmdResult, SYNTAX};
+use crate::snapshot::save::reload;
 use crate::words::eq;
 
 /// This family's rows of the command table, in COMMAND's order: laid out by hand, one command a row
 /// (rustfmt would spread each over a dozen lines).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
-    Command::new("shutdown", -1, "admin noscript loading stale no_multi allow_busy", shutdown),
     Command::new("debug", -2, "admin noscript loading stale", debug)
-        .subs(&["object", "sleep", "set-active-expire", "help"]),
+        .subs(&["object", "sleep", "set-active-expire", "reload", "help"]),
     Command::new("time", 1, "loading stale fast", time),
 ];
 
@@ -27,25 +28,6 @@ fn time(c: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
     c.out.array(2);
     c.out.bulk(now.as_secs().to_string().as_bytes());
     c.out.bulk(now.subsec_micros().to_string().as_bytes());
-    Ok(())
-}
-
-fn shutdown(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
-    for o in &a[1..] {
-        if eq(o, "abort") {
-            return Err(CmdError::Static("ERR No shutdown in progress."));
-        }
-        if !["nosave", "save", "now", "force"].iter().any(|w| eq(o, w)) {
-            return Err(SYNTAX);
-        }
-    }
-    if c.shared.running.busy() {
-        // SHUTDOWN NOSAVE during a busy script (nothing else gets here then): the script stops too.
-        c.shared.running.force_kill();
-    }
-    tracing::info!(client = c.conn.id(), "SHUTDOWN: closing");
-    c.shared.request_shutdown();
-    c.action = Action::Close;
     Ok(())
 }
 
@@ -69,7 +51,30 @@ fn debug(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if eq(&a[1], "object") && a.len() == 3 {
         return debug_object(c, &a[2]);
     }
+    if eq(&a[1], "reload") {
+        return debug_reload(c, &a[2..]);
+    }
     Err(unknown_sub(c.name, &a[1]))
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the snapshot, empties the dataset and loads the file
+/// back, as Redis does (MERGE is taken: keys loaded over existing ones replace them either way).
+fn debug_reload(c: &mut Ctx<'_>, opts: &[Bytes]) -> CmdResult {
+    let (mut save, mut flush) = (true, true);
+    for o in opts {
+        if eq(o, "nosave") {
+            save = false;
+        } else if eq(o, "noflush") {
+            flush = false;
+        } else if !eq(o, "merge") {
+            return Err(CmdError::Static(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
+    }
+    alone(c, |c| reload(c.shared, save, flush))?.map_err(CmdError::Static)?;
+    c.out.ok();
+    Ok(())
 }
 
 /// DEBUG OBJECT: Redis's one-line description of a key's value, `Value at:<address> refcount:<n>

@@ -37,8 +37,8 @@ pub struct Traits {
     pub transaction_control: bool,
     /// EXEC: runs without its loop's gate, holding every loop's.
     pub alone: bool,
-    /// Takes every loop's gate itself rather than its own loop's (EXEC, and the commands that run a
-    /// script).
+    /// Takes every loop's gate itself rather than its own loop's (EXEC, the commands that run a
+    /// script, and those that save or load the snapshot).
     pub every_gate: bool,
     /// EVAL and its kin: MONITOR shows them before the commands they run.
     pub runs_script: bool,
@@ -255,9 +255,23 @@ impl Table {
                     "multi" | "exec" | "discard" | "watch" | "unwatch" | "quit" | "reset"
                 ),
                 alone: c.name == "exec",
+                // The commands that take every loop's gate themselves: transactions, scripts, and what
+                // saves or loads the snapshot (SAVE, BGSAVE's fork, SHUTDOWN's save, DEBUG RELOAD).
                 every_gate: matches!(
                     c.name,
-                    "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+                    "exec"
+                        | "eval"
+                        | "evalsha"
+                        | "eval_ro"
+                        | "evalsha_ro"
+                        | "fcall"
+                        | "fcall_ro"
+                        | "save"
+                        | "bgsave"
+                        | "shutdown"
+                        | "debug"
+                        | "sync"
+                        | "psync"
                 ),
                 noscript: c.has_flag("noscript"),
                 runs_script: matches!(

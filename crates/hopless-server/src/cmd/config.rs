@@ -1,5 +1,4 @@
-//! CONFIG: the parameters a client may read (GET, by glob) and change at run time (SET), RESETSTAT, and the
-//! persistence ones a cache has no use for, answered as Redis without persistence would.
+//! CONFIG: the parameters a client may read (GET, by glob) and change at run time (SET), and RESETSTAT.
 
 use bytes::Bytes;
 use hopless_kv::store::glob_match;
@@ -37,6 +36,9 @@ const PARAMS: &[&str] = &[
     "hz",
     "dir",
     "dbfilename",
+    "rdbcompression",
+    "rdbchecksum",
+    "stop-writes-on-bgsave-error",
     "cluster-enabled",
     "client-output-buffer-limit",
     "list-compress-depth",
@@ -81,15 +83,19 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "port" => c.shared.port.to_string(),
         "bind" => c.shared.bind.join(" "),
         "databases" => "1".into(),
-        "save" => String::new(),
+        "save" => crate::snapshot::state::format_save(&c.shared.persistence.settings().save),
         "appendonly" => "no".into(),
         "appendfsync" => "no".into(),
         "io-threads" => c.shared.threads.to_string(),
         "hz" => "10".into(),
-        "dir" => std::env::current_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-        "dbfilename" => String::new(),
+        "dir" => {
+            let d = c.shared.persistence.settings().dir;
+            std::fs::canonicalize(&d).unwrap_or(d).display().to_string()
+        }
+        "dbfilename" => c.shared.persistence.settings().dbfilename,
+        "rdbcompression" => yes_no(c.shared.persistence.settings().compression).into(),
+        "rdbchecksum" => yes_no(c.shared.persistence.settings().checksum).into(),
+        "stop-writes-on-bgsave-error" => yes_no(c.shared.persistence.settings().stop_writes_on_error).into(),
         "cluster-enabled" => "no".into(),
         "client-output-buffer-limit" => c.shared.pubsub.limits().to_string(),
         "list-compress-depth" => s.list_compress_depth.to_string(),
@@ -212,9 +218,22 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
             }
             sh.with_settings(|s| s.list_compress_depth = n);
         }
-        "save" if v.trim().is_empty() => {}
+        "save" => {
+            let points = crate::snapshot::state::parse_save(&v)?;
+            sh.persistence.change(|s| s.save = points);
+        }
+        // Redis's protected configs (`enable-protected-configs no`, its default).
+        "dir" | "dbfilename" => return Err("can't set protected config".into()),
+        "rdbcompression" | "rdbchecksum" | "stop-writes-on-bgsave-error" => {
+            let on = parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
+            sh.persistence.change(|s| match p {
+                "rdbcompression" => s.compression = on,
+                "rdbchecksum" => s.checksum = on,
+                _ => s.stop_writes_on_error = on,
+            });
+        }
         "appendonly" if v.eq_ignore_ascii_case("no") => {}
-        "save" | "appendonly" => return Err("hopless is a cache and has no persistence".into()),
+        "appendonly" => return Err("hopless does not write an append-only file".into()),
         "maxmemory-samples" | "hz" | "appendfsync" => {}
         _ => return Err("can't set immutable config".into()),
     }

@@ -138,10 +138,32 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             slab_table(t);
         }
         "persistence" => {
-            t.push_str(
-                "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n\
-                 rdb_bgsave_in_progress:0\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\n\
-                 aof_rewrite_in_progress:0\r\n",
+            let p = &sh.persistence;
+            let child = p.child();
+            let since = |t: Option<std::time::Instant>| t.map_or(-1, |t| t.elapsed().as_secs() as i64);
+            let _ = write!(
+                t,
+                "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\n\
+                 current_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\n\
+                 current_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\n\
+                 rdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\n\
+                 rdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\n\
+                 rdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\n\
+                 rdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\n\
+                 aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\n\
+                 aof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\n\
+                 aof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\n\
+                 aof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                u8::from(p.loading.load(Ordering::Relaxed)),
+                sh.stats.changes().saturating_sub(p.saved_changes()),
+                u8::from(child.is_some()),
+                p.last_save(),
+                if p.last_ok() { "ok" } else { "err" },
+                p.last_bgsave_secs(),
+                since(child.map(|c| c.started)),
+                p.saves(),
+                p.loaded_expired.load(Ordering::Relaxed),
+                p.loaded_keys.load(Ordering::Relaxed),
             );
         }
         "stats" => {

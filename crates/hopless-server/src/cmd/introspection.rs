@@ -342,7 +342,7 @@ fn args(o: &mut Reply, args: &[Arg]) {
         let nested = matches!(a.kind, ArgType::OneOf | ArgType::Block);
         let fields = 2
             + present(a.key_spec >= 0)
-            + present(!a.token.is_empty())
+            + present(a.token.is_some())
             + present(!a.summary.is_empty())
             + present(!a.since.is_empty())
             + present(!a.deprecated_since.is_empty())
@@ -355,7 +355,10 @@ fn args(o: &mut Reply, args: &[Arg]) {
             o.bulk(b"key_spec_index");
             o.int(a.key_spec as i64);
         }
-        text_field(o, "token", a.token);
+        if let Some(t) = a.token {
+            o.bulk(b"token");
+            o.bulk(t.as_bytes());
+        }
         text_field(o, "summary", a.summary);
         text_field(o, "since", a.since);
         text_field(o, "deprecated_since", a.deprecated_since);

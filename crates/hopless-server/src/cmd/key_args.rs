@@ -203,6 +203,32 @@ fn keys_by_proc(proc_: GetKeys, args: &[Bytes]) -> Vec<KeyRef> {
             keys
         }
         GetKeys::SortRo => vec![at(1, key::RO | key::ACCESS)],
+        GetKeys::Migrate => {
+            // The key at 3, or those after KEYS (when the key argument is empty); AUTH's and AUTH2's
+            // values are skipped on the way.
+            let (mut first, mut n) = (3, 1);
+            let mut i = 6;
+            while i < argc {
+                if c_eq(&args[i], "keys") {
+                    if args[3].is_empty() {
+                        first = i + 1;
+                        n = argc - first;
+                    } else {
+                        n = 0;
+                    }
+                    break;
+                }
+                if c_eq(&args[i], "auth") {
+                    i += 1;
+                } else if c_eq(&args[i], "auth2") {
+                    i += 2;
+                }
+                i += 1;
+            }
+            (0..n)
+                .map(|j| at(first + j, key::RW | key::ACCESS | key::DELETE))
+                .collect()
+        }
         GetKeys::Sort => {
             let mut keys = vec![at(1, key::RO | key::ACCESS)];
             let mut store = None;

@@ -54,7 +54,7 @@ use bytes::Bytes;
 
 use self::command::{Command, Ctx, Table};
 use crate::codec::Reply;
-use crate::errors::{unknown_command, wrong_args, NOAUTH, NOREPLICAS};
+use crate::errors::{unknown_command, wrong_args, MISCONF, NOAUTH, NOREPLICAS};
 use crate::exec_gate::Held;
 use crate::state::{ConnState, Shared};
 use crate::words::eq;
@@ -79,9 +79,11 @@ mod key_args;
 mod keys;
 mod list;
 mod memory;
+mod migrate;
 mod monitor;
 mod notify;
 mod object;
+mod persist;
 mod pubsub;
 mod scan_args;
 mod scripting;
@@ -133,6 +135,8 @@ pub fn table() -> &'static Table {
             object::COMMANDS,
             pubsub::COMMANDS,
             admin::COMMANDS,
+            persist::COMMANDS,
+            migrate::COMMANDS,
             cluster::COMMANDS,
             monitor::COMMANDS,
             scripting::COMMANDS,
@@ -219,6 +223,14 @@ fn execute_request<'s>(
         if table.traits(i).alone {
             transaction::abort_refused_exec(shared, conn, out);
         }
+        return Action::Continue;
+    }
+    // A failed background save with `stop-writes-on-bgsave-error` refuses writes (and PING, as Redis
+    // does) until a save succeeds.
+    if (table.traits(i).write || cmd.name == "ping") && shared.persistence.refuses_writes() {
+        stat.rejected.add(1);
+        out.error(MISCONF);
+        transaction::fail(conn);
         return Action::Continue;
     }
     // `min-replicas-to-write` asks for replicas hopless never has: every write is refused, after the
@@ -376,6 +388,7 @@ fn run(
             ctx.out.error(&e.into_text(cmd.name));
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
+            stats.changes.add(1);
             after_write(shared, i, args, changed_keys, in_exec, ctx.conn.id())
         }
         Ok(()) => {}

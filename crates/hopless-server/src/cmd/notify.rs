@@ -302,6 +302,9 @@ fn own_events<'a>(
             out.push((GENERIC, "rename_to", &a[2]));
         }
         "copy" if int(reply) == Some(1) => out.push((GENERIC, "copy_to", &a[2])),
+        // A RESTORE whose TTL had passed created nothing, and deleted the key under REPLACE.
+        "restore" if ok(reply) && exists(&a[1]) => out.push((GENERIC, "restore", &a[1])),
+        "restore" if ok(reply) && before.existed(1) => out.push((GENERIC, "del", &a[1])),
         "sort" => {
             if let Some(&(at, _, _)) = before.keys.iter().find(|k| k.0 != 1) {
                 stored(LIST, "sortstore", at, out);

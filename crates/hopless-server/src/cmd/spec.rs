@@ -95,6 +95,7 @@ pub enum GetKeys {
     Xread,
     Set,
     Bitfield,
+    Migrate,
 }
 
 /// An argument's type, as COMMAND DOCS names it.
@@ -134,7 +135,8 @@ pub struct Arg {
     pub kind: ArgType,
     /// The key spec it is a key of (-1: none).
     pub key_spec: i32,
-    pub token: &'static str,
+    /// None: no token (MIGRATE's empty-string alternative has the token `""`, shown empty).
+    pub token: Option<&'static str>,
     pub summary: &'static str,
     pub since: &'static str,
     pub deprecated_since: &'static str,
@@ -150,7 +152,7 @@ impl Arg {
             name,
             kind,
             key_spec: -1,
-            token: "",
+            token: None,
             summary: "",
             since: "",
             deprecated_since: "",
@@ -164,7 +166,10 @@ impl Arg {
     }
 
     pub const fn token(self, token: &'static str) -> Self {
-        Arg { token, ..self }
+        Arg {
+            token: Some(token),
+            ..self
+        }
     }
 
     /// (No argument of a command hopless serves has a summary in Redis 7.0.15; the generator writes

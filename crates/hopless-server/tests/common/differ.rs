@@ -26,6 +26,12 @@ impl Drop for RedisServer {
 /// same moment), so the server that answers must be ours: its INFO names our child's pid, or another port
 /// is tried.
 pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
+    start_redis_with(&["--save", ""])
+}
+
+/// [`start_redis`] with these arguments after the port's and `--bind`'s (`--save` or `--dir` and
+/// `--dbfilename`: a server that loads a snapshot at start).
+pub fn start_redis_with(extra: &[&str]) -> Option<(RedisServer, SocketAddr)> {
     if !require_tool("redis-server") {
         return None;
     }
@@ -37,11 +43,10 @@ pub fn start_redis() -> Option<(RedisServer, SocketAddr)> {
                 &port.to_string(),
                 "--bind",
                 "127.0.0.1",
-                "--save",
-                "",
                 "--appendonly",
                 "no",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -149,8 +154,16 @@ pub fn split(cmd: &str) -> Vec<Vec<u8>> {
 impl Differ {
     /// Both servers, flushed; None when redis-server is missing (and CI is not set).
     pub fn start() -> Option<Differ> {
-        let (guard, raddr) = start_redis()?;
-        let server = super::start();
+        Differ::start_with(&["--save", ""], |_| {})
+    }
+
+    /// [`Differ::start`] with these arguments to redis-server and these options for hopless.
+    pub fn start_with(
+        redis: &[&str],
+        ours: impl FnOnce(&mut hopless_server::ServeOptions),
+    ) -> Option<Differ> {
+        let (guard, raddr) = start_redis_with(redis)?;
+        let server = super::start_with(ours);
         let mut redis = Raw::connect(raddr);
         let ours = Raw::connect(server.addr());
         redis.cmd(&[b"FLUSHALL"]).read();

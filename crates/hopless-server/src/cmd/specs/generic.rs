@@ -3,7 +3,7 @@
 
 //! The generic commands hopless serves.
 
-use super::super::spec::{key::{RO, RW, OW, RM, ACCESS, UPDATE, INSERT, DELETE}, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, BeginSearch, FindKeys, GetKeys, KeySpec, Spec};
+use super::super::spec::{key::{RO, RW, OW, RM, ACCESS, UPDATE, INSERT, DELETE, INCOMPLETE}, BeginSearch::{Index, Keyword}, FindKeys::Range, Arg, ArgType as T, BeginSearch, FindKeys, GetKeys, KeySpec, Spec};
 
 pub(super) static SPECS: &[Spec] = &[
     Spec {
@@ -29,6 +29,16 @@ pub(super) static SPECS: &[Spec] = &[
         summary: "Delete a key", since: "1.0.0", group: "generic",
         complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
         args: &[Arg::new("key", T::Key).key_spec(0).flags("multiple")],
+        ..Spec::NONE
+    },
+    Spec {
+        name: "dump", arity: 2, flags: "readonly", acl: "@keyspace @read @slow", range: (1, 1, 1),
+        tips: &["nondeterministic_output"],
+        key_specs: &[KeySpec::new(RO | ACCESS, Index(1), Range(0, 1, 0))],
+        summary: "Return a serialized version of the value stored at the specified key.", since: "2.6.0",
+        group: "generic",
+        complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        args: &[Arg::new("key", T::Key).key_spec(0)],
         ..Spec::NONE
     },
     Spec {
@@ -90,6 +100,44 @@ pub(super) static SPECS: &[Spec] = &[
         summary: "Find all keys matching the given pattern", since: "1.0.0", group: "generic",
         complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
         args: &[Arg::new("pattern", T::Pattern)],
+        ..Spec::NONE
+    },
+    Spec {
+        name: "migrate", arity: -6, flags: "write movablekeys", acl: "@keyspace @write @slow @dangerous",
+        range: (3, 3, 1), tips: &["nondeterministic_output"], getkeys: Some(GetKeys::Migrate),
+        key_specs: &[
+            KeySpec::new(RW | ACCESS | DELETE, Index(3), Range(0, 1, 0)),
+            KeySpec::new(RW | ACCESS | DELETE | INCOMPLETE, Keyword("KEYS", -2), Range(-1, 1, 0)),
+        ],
+        summary: "Atomically transfer a key from a Redis instance to another one.", since: "2.6.0",
+        group: "generic",
+        complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+        history: &[
+            ("3.0.0", "Added the `COPY` and `REPLACE` options."),
+            ("3.0.6", "Added the `KEYS` option."),
+            ("4.0.7", "Added the `AUTH` option."),
+            ("6.0.0", "Added the `AUTH2` option."),
+        ],
+        args: &[
+            Arg::new("host", T::String),
+            Arg::new("port", T::Integer),
+            Arg::new("key_or_empty_string", T::OneOf).args(&[
+                Arg::new("key", T::Key).key_spec(0),
+                Arg::new("empty_string", T::PureToken).token(""),
+            ]),
+            Arg::new("destination-db", T::Integer),
+            Arg::new("timeout", T::Integer),
+            Arg::new("copy", T::PureToken).token("COPY").since("3.0.0").flags("optional"),
+            Arg::new("replace", T::PureToken).token("REPLACE").since("3.0.0").flags("optional"),
+            Arg::new("authentication", T::OneOf).flags("optional").args(&[
+                Arg::new("password", T::String).token("AUTH").since("4.0.7").flags("optional"),
+                Arg::new("username_password", T::Block).token("AUTH2").since("6.0.0").flags("optional").args(&[
+                    Arg::new("username", T::String),
+                    Arg::new("password", T::String),
+                ]),
+            ]),
+            Arg::new("key", T::Key).key_spec(1).token("KEYS").since("3.0.6").flags("optional multiple"),
+        ],
         ..Spec::NONE
     },
     Spec {
@@ -232,6 +280,29 @@ pub(super) static SPECS: &[Spec] = &[
             ("3.2.0", "The command no longer returns an error when source and destination names are the same."),
         ],
         args: &[Arg::new("key", T::Key).key_spec(0), Arg::new("newkey", T::Key).key_spec(1)],
+        ..Spec::NONE
+    },
+    Spec {
+        name: "restore", arity: -4, flags: "write denyoom", acl: "@keyspace @write @slow @dangerous",
+        range: (1, 1, 1),
+        key_specs: &[KeySpec::new(OW | UPDATE, Index(1), Range(0, 1, 0))],
+        summary: "Create a key using the provided serialized value, previously obtained using DUMP.",
+        since: "2.6.0", group: "generic",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        history: &[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ],
+        args: &[
+            Arg::new("key", T::Key).key_spec(0),
+            Arg::new("ttl", T::Integer),
+            Arg::new("serialized-value", T::String),
+            Arg::new("replace", T::PureToken).token("REPLACE").since("3.0.0").flags("optional"),
+            Arg::new("absttl", T::PureToken).token("ABSTTL").since("5.0.0").flags("optional"),
+            Arg::new("seconds", T::Integer).token("IDLETIME").since("5.0.0").flags("optional"),
+            Arg::new("frequency", T::Integer).token("FREQ").since("5.0.0").flags("optional"),
+        ],
         ..Spec::NONE
     },
     Spec {

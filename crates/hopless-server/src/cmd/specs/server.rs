@@ -7,6 +7,14 @@ use super::super::spec::{key::RO, BeginSearch::Index, FindKeys::Range, Arg, ArgT
 
 pub(super) static SPECS: &[Spec] = &[
     Spec {
+        name: "bgsave", arity: -1, flags: "admin noscript no_async_loading", acl: "@admin @slow @dangerous",
+        summary: "Asynchronously save the dataset to disk", since: "1.0.0", group: "server",
+        complexity: "O(1)",
+        history: &[("3.2.2", "Added the `SCHEDULE` option.")],
+        args: &[Arg::new("schedule", T::PureToken).token("SCHEDULE").since("3.2.2").flags("optional")],
+        ..Spec::NONE
+    },
+    Spec {
         name: "command", arity: -1, flags: "loading stale", acl: "@slow @connection",
         tips: &["nondeterministic_output_order"],
         summary: "Get array of Redis command details", since: "2.8.13", group: "server",
@@ -184,6 +192,13 @@ pub(super) static SPECS: &[Spec] = &[
         ..Spec::NONE
     },
     Spec {
+        name: "lastsave", arity: 1, flags: "loading stale fast", acl: "@admin @fast @dangerous",
+        tips: &["nondeterministic_output"],
+        summary: "Get the UNIX time stamp of the last successful save to disk", since: "1.0.0",
+        group: "server", complexity: "O(1)",
+        ..Spec::NONE
+    },
+    Spec {
         name: "memory", arity: -2, flags: "", acl: "@slow",
         summary: "A container for memory diagnostics commands", since: "4.0.0", group: "server",
         complexity: "Depends on subcommand.",
@@ -242,6 +257,27 @@ pub(super) static SPECS: &[Spec] = &[
         ..Spec::NONE
     },
     Spec {
+        name: "psync", arity: -3, flags: "admin noscript no_async_loading no_multi",
+        acl: "@admin @slow @dangerous",
+        summary: "Internal command used for replication", since: "2.8.0", group: "server",
+        args: &[Arg::new("replicationid", T::String), Arg::new("offset", T::Integer)],
+        ..Spec::NONE
+    },
+    Spec {
+        name: "replconf", arity: -1, flags: "admin noscript loading stale allow_busy",
+        acl: "@admin @slow @dangerous",
+        summary: "An internal command for configuring the replication stream", since: "3.0.0",
+        group: "server", complexity: "O(1)", doc_flags: "syscmd",
+        ..Spec::NONE
+    },
+    Spec {
+        name: "save", arity: 1, flags: "admin noscript no_async_loading no_multi",
+        acl: "@admin @slow @dangerous",
+        summary: "Synchronously save the dataset to disk", since: "1.0.0", group: "server",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        ..Spec::NONE
+    },
+    Spec {
         name: "shutdown", arity: -1, flags: "admin noscript loading stale no_multi allow_busy",
         acl: "@admin @slow @dangerous",
         summary: "Synchronously save the dataset to disk and then shut down the server", since: "1.0.0",
@@ -293,6 +329,12 @@ pub(super) static SPECS: &[Spec] = &[
                 ..Spec::NONE
             },
         ],
+        ..Spec::NONE
+    },
+    Spec {
+        name: "sync", arity: 1, flags: "admin noscript no_async_loading no_multi",
+        acl: "@admin @slow @dangerous",
+        summary: "Internal command used for replication", since: "1.0.0", group: "server",
         ..Spec::NONE
     },
     Spec {
