@@ -163,8 +163,13 @@ pub(super) fn read_stream<A: KvAlloc>(
     for _ in 0..groups {
         let name = d.string()?;
         let last_id = id_pair(d)?;
-        // Written as an unsigned length: 2^64 - 1 is -1, "not known" (Redis 5 and 6 do not write it).
-        let entries_read = if v2 { d.length()? as i64 } else { -1 };
+        // Written as an unsigned length: 2^64 - 1 is -1, "not known". Redis 5 and 6 do not write it:
+        // Redis 7.0 works it out from the group's last id.
+        let entries_read = if v2 {
+            d.length()? as i64
+        } else {
+            s.entries_through(last_id)
+        };
         if !s.create_group(&name, last_id, entries_read) {
             return Err(LoadError::Corrupt);
         }

@@ -50,7 +50,7 @@ impl Counters {
 
     /// How many entries came before `id` and it, if that can be known (Redis's
     /// `streamEstimateDistanceFromFirstEverEntry`); None: unknown.
-    fn entries_through(&self, id: StreamId) -> Option<u64> {
+    pub(super) fn entries_through(&self, id: StreamId) -> Option<u64> {
         if self.entries_added == 0 {
             return Some(0);
         }

@@ -509,6 +509,12 @@ impl<A: KvAlloc> Stream<A> {
     pub fn lag(&self, g: &Group<A>) -> Option<i64> {
         delivery::lag(self.counters(), g)
     }
+
+    /// The entries a group that has read up to `id` has read, as far as it can be known (-1: not
+    /// known); what Redis 7.0 gives a group of a Redis 5 or 6 stream, which kept no count.
+    pub fn entries_through(&self, id: StreamId) -> i64 {
+        self.counters().entries_through(id).map_or(-1, |n| n as i64)
+    }
 }
 
 #[cfg(test)]
