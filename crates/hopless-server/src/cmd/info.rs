@@ -189,9 +189,12 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
             // Pub/sub.
             let _ = write!(
                 t,
-                "pubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                "pubsub_channels:{}\r\npubsub_patterns:{}\r\nlatest_fork_usec:{}\r\ntotal_forks:{}\r\n\
+                 migrate_cached_sockets:0\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                 sh.pubsub.names(crate::pubsub::Kind::Channel),
                 sh.pubsub.names(crate::pubsub::Kind::Pattern),
+                sh.persistence.last_fork_usec.load(Ordering::Relaxed),
+                sh.persistence.forks.load(Ordering::Relaxed),
                 sh.pubsub.overflow_disconnections.load(Ordering::Relaxed),
             );
             let [_, keys, items, prefixes] = sh.tracking.counts();

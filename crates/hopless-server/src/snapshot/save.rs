@@ -82,6 +82,7 @@ pub fn bgsave(shared: &Shared) -> Result<(), String> {
     let extras = extras(shared);
     let limits = shared.store.limits();
     let frozen = shared.store.freeze();
+    let fork_started = Instant::now();
     // SAFETY: the child runs only `save_to` over memory it has its own copy of (the frozen store, whose
     // shard locks this thread holds in both processes, and `extras`), allocating through hopless, whose
     // fork handlers leave its locks free in the child; it takes no other lock, writes no log and leaves
@@ -93,12 +94,15 @@ pub fn bgsave(shared: &Shared) -> Result<(), String> {
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
     drop(frozen);
+    p.last_fork_usec
+        .store(fork_started.elapsed().as_micros() as u64, Ordering::Relaxed);
     if pid < 0 {
         let e = io::Error::last_os_error();
         p.fork_failed();
         tracing::warn!("can't save in the background: fork: {e}");
         return Err(format!("ERR Background save failed to start: fork: {e}"));
     }
+    p.forks.fetch_add(1, Ordering::Relaxed);
     p.set_child(Some(Child {
         pid,
         started: Instant::now(),

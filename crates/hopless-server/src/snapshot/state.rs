@@ -110,6 +110,9 @@ pub struct Persistence {
     /// The last load's keys loaded and keys left out as expired.
     pub loaded_keys: AtomicU64,
     pub loaded_expired: AtomicU64,
+    /// Forks made (INFO's `total_forks`), and how long the last one took, µs (`latest_fork_usec`).
+    pub forks: AtomicU64,
+    pub last_fork_usec: AtomicU64,
 }
 
 impl Persistence {
@@ -128,6 +131,8 @@ impl Persistence {
             loading: AtomicBool::new(false),
             loaded_keys: AtomicU64::new(0),
             loaded_expired: AtomicU64::new(0),
+            forks: AtomicU64::new(0),
+            last_fork_usec: AtomicU64::new(0),
         }
     }
 
