@@ -344,7 +344,11 @@ def main() -> int:
         if "T" in w.used:
             plain.insert(1, "ArgType as T")
         text = HEADER + f"\n//! The {group.replace('_', ' ')} commands hopless serves.\n\n"
+        # Each item is kept from rustfmt itself, so that `rustfmt <file>` (CI runs it on every file by
+        # path, past the `mod` declarations' own skip) leaves the one-line-per-field layout alone.
+        text += "#[rustfmt::skip]\n"
         text += f"use super::super::spec::{{{', '.join(imports + plain)}}};\n\n"
+        text += "#[rustfmt::skip]\n"
         text += "pub(super) static SPECS: &[Spec] = &[\n"
         text += "\n".join(w.lines) + "\n];\n"
         (OUT_DIR / f"{group}.rs").write_text(text)

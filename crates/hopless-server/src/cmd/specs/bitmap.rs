@@ -3,8 +3,10 @@
 
 //! The bitmap commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, ACCESS, UPDATE, VARIABLE_FLAGS}, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "bitcount", arity: -2, flags: "readonly", acl: "@read @bitmap @slow", range: (1, 1, 1),

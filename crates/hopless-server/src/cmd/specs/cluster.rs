@@ -3,8 +3,10 @@
 
 //! The cluster commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{Arg, ArgType as T, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "cluster", arity: -2, flags: "", acl: "@slow",

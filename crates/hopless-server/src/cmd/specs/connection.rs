@@ -3,8 +3,10 @@
 
 //! The connection commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{Arg, ArgType as T, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "auth", arity: -2, flags: "noscript loading stale fast no_auth allow_busy",

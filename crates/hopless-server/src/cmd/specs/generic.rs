@@ -3,8 +3,10 @@
 
 //! The generic commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, RM, ACCESS, UPDATE, INSERT, DELETE, INCOMPLETE}, BeginSearch::{Index, Keyword}, FindKeys::Range, Arg, ArgType as T, BeginSearch, FindKeys, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "copy", arity: -3, flags: "write denyoom", acl: "@keyspace @write @slow", range: (1, 2, 1),

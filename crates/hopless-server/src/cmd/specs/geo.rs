@@ -3,8 +3,10 @@
 
 //! The geo commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, ACCESS, UPDATE}, BeginSearch::{Index, Keyword}, FindKeys::Range, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "geoadd", arity: -5, flags: "write denyoom", acl: "@write @geo @slow", range: (1, 1, 1),

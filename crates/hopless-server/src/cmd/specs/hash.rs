@@ -3,8 +3,10 @@
 
 //! The hash commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, ACCESS, UPDATE, INSERT, DELETE}, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "hdel", arity: -3, flags: "write fast", acl: "@write @hash @fast", range: (1, 1, 1),

@@ -3,8 +3,10 @@
 
 //! The hyperloglog commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, ACCESS, INSERT}, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "pfadd", arity: -2, flags: "write denyoom fast", acl: "@write @hyperloglog @fast",

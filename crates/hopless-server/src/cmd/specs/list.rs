@@ -3,8 +3,10 @@
 
 //! The list commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, ACCESS, UPDATE, INSERT, DELETE}, BeginSearch::Index, FindKeys::{Keynum, Range}, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "blmove", arity: 6, flags: "write denyoom noscript blocking",

@@ -3,8 +3,10 @@
 
 //! The pubsub commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::NOT_KEY, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "psubscribe", arity: -2, flags: "pubsub noscript loading stale", acl: "@pubsub @slow",

@@ -3,8 +3,10 @@
 
 //! The scripting commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, ACCESS, UPDATE}, BeginSearch::Index, FindKeys::Keynum, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "eval", arity: -3, flags: "noscript stale skip_monitor no_mandatory_keys movablekeys",

@@ -3,8 +3,10 @@
 
 //! The server commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::RO, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "bgsave", arity: -1, flags: "admin noscript no_async_loading", acl: "@admin @slow @dangerous",

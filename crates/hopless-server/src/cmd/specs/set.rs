@@ -3,8 +3,10 @@
 
 //! The set commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, ACCESS, UPDATE, INSERT, DELETE}, BeginSearch::Index, FindKeys::{Keynum, Range}, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "sadd", arity: -3, flags: "write denyoom fast", acl: "@write @set @fast", range: (1, 1, 1),

@@ -3,8 +3,10 @@
 
 //! The sorted set commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, ACCESS, UPDATE, DELETE}, BeginSearch::Index, FindKeys::{Keynum, Range}, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "bzmpop", arity: -5, flags: "write blocking movablekeys",

@@ -3,8 +3,10 @@
 
 //! The stream commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, ACCESS, UPDATE, INSERT, DELETE}, BeginSearch::{Index, Keyword}, FindKeys::Range, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "xack", arity: -4, flags: "write fast", acl: "@write @stream @fast", range: (1, 1, 1),

@@ -3,8 +3,10 @@
 
 //! The string commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::{RO, RW, OW, ACCESS, UPDATE, INSERT, DELETE, VARIABLE_FLAGS}, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, GetKeys, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "append", arity: 3, flags: "write denyoom fast", acl: "@write @string @fast", range: (1, 1, 1),

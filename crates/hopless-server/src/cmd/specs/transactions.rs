@@ -3,8 +3,10 @@
 
 //! The transactions commands hopless serves.
 
+#[rustfmt::skip]
 use super::super::spec::{key::RO, BeginSearch::Index, FindKeys::Range, Arg, ArgType as T, KeySpec, Spec};
 
+#[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
         name: "discard", arity: 1, flags: "noscript loading stale fast allow_busy", acl: "@fast @transaction",
