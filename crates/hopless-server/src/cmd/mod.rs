@@ -227,7 +227,7 @@ fn execute_request<'s>(
     }
     // A failed background save with `stop-writes-on-bgsave-error` refuses writes (and PING, as Redis
     // does) until a save succeeds.
-    if (table.traits(i).write || cmd.name == "ping") && shared.persistence.refuses_writes() {
+    if shared.persistence.refuses_writes() && (table.traits(i).write || cmd.name == "ping") {
         stat.rejected.add(1);
         out.error(MISCONF);
         transaction::fail(conn);
