@@ -45,6 +45,18 @@ impl<A: KvAlloc> Inner<A> {
     /// One pass of active expiry: pops each shard's due deadlines (at most [`ACTIVE_EXPIRY_BUDGET`]),
     /// removes the keys still carrying them, and releases those after the shard's lock.
     pub(super) fn active_expiry(&self) -> usize {
+        match &self.cfg.on_gone {
+            Some(hook) => {
+                let mut removed = 0;
+                hook.around_pass(&mut || removed = self.active_expiry_pass());
+                removed
+            }
+            None => self.active_expiry_pass(),
+        }
+    }
+
+    /// [`Inner::active_expiry`]'s pass itself.
+    fn active_expiry_pass(&self) -> usize {
         let now = self.cfg.clock.now_ms();
         let mut removed = 0;
         for s in self.shards.iter() {

@@ -35,6 +35,13 @@ pub enum Gone {
 /// removed it. It must not call back into the store.
 pub trait KeyGone: Send + Sync {
     fn gone(&self, why: Gone, key: &[u8]);
+
+    /// Runs one pass of the active expiry (`pass`, which calls [`KeyGone::gone`] for each key it
+    /// removes): a hook that must order the pass's removals against other changes (an append-only
+    /// log) holds its own lock around it. It must not call back into the store.
+    fn around_pass(&self, pass: &mut dyn FnMut()) {
+        pass()
+    }
 }
 
 #[derive(Clone)]
