@@ -5,6 +5,7 @@
 
 use hopless_kv::Policy;
 
+use crate::aof::{AofSettings, Fsync};
 use crate::server::ServeOptions;
 use crate::snapshot::state::{parse_save, SavePoint, SnapshotSettings, DEFAULT_SAVE};
 use crate::words::{parse_memory, parse_policy, parse_yes_no};
@@ -65,6 +66,46 @@ pub struct ServeArgs {
     /// Refuse writes after a failed background save (until one succeeds), when save points are set.
     #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
     pub stop_writes_on_bgsave_error: bool,
+    /// Keep an append-only file of every change (loaded at start instead of the snapshot).
+    #[arg(long, default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub appendonly: bool,
+    /// When the append-only file reaches the disk: `always` (before each reply), `everysec`, `no`.
+    #[arg(long, default_value = "everysec", value_parser = fsync)]
+    pub appendfsync: Fsync,
+    /// The append-only file's directory, under `--dir`.
+    #[arg(long, default_value = "appendonlydir", value_parser = base_name)]
+    pub appenddirname: String,
+    /// The prefix of the append-only file's names.
+    #[arg(long, default_value = "appendonly.aof", value_parser = base_name)]
+    pub appendfilename: String,
+    /// Rewrites write the append-only file's base as a snapshot (`no`: as commands).
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub aof_use_rdb_preamble: bool,
+    /// Load an append-only file whose last command was cut short (a crash mid-write), without it.
+    #[arg(long, default_value = "yes", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub aof_load_truncated: bool,
+    /// Rewrite the append-only file once it grows by this percentage of its size after the last
+    /// rewrite (0: never on its own).
+    #[arg(long, default_value_t = 100)]
+    pub auto_aof_rewrite_percentage: u64,
+    /// ... and is at least this big.
+    #[arg(long, default_value = "64mb", value_parser = memory)]
+    pub auto_aof_rewrite_min_size: u64,
+    /// No fsync of the append-only file while a rewrite or save runs in the background.
+    #[arg(long, default_value = "no", value_parser = yes_no, action = clap::ArgAction::Set)]
+    pub no_appendfsync_on_rewrite: bool,
+}
+
+fn fsync(s: &str) -> Result<Fsync, String> {
+    Fsync::parse(s).ok_or_else(|| format!("{s:?}: expected always, everysec or no"))
+}
+
+/// A file or directory name without a path, as Redis requires of `appendfilename` and `appenddirname`.
+fn base_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.contains('/') || s == "." || s == ".." {
+        return Err(format!("{s:?}: must be a name, not a path"));
+    }
+    Ok(s.to_string())
 }
 
 /// `--save`'s value, read.
@@ -110,6 +151,17 @@ impl From<ServeArgs> for ServeOptions {
                 stop_writes_on_error: a.stop_writes_on_bgsave_error,
             },
             load_snapshot: true,
+            aof: AofSettings {
+                enabled: a.appendonly,
+                fsync: a.appendfsync,
+                dirname: a.appenddirname,
+                filename: a.appendfilename,
+                rdb_preamble: a.aof_use_rdb_preamble,
+                load_truncated: a.aof_load_truncated,
+                rewrite_percentage: a.auto_aof_rewrite_percentage,
+                rewrite_min_size: a.auto_aof_rewrite_min_size,
+                no_fsync_on_rewrite: a.no_appendfsync_on_rewrite,
+            },
             ..ServeOptions::default()
         }
     }

@@ -7,14 +7,13 @@
 //! `timeout` seconds. None of them touches another client or the store.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use crate::cmd::{self, Action};
@@ -71,45 +70,11 @@ pub async fn serve(shared: Arc<Shared>, mut sock: TcpStream, peer: SocketAddr, l
     let _ = sock.set_nodelay(true);
     let laddr = sock.local_addr().unwrap_or(peer);
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-    let entry = Arc::new(ClientEntry {
-        id,
-        addr: peer,
-        laddr,
-        fd: socket_fd(&sock),
-        created: Instant::now(),
-        name: Mutex::new(Vec::new()),
-        last_ms: AtomicU64::new(0),
-        last_cmd: AtomicUsize::new(0),
-        resp: AtomicU64::new(2),
-        multi: AtomicI64::new(-1),
-        blocked: AtomicBool::new(false),
-        killed: AtomicBool::new(false),
-        kill: Notify::new(),
-        pushes: Arc::default(),
-    });
+    let entry = Arc::new(ClientEntry::new(id, peer, laddr, socket_fd(&sock)));
     shared.clients().insert(id, entry.clone());
     reg.id = Some(id);
     debug!(id, %peer, "client connected");
-    let mut conn = ConnState {
-        entry,
-        authenticated: settings.requirepass.is_none(),
-        close: false,
-        qbuf: 0,
-        loop_index,
-        multi: None,
-        watched: Vec::new(),
-        watch_dirty: Arc::new(AtomicBool::new(false)),
-        block: None,
-        replies: Default::default(),
-        monitor: None,
-        in_script: false,
-        yield_loop: false,
-        pubsub: None,
-        qbuf_free: 0,
-        clock: Instant::now(),
-        lookup: Default::default(),
-        tracking: None,
-    };
+    let mut conn = ConnState::new(entry, loop_index, settings.requirepass.is_none());
     let r = run(&shared, &mut conn, &mut sock, settings.proto_max_bulk_len).await;
     // Nothing of a client outlives it: its watches, and its place in a blocked queue.
     cmd::forget(&shared, &mut conn);
@@ -142,6 +107,9 @@ async fn run(
             // often (a yielded task runs again after the loop's other ready tasks and a look at the
             // sockets).
             tokio::task::yield_now().await;
+            // What the replies acknowledge reaches the append-only file first (and the disk, under
+            // `appendfsync always`): one write for every connection's records of this turn.
+            shared.aof.flush();
             shared
                 .stats
                 .of(conn.loop_index)

@@ -8,10 +8,17 @@
 //! loop's batch in flight to finish (microseconds: commands never block inside, and a batch ends at
 //! its client's buffered requests or 64 KiB of replies).
 //!
-//! Lock order, which keeps it free of deadlocks: gates in loop order, before any other lock a command
-//! takes (the watch and blocked-client registries, then the store's shard locks). A loop never takes its
-//! own gate twice: EXEC runs its queue under the exclusive hold, without the shared one.
+//! One more gate stands beside the loops': the side gate ([`SideGate`]), held shared by work that
+//! changes the store off the event loops (the active expiry's passes). An exclusive holder takes it too,
+//! so that nothing changes a key while it holds every gate: what the append-only file records in one
+//! order is then the order the changes were made in.
+//!
+//! Lock order, which keeps it free of deadlocks: gates in loop order, then the side gate, before any
+//! other lock a command takes (the watch and blocked-client registries, then the store's shard locks). A
+//! loop never takes its own gate twice: EXEC runs its queue under the exclusive hold, without the shared
+//! one.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -25,17 +32,33 @@ struct LoopGate(RwLock<()>);
 
 pub struct ExecGate {
     loops: Box<[LoopGate]>,
+    side: Arc<SideGate>,
 }
 
-/// Held by EXEC: every loop's gate, written.
+/// The gate of work off the event loops that changes keys (the active expiry): held shared while it
+/// works, exclusively with every loop's gate.
+#[derive(Default)]
+pub struct SideGate(RwLock<()>);
+
+impl SideGate {
+    /// Runs `work` under the gate held shared (it waits while an exclusive holder runs).
+    pub fn shared<R>(&self, work: impl FnOnce() -> R) -> R {
+        let _held = self.0.read();
+        work()
+    }
+}
+
+/// Held by EXEC: every loop's gate, and the side gate, written.
 pub struct Exclusive<'a> {
     _held: Vec<RwLockWriteGuard<'a, ()>>,
 }
 
 impl ExecGate {
-    pub fn new(loops: usize) -> Self {
+    /// A gate for `loops` event loops beside `side`, which work off the loops holds.
+    pub fn with_side(loops: usize, side: Arc<SideGate>) -> Self {
         ExecGate {
             loops: (0..loops.max(1)).map(|_| LoopGate(RwLock::new(()))).collect(),
+            side,
         }
     }
 
@@ -85,6 +108,8 @@ impl ExecGate {
             };
             held.push(guard);
         }
+        // Work off the loops never waits for a loop's gate, so this wait ends without a busy check.
+        held.push(self.side.0.write());
         Some(Exclusive { _held: held })
     }
 }
@@ -111,7 +136,7 @@ mod tests {
     /// them equal (no command half done while it holds every gate).
     #[test]
     fn an_exclusive_holder_sees_no_command_in_flight() {
-        let gate = Arc::new(ExecGate::new(2));
+        let gate = Arc::new(ExecGate::with_side(2, Arc::default()));
         let (a, b) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let workers: Vec<_> = (0..2)
             .map(|l| {

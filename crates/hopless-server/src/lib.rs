@@ -65,6 +65,9 @@
 //! | `cmd::command` | what a command is: a table row (`Command`), the table, a handler's context |
 //! | `cmd::specs` | what Redis 7.0.15 says of each command served, generated from its `src/commands/*.json` (`scripts/gen/command_specs.py`) |
 //! | `cmd::spec` | the types of those specs: flags, ACL categories, key specs, key-finding procedures, docs, arguments |
+//! | `aof::load` | the append-only set loaded at start and by DEBUG LOADAOF: manifest, base, increments, a cut tail |
+//! | `aof::rewrite` | the append-only file's life: opened at start, turned on and off, BGREWRITEAOF's child and its end |
+//! | `aof::propagate` | what a command that changed the dataset records: relative times made absolute, results recorded |
 //! | `snapshot` | the snapshot's parts: declares them |
 //! | `snapshot::save` | SAVE, BGSAVE's forked child, the save timer, the load at start, DEBUG RELOAD |
 //! | `footprint` | the memory INFO and MEMORY report: bytes in use, peak, RSS |
@@ -77,6 +80,10 @@
 //! | `monitor` | MONITOR: the connections that see every command, and the line each is sent |
 //! | `slowlog` | the slow log: entries, its two settings, arguments cut as Redis cuts them |
 //! | `loop_stats` | the request path's counters: a row per loop, written by its loop alone |
+//! | `aof` | the append-only file: settings, the buffer, the open increment, fsync, the store's hooks |
+//! | `aof::files` | the set on disk: increments opened, the manifest replaced safely, history removed |
+//! | `aof::manifest` | the manifest's lines and the set's file names |
+//! | `aof::stage` | a command's records, gathered on its thread until it commits them |
 //! | `exec_gate` | the gate that lets EXEC run alone: each loop's, shared per batch of commands, all taken by EXEC |
 //! | `tracking` | client-side caching: keys → the clients that may cache them, BCAST prefixes, invalidation pushes |
 //! | `keyspace_events` | `notify-keyspace-events`: the classes on, publishing an event, keys the store expires or evicts |
@@ -96,6 +103,7 @@
 //! shard lock for microseconds, so each command runs inline on the loop that read it, and a pipeline's
 //! replies go out in one write.
 
+mod aof;
 pub mod args;
 mod blocked;
 mod cmd;
@@ -120,6 +128,7 @@ mod version;
 mod watch;
 mod words;
 
+pub use aof::{AofSettings, Fsync};
 pub use args::ServeArgs;
 pub use server::{run, ServeOptions, Server};
 pub use snapshot::state::{parse_save, SavePoint, SnapshotSettings};

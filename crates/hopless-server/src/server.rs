@@ -23,6 +23,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::runtime::{Handle, Runtime};
 use tracing::{info, warn};
 
+use crate::aof::{Aof, AofSettings, LoadClock, LoggedGone};
 use crate::codec::DEFAULT_MAX_BULK_LEN;
 use crate::keyspace_events::KeyspaceEvents;
 use crate::snapshot::state::SnapshotSettings;
@@ -62,6 +63,9 @@ pub struct ServeOptions {
     pub snapshot: SnapshotSettings,
     /// Load the snapshot file at start, if there is one (`hopless serve` does, as Redis does).
     pub load_snapshot: bool,
+    /// The append-only file (`appendonly`, `appendfsync`...); off by default. On, the set under
+    /// `dir/appenddirname` is loaded at start instead of the snapshot, as Redis loads it.
+    pub aof: AofSettings,
 }
 
 impl Default for ServeOptions {
@@ -81,6 +85,7 @@ impl Default for ServeOptions {
             store: Config::default(),
             snapshot: SnapshotSettings::default(),
             load_snapshot: false,
+            aof: AofSettings::default(),
         }
     }
 }
@@ -150,10 +155,18 @@ impl Server {
         let events = Arc::new(KeyspaceEvents::new(Arc::default()));
         let mut cfg = opts.store.clone();
         let tracking = Arc::new(crate::tracking::Tracking::new(events.pubsub().clone()));
-        cfg.on_gone = Some(Arc::new(crate::tracking::GoneFanout {
-            events: events.clone(),
-            tracking: tracking.clone(),
+        let aof = Arc::new(Aof::new(opts.aof.clone(), opts.snapshot.dir.clone()));
+        cfg.on_gone = Some(Arc::new(LoggedGone {
+            inner: crate::tracking::GoneFanout {
+                events: events.clone(),
+                tracking: tracking.clone(),
+            },
+            aof: aof.clone(),
         }));
+        cfg.clock = Arc::new(LoadClock {
+            inner: cfg.clock.clone(),
+            loading: aof.loading.clone(),
+        });
         cfg.maxmemory = opts.maxmemory;
         cfg.policy = opts.maxmemory_policy;
         let port = addrs.first().map_or(opts.port, |a| a.port());
@@ -176,8 +189,11 @@ impl Server {
             opts.threads,
             crate::cmd::table().len(),
             opts.snapshot.clone(),
+            aof,
         ));
-        if opts.load_snapshot {
+        if opts.aof.enabled {
+            load_aof_at_start(&shared)?;
+        } else if opts.load_snapshot {
             crate::snapshot::save::load_at_start(&shared)?;
         }
         let handles: Arc<[Handle]> = workers.iter().map(|r| r.handle().clone()).collect();
@@ -333,21 +349,42 @@ async fn accept_loop(listener: TcpListener, workers: Arc<[Handle]>, shared: Arc<
 
 /// `hopless serve`: starts the server, prints the banner, logs through `tracing` (RUST_LOG, default
 /// `info`), and runs until SIGINT, SIGTERM or SHUTDOWN.
-/// The snapshot's timer: ten turns a second (Redis's `hz`), until the server stops. A background save
-/// still running then is stopped.
+/// With `appendonly yes`: loads the set under `dir/appenddirname` (not the snapshot, as Redis), then
+/// opens it for appending (a base made if it has none) and starts recording.
+fn load_aof_at_start(shared: &Shared) -> io::Result<()> {
+    if crate::aof::load::find_set(shared)? {
+        let started = std::time::Instant::now();
+        let loaded = crate::aof::load::load_set(shared, &mut crate::cmd::replay)?;
+        info!(
+            keys = shared.store.dbsize(),
+            commands = loaded.commands,
+            secs = started.elapsed().as_secs_f64(),
+            "DB loaded from append only file"
+        );
+    }
+    crate::aof::rewrite::open_at_start(shared)
+}
+
+/// The snapshot's and the append-only file's timer: ten turns a second (Redis's `hz`), until the
+/// server stops. A background save or rewrite still running then is stopped, and the log synced.
 fn save_timer(shared: Arc<Shared>) {
     let mut stop = shared.shutdown.subscribe();
     while !*stop.borrow_and_update() {
         crate::snapshot::save::tick(&shared);
+        crate::aof::rewrite::tick(&shared);
         std::thread::sleep(Duration::from_millis(100));
     }
     crate::snapshot::save::kill_child(&shared);
+    crate::aof::rewrite::kill_child(&shared);
+    shared.aof.sync_all();
 }
 
 /// A signal's shutdown: the snapshot saved first when save points are set, as Redis saves on SIGTERM;
 /// false (and the server goes on) when that save fails.
 fn shutdown_on_signal(shared: &Shared) -> bool {
     crate::snapshot::save::kill_child(shared);
+    crate::aof::rewrite::kill_child(shared);
+    shared.aof.sync_all();
     if shared.persistence.settings().save.is_empty() {
         return true;
     }

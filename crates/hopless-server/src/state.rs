@@ -139,6 +139,26 @@ pub struct ClientEntry {
 }
 
 impl ClientEntry {
+    /// A client's entry: `fd` -1 where it has no socket (the append-only file's loader).
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i64) -> ClientEntry {
+        ClientEntry {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: Instant::now(),
+            name: Mutex::new(Vec::new()),
+            last_ms: AtomicU64::new(0),
+            last_cmd: AtomicUsize::new(0),
+            resp: AtomicU64::new(2),
+            multi: AtomicI64::new(-1),
+            blocked: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+            pushes: Arc::default(),
+        }
+    }
+
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
@@ -267,6 +287,30 @@ pub struct LookupCache {
 }
 
 impl ConnState {
+    /// A new connection's state, on event loop `loop_index`.
+    pub fn new(entry: Arc<ClientEntry>, loop_index: usize, authenticated: bool) -> ConnState {
+        ConnState {
+            entry,
+            authenticated,
+            close: false,
+            qbuf: 0,
+            loop_index,
+            multi: None,
+            watched: Vec::new(),
+            watch_dirty: Arc::new(AtomicBool::new(false)),
+            block: None,
+            replies: Default::default(),
+            monitor: None,
+            in_script: false,
+            yield_loop: false,
+            pubsub: None,
+            qbuf_free: 0,
+            clock: Instant::now(),
+            lookup: Default::default(),
+            tracking: None,
+        }
+    }
+
     pub fn id(&self) -> u64 {
         self.entry.id
     }
@@ -320,6 +364,8 @@ pub struct Shared {
     pub min_replicas: MinReplicas,
     /// The snapshot's settings and state (SAVE, BGSAVE, INFO persistence).
     pub persistence: crate::snapshot::state::Persistence,
+    /// The append-only file.
+    pub aof: Arc<crate::aof::Aof>,
 }
 
 impl Shared {
@@ -336,6 +382,7 @@ impl Shared {
         threads: usize,
         commands: usize,
         snapshot: crate::snapshot::state::SnapshotSettings,
+        aof: Arc<crate::aof::Aof>,
     ) -> Self {
         let running = Arc::new(crate::script::Running::default());
         let clients: Arc<Mutex<BTreeMap<u64, Arc<ClientEntry>>>> = Arc::default();
@@ -364,7 +411,7 @@ impl Shared {
             shutdown: watch::channel(false).0,
             errors: Arc::default(),
             peak_memory: AtomicU64::new(0),
-            gate: ExecGate::new(threads),
+            gate: ExecGate::with_side(threads, aof.side.clone()),
             watches: Watches::default(),
             blocked: Blocked::default(),
             pubsub: events.pubsub().clone(),
@@ -377,6 +424,7 @@ impl Shared {
             running,
             min_replicas: MinReplicas::default(),
             persistence: crate::snapshot::state::Persistence::new(snapshot),
+            aof,
         }
     }
 

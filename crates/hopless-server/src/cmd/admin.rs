@@ -16,7 +16,7 @@ use crate::words::eq;
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Command] = &[
     Command::new("debug", -2, "admin noscript loading stale", debug)
-        .subs(&["object", "sleep", "set-active-expire", "reload", "help"]),
+        .subs(&["object", "sleep", "set-active-expire", "reload", "loadaof", "help"]),
     Command::new("time", 1, "loading stale fast", time),
 ];
 
@@ -54,7 +54,34 @@ fn debug(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     if eq(&a[1], "reload") {
         return debug_reload(c, &a[2..]);
     }
+    if eq(&a[1], "loadaof") && a.len() == 2 {
+        return debug_loadaof(c);
+    }
     Err(unknown_sub(c.name, &a[1]))
+}
+
+/// DEBUG LOADAOF: the append-only file synced, the dataset and the function libraries emptied, the
+/// set loaded back (without recording what it runs), as Redis does.
+fn debug_loadaof(c: &mut Ctx<'_>) -> CmdResult {
+    let (table, run) = (c.table, c.run);
+    super::persist::alone(c, |c| {
+        let sh = c.shared;
+        sh.aof.sync_all();
+        sh.store.flush();
+        sh.functions.lock().unwrap_or_else(|e| e.into_inner()).flush();
+        crate::aof::load::find_set(sh)?;
+        crate::aof::load::load_set(sh, &mut |sh, conn, args| {
+            super::command::replay(table, sh, conn, args, run)
+        })
+        .map(|_| ())
+    })?
+    .map_err(|e| {
+        tracing::warn!("DEBUG LOADAOF: {e}");
+        CmdError::Msg(format!("ERR Error loading the append only file: {e}"))
+    })?;
+    tracing::info!("Append Only File loaded by DEBUG LOADAOF");
+    c.out.ok();
+    Ok(())
 }
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the snapshot, empties the dataset and loads the file

@@ -15,6 +15,7 @@ use hopless_kv::{Kind, Store};
 use super::command::{Command, Ctx};
 use super::list::{end_arg, lmpop_args};
 use super::zset::{pairs_reply, score, zmpop_args};
+use crate::aof::stage;
 use crate::blocked::{BlockedOp, Tried};
 use crate::codec::Reply;
 use crate::errors::{CmdError, CmdResult};
@@ -72,10 +73,22 @@ impl BlockedOp for Pop {
     }
 
     fn serve(&self, store: &Store, key: &[u8], out: &mut Reply) -> Result<bool, hopless_kv::Error> {
+        let side = |e: &End| match e {
+            End::Left => &b"LEFT"[..],
+            End::Right => b"RIGHT",
+        };
+        let pop = |e: &End| match e {
+            End::Left => &b"LPOP"[..],
+            End::Right => b"RPOP",
+        };
+        let zpop = |max: bool| if max { &b"ZPOPMAX"[..] } else { b"ZPOPMIN" };
+        // Each pop made is recorded for the append-only file as the command that makes it without
+        // blocking, as Redis records it.
         match self {
             Pop::One(end) => Ok(store
                 .list_pop(key, *end)?
                 .map(|v| {
+                    stage::record(&[pop(end), key]);
                     out.array(2);
                     out.bulk(key);
                     out.bulk(&v);
@@ -84,19 +97,25 @@ impl BlockedOp for Pop {
             Pop::Many(end, count) => Ok(store
                 .list_pop_many(key, *end, *count)?
                 .map(|v| {
+                    stage::record(&[pop(end), key, v.len().to_string().as_bytes()]);
                     out.array(2);
                     out.bulk(key);
                     out.bulks(v.iter().map(|e| &e[..]));
                 })
                 .is_some()),
-            Pop::Move { dst, from, to } => {
-                Ok(store.lmove(key, dst, *from, *to)?.map(|v| out.bulk(&v)).is_some())
-            }
+            Pop::Move { dst, from, to } => Ok(store
+                .lmove(key, dst, *from, *to)?
+                .map(|v| {
+                    stage::record(&[&b"LMOVE"[..], key, dst, side(from), side(to)]);
+                    out.bulk(&v)
+                })
+                .is_some()),
             Pop::ZOne { max } => {
                 let pairs = store.zpop(key, 1, *max)?;
                 let Some((m, s)) = pairs.first() else {
                     return Ok(false);
                 };
+                stage::record(&[zpop(*max), key]);
                 out.array(3);
                 out.bulk(key);
                 out.bulk(m);
@@ -108,6 +127,7 @@ impl BlockedOp for Pop {
                 if pairs.is_empty() {
                     return Ok(false);
                 }
+                stage::record(&[zpop(*max), key, pairs.len().to_string().as_bytes()]);
                 out.array(2);
                 out.bulk(key);
                 pairs_reply(out, &pairs, true);

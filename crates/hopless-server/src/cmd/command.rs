@@ -122,6 +122,33 @@ pub type Runner = fn(&Shared, &mut ConnState, &mut Reply, usize, &[Bytes]) -> Ac
 
 type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 
+/// Runs a command read from the append-only file for its loader's client, as Redis's loader runs one:
+/// none of a client's checks (password, memory, refused writes), every command through `run` as inside
+/// EXEC (nothing blocks, a script takes no gate), the reply dropped. MULTI and EXEC are passed over:
+/// nothing else runs during a load, and a transaction cut short at the end is the loader's to drop.
+/// Err: a command this server does not know, or with the wrong number of arguments.
+pub fn replay(
+    table: &Table,
+    shared: &Shared,
+    conn: &mut ConnState,
+    args: &[Bytes],
+    run: Runner,
+) -> Result<(), String> {
+    let Some(i) = table.lookup(&args[0]) else {
+        return Err(format!("Unknown command '{}'", String::from_utf8_lossy(&args[0])));
+    };
+    let cmd = &table.commands()[i];
+    if !cmd.arity_allows(args.len()) {
+        return Err(format!("Wrong number of arguments for '{}'", cmd.name));
+    }
+    if matches!(cmd.name, "multi" | "exec") {
+        return Ok(());
+    }
+    let mut out = Reply::new(crate::codec::Proto::Resp2);
+    run(shared, conn, &mut out, i, args);
+    Ok(())
+}
+
 /// Why a script may not call a command with these arguments, in Redis's words (`None`: it may).
 type ScriptRefusal = fn(&[Bytes]) -> Option<&'static str>;
 
@@ -268,6 +295,8 @@ impl Table {
                         | "fcall_ro"
                         | "save"
                         | "bgsave"
+                        | "bgrewriteaof"
+                        | "config"
                         | "shutdown"
                         | "debug"
                         | "sync"

@@ -32,6 +32,15 @@ const PARAMS: &[&str] = &[
     "save",
     "appendonly",
     "appendfsync",
+    "appenddirname",
+    "appendfilename",
+    "aof-use-rdb-preamble",
+    "aof-load-truncated",
+    "aof-rewrite-incremental-fsync",
+    "aof-timestamp-enabled",
+    "auto-aof-rewrite-percentage",
+    "auto-aof-rewrite-min-size",
+    "no-appendfsync-on-rewrite",
     "io-threads",
     "hz",
     "dir",
@@ -84,8 +93,17 @@ fn param_value(c: &Ctx<'_>, p: &str) -> String {
         "bind" => c.shared.bind.join(" "),
         "databases" => "1".into(),
         "save" => crate::snapshot::state::format_save(&c.shared.persistence.settings().save),
-        "appendonly" => "no".into(),
-        "appendfsync" => "no".into(),
+        "appendonly" => yes_no(c.shared.aof.settings().enabled).into(),
+        "appendfsync" => c.shared.aof.settings().fsync.name().into(),
+        "appenddirname" => c.shared.aof.settings().dirname,
+        "appendfilename" => c.shared.aof.settings().filename,
+        "aof-use-rdb-preamble" => yes_no(c.shared.aof.settings().rdb_preamble).into(),
+        "aof-load-truncated" => yes_no(c.shared.aof.settings().load_truncated).into(),
+        "aof-rewrite-incremental-fsync" => "yes".into(),
+        "aof-timestamp-enabled" => "no".into(),
+        "auto-aof-rewrite-percentage" => c.shared.aof.settings().rewrite_percentage.to_string(),
+        "auto-aof-rewrite-min-size" => c.shared.aof.settings().rewrite_min_size.to_string(),
+        "no-appendfsync-on-rewrite" => yes_no(c.shared.aof.settings().no_fsync_on_rewrite).into(),
         "io-threads" => c.shared.threads.to_string(),
         "hz" => "10".into(),
         "dir" => {
@@ -232,12 +250,79 @@ fn set_param(c: &Ctx<'_>, p: &str, v: &[u8]) -> Result<(), String> {
                 _ => s.stop_writes_on_error = on,
             });
         }
-        "appendonly" if v.eq_ignore_ascii_case("no") => {}
-        "appendonly" => return Err("hopless does not write an append-only file".into()),
-        "maxmemory-samples" | "hz" | "appendfsync" => {}
+        "appendonly" => {
+            let on = parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
+            set_appendonly(c, on)?;
+        }
+        "appendfsync" => {
+            let f = crate::aof::Fsync::parse(&v)
+                .ok_or("argument(s) must be one of the following: always, everysec, no")?;
+            sh.aof.with_settings(|s| s.fsync = f);
+        }
+        "aof-use-rdb-preamble" | "aof-load-truncated" | "no-appendfsync-on-rewrite" => {
+            let on = parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
+            sh.aof.with_settings(|s| match p {
+                "aof-use-rdb-preamble" => s.rdb_preamble = on,
+                "aof-load-truncated" => s.load_truncated = on,
+                _ => s.no_fsync_on_rewrite = on,
+            });
+        }
+        // Rewrites write their base in one go and fsync it once; accepted as Redis accepts it.
+        "aof-rewrite-incremental-fsync" => {
+            parse_yes_no(&v).ok_or("argument must be 'yes' or 'no'")?;
+        }
+        "aof-timestamp-enabled" => match parse_yes_no(&v) {
+            Some(false) => {}
+            Some(true) => return Err("hopless does not write timestamp annotations".into()),
+            None => return Err("argument must be 'yes' or 'no'".into()),
+        },
+        "auto-aof-rewrite-percentage" => {
+            let n = c_int_ranged()?;
+            sh.aof.with_settings(|s| s.rewrite_percentage = n);
+        }
+        "auto-aof-rewrite-min-size" => {
+            let n = mem()?;
+            sh.aof.with_settings(|s| s.rewrite_min_size = n);
+        }
+        "maxmemory-samples" | "hz" => {}
         _ => return Err("can't set immutable config".into()),
     }
     Ok(())
+}
+
+/// CONFIG SET appendonly: off stops recording (a rewrite in flight stopped, what is pending synced);
+/// on starts a rewrite whose base the new increment follows, at once (every gate held here) or, while a
+/// background save runs, once it ends (the base made then covers every write until then, as Redis's).
+fn set_appendonly(c: &Ctx<'_>, on: bool) -> Result<(), String> {
+    let sh = c.shared;
+    let was = sh.aof.settings().enabled;
+    sh.aof.with_settings(|s| s.enabled = on);
+    if on == was {
+        return Ok(());
+    }
+    let _all = if c.in_exec {
+        None
+    } else {
+        Some(
+            sh.gate
+                .exclusive_unless(|| sh.running.busy())
+                .ok_or("BUSY Redis is busy running a script.")?,
+        )
+    };
+    if !on {
+        crate::aof::rewrite::turn_off(sh);
+        return Ok(());
+    }
+    // A rewrite of a log that was off (BGREWRITEAOF) is replaced by the one that turns it on.
+    crate::aof::rewrite::kill_child(sh);
+    if sh.persistence.child().is_some() {
+        return Ok(());
+    }
+    crate::aof::rewrite::start(sh, true).map_err(|e| {
+        tracing::warn!("can't turn the append only file on: {e}");
+        sh.aof.with_settings(|s| s.enabled = false);
+        "Unable to turn on AOF. Check server logs.".to_string()
+    })
 }
 
 /// Redis's `memtoull`: digits, then an optional unit (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`, any case).

@@ -140,6 +140,8 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
         "persistence" => {
             let p = &sh.persistence;
             let child = p.child();
+            let aof = &sh.aof;
+            let aof_child = aof.child();
             let since = |t: Option<std::time::Instant>| t.map_or(-1, |t| t.elapsed().as_secs() as i64);
             let _ = write!(
                 t,
@@ -149,12 +151,12 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                  rdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\n\
                  rdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\n\
                  rdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\n\
-                 rdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\n\
-                 aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\n\
-                 aof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\n\
-                 aof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\n\
+                 rdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:{}\r\n\
+                 aof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\n\
+                 aof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\n\
+                 aof_rewrites_consecutive_failures:{}\r\naof_last_write_status:{}\r\n\
                  aof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
-                u8::from(p.loading.load(Ordering::Relaxed)),
+                u8::from(p.loading.load(Ordering::Relaxed) || aof.loading.load(Ordering::Relaxed)),
                 sh.stats.changes().saturating_sub(p.saved_changes()),
                 u8::from(child.is_some()),
                 p.last_save(),
@@ -164,7 +166,32 @@ fn section(c: &Ctx<'_>, name: &str, t: &mut String) {
                 p.saves(),
                 p.loaded_expired.load(Ordering::Relaxed),
                 p.loaded_keys.load(Ordering::Relaxed),
+                u8::from(aof.is_on()),
+                u8::from(aof_child.is_some()),
+                u8::from(aof.rewrite_scheduled.load(Ordering::Relaxed)),
+                aof.last_rewrite_secs.load(Ordering::Relaxed),
+                since(aof_child.map(|c| c.started)),
+                if aof.last_rewrite_ok.load(Ordering::Relaxed) {
+                    "ok"
+                } else {
+                    "err"
+                },
+                aof.rewrites.load(Ordering::Relaxed),
+                aof.rewrite_failures.load(Ordering::Relaxed),
+                if aof.write_failed() { "err" } else { "ok" },
             );
+            if aof.settings().enabled {
+                let (size, base) = aof.sizes();
+                let _ = write!(
+                    t,
+                    "aof_current_size:{size}\r\naof_base_size:{base}\r\naof_pending_rewrite:{}\r\n\
+                     aof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:{}\r\n",
+                    u8::from(aof.rewrite_scheduled.load(Ordering::Relaxed)),
+                    aof.buffered(),
+                    u8::from(aof.pending_fsync()),
+                    aof.delayed_fsync.load(Ordering::Relaxed),
+                );
+            }
         }
         "stats" => {
             let k = &sh.counters;

@@ -233,6 +233,13 @@ fn execute_request<'s>(
         transaction::fail(conn);
         return Action::Continue;
     }
+    // A failed write to the append-only file refuses writes until one succeeds, as Redis refuses them.
+    if table.traits(i).write && shared.aof.write_failed() {
+        stat.rejected.add(1);
+        out.error("MISCONF Errors writing to the AOF file");
+        transaction::fail(conn);
+        return Action::Continue;
+    }
     // `min-replicas-to-write` asks for replicas hopless never has: every write is refused, after the
     // memory check, as Redis orders them (inside MULTI that fails the transaction).
     if table.traits(i).write && shared.min_replicas.refuse_writes() {
@@ -273,16 +280,41 @@ fn execute_request<'s>(
         return Action::Continue;
     }
     // This loop's gate, held across the batch; not for EXEC or a script (they take every gate), nor for
-    // SCRIPT KILL and the like while a script is busy.
+    // SCRIPT KILL and the like while a script is busy. With the append-only file on, a write takes every
+    // gate, so that the file records the changes in the order they are made.
     let busy = || shared.running.busy();
+    let logged = shared.aof.is_on();
+    let mut alone = None;
     if traits.every_gate || (busy() && allowed_while_busy(args)) {
         gate.release();
+    } else if logged && traits.write {
+        gate.release();
+        alone = shared.gate.exclusive_unless(busy);
+        if alone.is_none() {
+            stat.rejected.add(1);
+            out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
+            return Action::Continue;
+        }
     } else if !shared.gate.hold(conn.loop_index, busy, gate) && !allowed_while_busy(args) {
         stat.rejected.add(1);
         out.error(&scripting::busy_error(&shared.running).into_text(cmd.name));
         return Action::Continue;
     }
-    run(shared, conn, out, i, args, false)
+    if !logged {
+        return run(shared, conn, out, i, args, false);
+    }
+    crate::aof::stage::arm();
+    let action = run(shared, conn, out, i, args, false);
+    // Into the log while the gates this command ran under are still held.
+    shared.aof.commit(crate::aof::stage::take());
+    drop(alone);
+    action
+}
+
+/// Runs a command read from the append-only file for its loader's client (see
+/// [`command::replay`]).
+pub fn replay(shared: &Shared, conn: &mut ConnState, args: &[Bytes]) -> Result<(), String> {
+    command::replay(table(), shared, conn, args, run_in_exec)
 }
 
 /// Whether Redis flags the command (or its subcommand) `admin`, which keeps it from MONITOR: our table
@@ -389,6 +421,9 @@ fn run(
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
             stats.changes.add(1);
+            if crate::aof::stage::armed() {
+                crate::aof::propagate::changed(&shared.store, cmd.name, args, &ctx.out.buf[reply_at..]);
+            }
             after_write(shared, i, args, changed_keys, in_exec, ctx.conn.id())
         }
         Ok(()) => {}

@@ -1,4 +1,5 @@
-//! The snapshot's commands: SAVE, BGSAVE (SCHEDULE), LASTSAVE, SHUTDOWN (which saves first), SYNC and
+//! The snapshot's commands: SAVE, BGSAVE (SCHEDULE), BGREWRITEAOF, LASTSAVE, SHUTDOWN (which saves
+//! first, and syncs the append-only file), SYNC and
 //! PSYNC (the snapshot sent to the client), and DUMP and RESTORE of one key in Redis's payload format.
 
 use std::sync::atomic::Ordering;
@@ -18,6 +19,7 @@ pub(super) const COMMANDS: &[Command] = &[
     Command::new("shutdown", -1, "admin noscript loading stale no_multi allow_busy", shutdown),
     Command::new("save", 1, "admin noscript no_async_loading no_multi", save),
     Command::new("bgsave", -1, "admin noscript no_async_loading", bgsave_cmd),
+    Command::new("bgrewriteaof", 1, "admin noscript no_async_loading", bgrewriteaof),
     Command::new("lastsave", 1, "loading stale fast", lastsave),
     Command::new("dump", 2, "readonly", dump).keys(1, 1, 1),
     Command::new("restore", -4, "write denyoom", restore).keys(1, 1, 1),
@@ -61,6 +63,8 @@ fn shutdown(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
         c.shared.running.force_kill();
     }
     kill_child(c.shared);
+    crate::aof::rewrite::kill_child(c.shared);
+    c.shared.aof.sync_all();
     let points = !c.shared.persistence.settings().save.is_empty();
     if (points || save) && !nosave {
         let saved = alone(c, |c| save_now(c.shared))?;
@@ -89,15 +93,45 @@ fn bgsave_cmd(c: &mut Ctx<'_>, a: &[Bytes]) -> CmdResult {
     };
     let p = &c.shared.persistence;
     if p.child().is_some() {
-        if schedule {
+        return Err(CmdError::Static(IN_PROGRESS));
+    }
+    if c.shared.aof.child().is_some() || c.in_exec {
+        if schedule || c.in_exec {
             p.scheduled.store(true, Ordering::Relaxed);
             c.out.simple("Background saving scheduled");
             return Ok(());
         }
-        return Err(CmdError::Static(IN_PROGRESS));
+        return Err(CmdError::Static(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in \
+             order to schedule a BGSAVE whenever possible.",
+        ));
     }
     alone(c, |c| bgsave(c.shared))?.map_err(|_| CmdError::Static("ERR"))?;
     c.out.simple("Background saving started");
+    Ok(())
+}
+
+/// BGREWRITEAOF: a forked child writes the dataset as the append-only file's new base (scheduled
+/// while a background save runs, or inside EXEC).
+fn bgrewriteaof(c: &mut Ctx<'_>, _: &[Bytes]) -> CmdResult {
+    let aof = &c.shared.aof;
+    if aof.child().is_some() {
+        return Err(CmdError::Static(crate::aof::rewrite::IN_PROGRESS));
+    }
+    if c.shared.persistence.child().is_some() || c.in_exec {
+        aof.rewrite_failures.store(0, Ordering::Relaxed);
+        aof.rewrite_scheduled.store(true, Ordering::Relaxed);
+        c.out.simple("Background append only file rewriting scheduled");
+        return Ok(());
+    }
+    alone(c, |c| crate::aof::rewrite::start(c.shared, false))?.map_err(|e| {
+        tracing::warn!("BGREWRITEAOF: {e}");
+        CmdError::Static(
+            "ERR Can't execute an AOF background rewriting. Please check the server logs for more \
+             information.",
+        )
+    })?;
+    c.out.simple("Background append only file rewriting started");
     Ok(())
 }
 

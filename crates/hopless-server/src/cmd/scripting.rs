@@ -90,6 +90,11 @@ pub(super) fn after_run(c: &mut Ctx<'_>) {
     if c.shared.running.take_let_go() {
         c.conn.yield_loop = true;
     }
+    // Its commands go into the append-only file before another command may run (inside EXEC, with the
+    // transaction's).
+    if !c.in_exec {
+        c.shared.aof.commit(crate::aof::stage::take());
+    }
 }
 
 /// What a script or function declares, for the checks before it runs.

@@ -51,6 +51,11 @@ impl BlockedOp for ReadGroup {
             read_new_reply(out, s, &self.group, &self.consumer, self.count, self.noack);
             Ok(true)
         })?;
+        // The group's state after the read goes into the append-only file whole (see
+        // `aof::propagate`).
+        if r == Some(true) && crate::aof::stage::armed() {
+            crate::aof::propagate::state_of(store, key);
+        }
         Ok(r == Some(true))
     }
 

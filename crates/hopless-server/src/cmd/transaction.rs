@@ -190,6 +190,8 @@ fn exec(c: &mut Ctx<'_>, _a: &[Bytes]) -> CmdResult {
             }
         }
     }
+    // Into the append-only file before another command may run.
+    c.shared.aof.commit(crate::aof::stage::take());
     drop(alone);
     // CLIENT LIST names EXEC as the last command, not the last one it ran.
     if let Some(i) = c.table.lookup(b"exec") {

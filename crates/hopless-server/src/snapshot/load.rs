@@ -126,12 +126,12 @@ fn corrupt(d: &Decoder<'_>, what: impl Into<String>) -> LoadFailure {
     }
 }
 
-/// Loads a whole snapshot held in `bytes`.
-pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, LoadFailure> {
+/// The RDB version of the header at the start of `bytes`.
+fn header(bytes: &[u8]) -> Result<u16, LoadFailure> {
     if bytes.len() < 9 || &bytes[..5] != b"REDIS" {
         return Err(LoadFailure::Header("not an RDB file (no REDIS signature)".into()));
     }
-    let version = std::str::from_utf8(&bytes[5..9])
+    std::str::from_utf8(&bytes[5..9])
         .ok()
         .and_then(|v| v.parse::<u16>().ok())
         .filter(|v| (1..=rdb::RDB_VERSION).contains(v))
@@ -140,7 +140,12 @@ pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, Lo
                 "can't handle RDB format version {}",
                 String::from_utf8_lossy(&bytes[5..9])
             ))
-        })?;
+        })
+}
+
+/// Loads a whole snapshot held in `bytes`.
+pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, LoadFailure> {
+    let version = header(bytes)?;
     // The checksum first, so that a damaged file is refused before any key of it is in the store.
     let body_end = if version >= 5 {
         let end =
@@ -159,6 +164,36 @@ pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, Lo
         bytes.len()
     };
     let mut d = Decoder::new(&bytes[9..body_end]);
+    let out = load_body(&mut d, version, store, now_ms)?;
+    Ok(out)
+}
+
+/// Loads the snapshot at the start of `bytes` that more follows (an append-only file's RDB preamble);
+/// what it held, and its length. Its checksum is checked once its end is found, after its keys are in
+/// the store (the caller refuses the start on an error).
+pub fn load_prefix(bytes: &[u8], store: &Store, now_ms: u64) -> Result<(Loaded, usize), LoadFailure> {
+    let version = header(bytes)?;
+    let mut d = Decoder::new(&bytes[9..]);
+    let out = load_body(&mut d, version, store, now_ms)?;
+    let end = 9 + d.pos();
+    if version < 5 {
+        return Ok((out, end));
+    }
+    let stored = bytes
+        .get(end..end + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        .ok_or_else(|| LoadFailure::Header("truncated: no checksum after the snapshot".into()))?;
+    if stored != 0 {
+        let computed = crc64(0, &bytes[..end]);
+        if computed != stored {
+            return Err(LoadFailure::Checksum { stored, computed });
+        }
+    }
+    Ok((out, end + 8))
+}
+
+/// The records of a snapshot after its header, up to and with its EOF opcode.
+fn load_body(d: &mut Decoder<'_>, version: u16, store: &Store, now_ms: u64) -> Result<Loaded, LoadFailure> {
     let mut out = Loaded {
         rdb_version: version,
         ..Loaded::default()
@@ -167,48 +202,48 @@ pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, Lo
     let mut db = 0u64;
     let short = |d: &Decoder<'_>, _: Corrupt| corrupt(d, "unexpected end or a bad length");
     loop {
-        let t = d.u8().map_err(|c| short(&d, c))?;
+        let t = d.u8().map_err(|c| short(d, c))?;
         match t {
             rdb::RDB_OPCODE_EXPIRETIME => {
-                let s = d.secs().map_err(|c| short(&d, c))?;
+                let s = d.secs().map_err(|c| short(d, c))?;
                 deadline = Some((i64::from(s) * 1000).max(0) as u64);
             }
             rdb::RDB_OPCODE_EXPIRETIME_MS => {
-                let ms = d.millis().map_err(|c| short(&d, c))?;
+                let ms = d.millis().map_err(|c| short(d, c))?;
                 deadline = Some(ms.max(0) as u64);
             }
             rdb::RDB_OPCODE_FREQ => {
-                d.u8().map_err(|c| short(&d, c))?;
+                d.u8().map_err(|c| short(d, c))?;
             }
             rdb::RDB_OPCODE_IDLE => {
-                d.length().map_err(|c| short(&d, c))?;
+                d.length().map_err(|c| short(d, c))?;
             }
             rdb::RDB_OPCODE_EOF => break,
-            rdb::RDB_OPCODE_SELECTDB => db = d.length().map_err(|c| short(&d, c))?,
+            rdb::RDB_OPCODE_SELECTDB => db = d.length().map_err(|c| short(d, c))?,
             rdb::RDB_OPCODE_RESIZEDB => {
-                d.length().map_err(|c| short(&d, c))?;
-                d.length().map_err(|c| short(&d, c))?;
+                d.length().map_err(|c| short(d, c))?;
+                d.length().map_err(|c| short(d, c))?;
             }
             rdb::RDB_OPCODE_AUX => {
                 // redis-ver, ctime, used-mem, repl-*, aof-base, lua scripts of Redis 6: nothing here
                 // depends on them.
-                d.string().map_err(|c| short(&d, c))?;
-                d.string().map_err(|c| short(&d, c))?;
+                d.string().map_err(|c| short(d, c))?;
+                d.string().map_err(|c| short(d, c))?;
             }
             rdb::RDB_OPCODE_MODULE_AUX => {
-                return Err(corrupt(&d, "a module's data: hopless has no modules"));
+                return Err(corrupt(d, "a module's data: hopless has no modules"));
             }
             rdb::RDB_OPCODE_FUNCTION => {
-                return Err(corrupt(&d, "functions in Redis 7.0's pre-release format"));
+                return Err(corrupt(d, "functions in Redis 7.0's pre-release format"));
             }
             rdb::RDB_OPCODE_FUNCTION2 => {
-                let code = d.string().map_err(|c| short(&d, c))?;
+                let code = d.string().map_err(|c| short(d, c))?;
                 out.libraries.push(code.into_owned());
             }
             t => {
                 let at = d.pos();
-                let key = d.string().map_err(|c| short(&d, c))?.into_owned();
-                let value = match store.read_value(t, &mut d) {
+                let key = d.string().map_err(|c| short(d, c))?.into_owned();
+                let value = match store.read_value(t, d) {
                     Ok(v) => Some(v),
                     Err(LoadError::Empty) => None,
                     Err(e) => {
@@ -229,7 +264,7 @@ pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, Lo
                 };
                 if db != 0 {
                     return Err(corrupt(
-                        &d,
+                        d,
                         format!("keys of database {db}: hopless serves database 0 only"),
                     ));
                 }
@@ -249,9 +284,6 @@ pub fn load_bytes(bytes: &[u8], store: &Store, now_ms: u64) -> Result<Loaded, Lo
                 }
             }
         }
-    }
-    if !d.is_empty() {
-        return Err(corrupt(&d, "bytes after the end of the snapshot"));
     }
     Ok(out)
 }

@@ -21,16 +21,17 @@ const RETRY_SECS: u64 = 5;
 
 pub const IN_PROGRESS: &str = "ERR Background save already in progress";
 
-fn format(s: &SnapshotSettings) -> Format {
+pub fn format(s: &SnapshotSettings) -> Format {
     Format {
         compress: s.compression,
         checksum: s.checksum,
     }
 }
 
-fn extras(shared: &Shared) -> Extras {
+pub fn extras(shared: &Shared) -> Extras {
     let functions = shared.functions.lock().unwrap_or_else(|e| e.into_inner());
     Extras {
+        aof_base: false,
         libraries: functions.libraries().map(|l| l.code.clone()).collect(),
         used_memory: Footprint::measure(shared).used,
         now_secs: unix_secs(),
@@ -143,7 +144,8 @@ pub fn tick(shared: &Shared) {
         }
     }
     let scheduled = p.scheduled.load(Ordering::Relaxed);
-    if scheduled || save_point_due(shared) {
+    // One child at a time: a save waits for the append-only file's rewrite.
+    if (scheduled || save_point_due(shared)) && shared.aof.child().is_none() {
         let Some(_all) = shared.gate.exclusive_unless(|| shared.running.busy()) else {
             return;
         };
@@ -200,15 +202,8 @@ pub fn load(shared: &Shared) -> io::Result<()> {
             format!("can't load the snapshot {}: {e}", path.display()),
         )
     })?;
-    let mut functions = shared.functions.lock().unwrap_or_else(|e| e.into_inner());
-    for code in &loaded.libraries {
-        functions.load(code, false).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("can't load a function library of {}: {e}", path.display()),
-            )
-        })?;
-    }
+    load_libraries(shared, &loaded.libraries)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{e} ({})", path.display())))?;
     tracing::info!(
         rdb_version = loaded.rdb_version,
         expired = loaded.expired,
@@ -217,6 +212,17 @@ pub fn load(shared: &Shared) -> io::Result<()> {
     );
     p.loaded_keys.store(loaded.keys, Ordering::Relaxed);
     p.loaded_expired.store(loaded.expired, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Loads a snapshot's function libraries, in order.
+pub fn load_libraries(shared: &Shared, libraries: &[Vec<u8>]) -> Result<(), String> {
+    let mut functions = shared.functions.lock().unwrap_or_else(|e| e.into_inner());
+    for code in libraries {
+        functions
+            .load(code, false)
+            .map_err(|e| format!("can't load a function library: {e}"))?;
+    }
     Ok(())
 }
 

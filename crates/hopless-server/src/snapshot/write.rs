@@ -25,6 +25,8 @@ const FLUSH_AT: usize = 1 << 16;
 pub struct Extras {
     /// The function libraries' code, each as FUNCTION LOAD took it.
     pub libraries: Vec<Vec<u8>>,
+    /// The snapshot is an append-only file's base (`aof-base` 1).
+    pub aof_base: bool,
     /// `used-mem`'s value.
     pub used_memory: u64,
     /// `ctime`'s value, Unix seconds.
@@ -87,7 +89,7 @@ pub fn write_rdb<W: Write>(
     aux(&mut e, "redis-bits", b"64");
     aux(&mut e, "ctime", extras.now_secs.to_string().as_bytes());
     aux(&mut e, "used-mem", extras.used_memory.to_string().as_bytes());
-    aux(&mut e, "aof-base", b"0");
+    aux(&mut e, "aof-base", if extras.aof_base { b"1" } else { b"0" });
     for code in &extras.libraries {
         e.u8(rdb::RDB_OPCODE_FUNCTION2);
         e.string(code);
