@@ -155,7 +155,8 @@ pub fn load_set(shared: &Shared, replay: Replay<'_>) -> io::Result<Loaded> {
 }
 
 /// Runs the commands of `bytes`; how many, and where the valid commands end if the last one (or a
-/// transaction left open) is cut short.
+/// transaction left open) is cut short. A transaction's commands run at its EXEC, so that one cut short
+/// leaves nothing of it behind.
 fn run_commands(
     shared: &Shared,
     conn: &mut ConnState,
@@ -164,26 +165,34 @@ fn run_commands(
 ) -> Result<(u64, Option<usize>), String> {
     let mut at = 0;
     let mut n = 0;
-    let mut before_multi = None;
+    // The offset of an open transaction's MULTI, and its commands so far.
+    let mut multi: Option<(usize, Vec<Vec<Bytes>>)> = None;
     let mut args: Vec<Bytes> = Vec::new();
     loop {
         if at == bytes.len() {
             // A transaction with no EXEC: what came before its MULTI is what loads.
-            return Ok((n, before_multi));
+            return Ok((n, multi.map(|(start, _)| start)));
         }
         let start = at;
         match read_command(bytes, &mut at, &mut args)? {
-            None => return Ok((n, Some(before_multi.unwrap_or(start)))),
+            None => return Ok((n, Some(multi.map_or(start, |(m, _)| m)))),
             Some(false) => continue,
             Some(true) => {}
         }
-        if crate::words::eq(&args[0], "multi") {
-            before_multi = Some(start);
-        } else if crate::words::eq(&args[0], "exec") {
-            before_multi = None;
-        }
-        replay(shared, conn, &args)?;
         n += 1;
+        if crate::words::eq(&args[0], "multi") {
+            if multi.is_none() {
+                multi = Some((start, Vec::new()));
+            }
+        } else if crate::words::eq(&args[0], "exec") {
+            for queued in multi.take().map(|(_, q)| q).unwrap_or_default() {
+                replay(shared, conn, &queued)?;
+            }
+        } else if let Some((_, queued)) = &mut multi {
+            queued.push(std::mem::take(&mut args));
+        } else {
+            replay(shared, conn, &args)?;
+        }
     }
 }
 
