@@ -16,15 +16,13 @@ use common::differ::{split, Differ};
 use common::Raw;
 use hopless_server::codec::Frame;
 
-/// Redis 7.0.15's commands that hopless does not serve: the append-only file (BGREWRITEAOF), MIGRATE,
-/// replication and failover (REPLICAOF, SYNC, WAIT...),
+/// Redis 7.0.15's commands that hopless does not serve: replication and failover (REPLICAOF, WAIT...),
 /// cluster redirection (ASKING, READONLY, READWRITE), ACL, modules, several databases (MOVE, SWAPDB),
 /// LATENCY and LOLWUT. COMMAND COUNT and LIST
 /// differ from Redis's by exactly these (and their subcommands).
 const NOT_SERVED: &[&str] = &[
     "acl",
     "asking",
-    "bgrewriteaof",
     "failover",
     "latency",
     "lolwut",

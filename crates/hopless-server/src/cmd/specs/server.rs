@@ -9,6 +9,13 @@ use super::super::spec::{key::RO, BeginSearch::Index, FindKeys::Range, Arg, ArgT
 #[rustfmt::skip]
 pub(super) static SPECS: &[Spec] = &[
     Spec {
+        name: "bgrewriteaof", arity: 1, flags: "admin noscript no_async_loading",
+        acl: "@admin @slow @dangerous",
+        summary: "Asynchronously rewrite the append-only file", since: "1.0.0", group: "server",
+        complexity: "O(1)",
+        ..Spec::NONE
+    },
+    Spec {
         name: "bgsave", arity: -1, flags: "admin noscript no_async_loading", acl: "@admin @slow @dangerous",
         summary: "Asynchronously save the dataset to disk", since: "1.0.0", group: "server",
         complexity: "O(1)",
