@@ -1,7 +1,9 @@
-//! The snapshot under crashes, with the `hopless-server` binary in a process group of its own: SIGKILL
+//! Persistence under crashes, with the `hopless-server` binary in a process group of its own: SIGKILL
 //! to the server and its saving child together, in the middle of a background save, leaves the previous
 //! snapshot whole (or the new one whole, if the child got to its rename), and the server starts on it;
-//! `redis-cli --rdb` takes a backup through SYNC that redis-server loads.
+//! under `appendfsync always`, SIGKILL during a write load (and during a rewrite of the append-only
+//! file) loses no write that was acknowledged; `redis-cli --rdb` takes a backup through SYNC that
+//! redis-server loads.
 
 mod common;
 
@@ -34,11 +36,16 @@ fn kill_group(child: &Child) {
 }
 
 fn serve(dir: &Path) -> Serving {
+    serve_with(dir, &[])
+}
+
+fn serve_with(dir: &Path, extra: &[&str]) -> Serving {
     let port = common::free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_hopless-server"))
         .args(["--port", &port.to_string(), "--threads", "2", "--save", ""])
         .arg("--dir")
         .arg(dir)
+        .args(extra)
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -168,6 +175,125 @@ fn redis_cli_rdb_takes_a_backup_redis_loads() {
         Raw::connect(s.addr).cmd(&[b"DBSIZE"]).read(),
         Frame::Integer(5002)
     );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const ALWAYS: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+
+/// Writers that each SET their own keys one at a time, and INCR a shared counter, until `stop`;
+/// what each had acknowledged: (its last key's number + 1, its INCRs).
+fn write_until(addr: SocketAddr, writers: usize, stop: &std::sync::atomic::AtomicBool) -> Vec<(usize, i64)> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                s.spawn(move || {
+                    let mut c = Raw::connect(addr);
+                    let (mut acked, mut incrs) = (0, 0);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        c.send(&encode(&[
+                            b"SET",
+                            format!("w{w}:{acked}").as_bytes(),
+                            acked.to_string().as_bytes(),
+                        ]));
+                        match c.try_read() {
+                            Some(f) if f == common::simple("OK") => acked += 1,
+                            _ => break,
+                        }
+                        c.send(&encode(&[b"INCR", b"counter"]));
+                        match c.try_read() {
+                            Some(Frame::Integer(_)) => incrs += 1,
+                            _ => break,
+                        }
+                    }
+                    (acked, incrs)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Every acknowledged write of `acked` is in the server at `addr`.
+fn check_acknowledged(addr: SocketAddr, acked: &[(usize, i64)]) {
+    let mut c = Raw::connect(addr);
+    for (w, &(n, _)) in acked.iter().enumerate() {
+        for i in 0..n {
+            let got = c.cmd(&[b"GET", format!("w{w}:{i}").as_bytes()]).read();
+            assert_eq!(
+                got,
+                common::bulk(&i.to_string()),
+                "writer {w}'s acknowledged key {i} is lost"
+            );
+        }
+    }
+    let incrs: i64 = acked.iter().map(|a| a.1).sum();
+    match c.cmd(&[b"GET", b"counter"]).read() {
+        Frame::Bulk(b) => {
+            let n: i64 = String::from_utf8_lossy(&b).parse().unwrap();
+            // Each writer may have had one INCR applied whose reply it never read.
+            assert!(
+                n >= incrs && n <= incrs + acked.len() as i64,
+                "counter {n} after {incrs} acknowledged INCRs"
+            );
+        }
+        other if incrs == 0 => assert!(matches!(other, Frame::Null), "{other:?}"),
+        other => panic!("the counter is gone after {incrs} INCRs: {other:?}"),
+    }
+}
+
+#[test]
+fn a_kill_under_appendfsync_always_loses_nothing_acknowledged() {
+    let dir = temp_dir("always");
+    let acked = {
+        let s = serve_with(&dir, ALWAYS);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let addr = s.addr;
+        std::thread::scope(|sc| {
+            let load = sc.spawn(|| write_until(addr, 3, &stop));
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = Raw::connect(addr).cmd(&[b"BGREWRITEAOF"]).read();
+            std::thread::sleep(Duration::from_millis(400));
+            kill_group(&s.child);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            load.join().unwrap()
+        })
+    };
+    assert!(
+        acked.iter().all(|a| a.0 > 0),
+        "no write was acknowledged: {acked:?}"
+    );
+    let s = serve_with(&dir, ALWAYS);
+    check_acknowledged(s.addr, &acked);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_kill_during_an_aof_rewrite_loses_nothing_acknowledged() {
+    let dir = temp_dir("rewrite");
+    let acked = {
+        let s = serve_with(&dir, ALWAYS);
+        fill(s.addr, 0, 150_000);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let addr = s.addr;
+        std::thread::scope(|sc| {
+            let load = sc.spawn(|| write_until(addr, 2, &stop));
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(
+                Raw::connect(addr).cmd(&[b"BGREWRITEAOF"]).read(),
+                common::simple("Background append only file rewriting started")
+            );
+            // The child is writing 20 MB: kill it and the server together before it is done.
+            std::thread::sleep(Duration::from_millis(10));
+            kill_group(&s.child);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            load.join().unwrap()
+        })
+    };
+    let s = serve_with(&dir, ALWAYS);
+    assert!(dbsize(s.addr) >= 150_000);
+    check_acknowledged(s.addr, &acked);
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
