@@ -35,7 +35,7 @@
 //! | `fastpath::report` | a cell's row, the markdown report and the chart |
 //! | `fastpath::cachegrind` | every cell under callgrind's cache simulator (a child each), timed loops only, misses per op |
 //! | `fastpath::cell` | one cell: an allocator model (array or SLUB) on one scenario and size, timed loops apart, faults counted |
-//! | `server` | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes, `server/pin.rs` `--pin` and the servers' CPU time |
+//! | `server` | `hopless bench server`: `hopless serve` vs `redis-server` (child processes) under a pipelined load; `server/load.rs` the load generator, `server/target.rs` the server processes, `server/pin.rs` `--pin` and the servers' CPU time; `server/persistence.rs` snapshots and the append-only file (`persistence/snapshot.rs`, `persistence/aof.rs`) |
 //! | `chart` | PNG bar charts |
 //! | `peers` | the allocators under test, behind one enum |
 //! | `via` | any `GlobalAlloc` as an `allocator_api2` allocator, for the store |

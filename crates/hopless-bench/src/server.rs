@@ -15,8 +15,12 @@
 //! the 16-byte key and its value (272 B on average) included. CPU per request = the server's CPU time over
 //! the measured load (`/proc/PID/stat`) / its requests. With `--pin` (`pin`) each server runs on cores of
 //! its own and the load generator on the rest: the figures are then per server core.
+//!
+//! `--workload persistence` is no request mix: snapshots and the append-only file against Redis, in a
+//! table of their own ([`persistence`]), run only when named.
 
 mod load;
+pub mod persistence;
 mod pin;
 pub mod scripts_mix;
 pub mod streams_mix;
@@ -56,7 +60,7 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Leave Redis out even when it is installed.
     pub no_redis: bool,
-    /// Which mixes to run (default: all three, strings first).
+    /// Which mixes to run (default: every request mix, strings first; persistence only when named).
     pub workloads: Option<Vec<Workload>>,
     /// Servers on cores 0..threads-1, the load generator on the rest.
     pub pin: bool,
@@ -76,6 +80,8 @@ pub enum Workload {
     /// An event log: producers' XADD with MAXLEN ~, consumer groups' XREADGROUP and XACK
     /// ([`streams_mix`]).
     Streams,
+    /// Snapshots and the append-only file ([`persistence`]): not a request mix, its own table.
+    Persistence,
 }
 
 /// Commands per transaction of the transactions mix.
@@ -89,6 +95,7 @@ impl Workload {
             Workload::Transactions => "transactions",
             Workload::Scripts => "scripts",
             Workload::Streams => "streams",
+            Workload::Persistence => "persistence",
         }
     }
 
@@ -100,6 +107,7 @@ impl Workload {
             Workload::Transactions => "server-tx",
             Workload::Scripts => "server-scripts",
             Workload::Streams => "server-streams",
+            Workload::Persistence => "server-persistence",
         }
     }
 }
@@ -463,6 +471,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
     let configs: Vec<(Workload, Kind, usize)> = p
         .workloads
         .iter()
+        .filter(|&&w| w != Workload::Persistence)
         .flat_map(|&w| p.pipelines.iter().flat_map(move |&pl| [(w, pl)]))
         .flat_map(|(w, pl)| kinds.iter().map(move |&k| (w, k, pl)))
         .collect();
@@ -481,6 +490,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     Workload::Transactions => run_one_tx,
                     Workload::Scripts => run_one_scripts,
                     Workload::Streams => run_one_streams,
+                    Workload::Persistence => continue,
                 };
                 let r = one(kind, pipeline, &p, pass as u64 + 1).map_err(|e| {
                     bar.abandon();
@@ -592,6 +602,7 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
                     TX_COMMANDS + 2
                 );
             }
+            Workload::Persistence => continue,
         }
         print!("{}", table(&mine));
         if w == Workload::Types {
@@ -627,12 +638,32 @@ pub fn run(o: &Options) -> Result<Vec<ServerResult>, String> {
             }
         }
     }
+    let persisted = if p.workloads.contains(&Workload::Persistence) {
+        let s = persistence::Settings {
+            connections: p.connections,
+            threads: p.threads,
+            pin: p.pin,
+            ..persistence::Settings::sized(o.quick, o.keys, o.runs)
+        };
+        Some(persistence::run(&s, &kinds, redis.as_deref())?)
+    } else {
+        None
+    };
     println!("\n{:.0} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &o.json {
-        json::write_results(path, &results).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let mut rows = results
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        rows.extend(persisted.iter().flat_map(|o| o.rows.iter().cloned()));
+        json::write_results(path, &rows).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
     }
-    Ok(results)
+    match persisted.and_then(|o| o.refused) {
+        Some(refused) => Err(refused),
+        None => Ok(results),
+    }
 }
 
 /// The types mix's bytes per element, shape by shape: median [min–max] for each server (the first

@@ -143,6 +143,7 @@ mod tests {
             "bench fastpath --quick --no-cachegrind",
             "bench server --quick --runs 1 --connections 4 --pipeline 1,16 --keys 1000 --ops 5000",
             "bench server --quick --pin --workload strings",
+            "bench server --workload persistence --keys 2000000 --runs 3 --pin",
             // The children kv and fastpath run.
             "bench kv --child hopless-kv:hopless --threads 2 --keys 1000 --ops 5000",
             "bench fastpath --child array:cold:64:0.5",

@@ -90,7 +90,7 @@ pub fn preload_lens(keys: usize) -> Vec<u16> {
 }
 
 /// One connection's replies, read as they come.
-struct Conn {
+pub(super) struct Conn {
     stream: TcpStream,
     buf: Vec<u8>,
     pos: usize,
@@ -98,7 +98,7 @@ struct Conn {
 }
 
 impl Conn {
-    fn open(addr: SocketAddr) -> Result<Conn, String> {
+    pub(super) fn open(addr: SocketAddr) -> Result<Conn, String> {
         let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
         stream
@@ -129,23 +129,45 @@ impl Conn {
                     got += 1;
                     each(at);
                 }
-                Err(FrameError::Incomplete) => {
-                    self.buf.drain(..self.pos);
-                    self.pos = 0;
-                    let r = self
-                        .stream
-                        .read(&mut self.chunk)
-                        .map_err(|e| format!("read: {e}"))?;
-                    at = Instant::now();
-                    if r == 0 {
-                        return Err("the server closed the connection".into());
-                    }
-                    self.buf.extend_from_slice(&self.chunk[..r]);
-                }
+                Err(FrameError::Incomplete) => at = self.read_more()?,
                 Err(e) => return Err(e.to_string()),
             }
         }
         Ok(())
+    }
+
+    /// Sends one request (`out`, encoded) and returns its reply; an error reply is an error.
+    pub(super) fn call(&mut self, out: &[u8]) -> Result<Frame, String> {
+        self.stream.write_all(out).map_err(|e| format!("write: {e}"))?;
+        loop {
+            match Frame::parse(&self.buf[self.pos..]) {
+                Ok((Frame::Error(e), _)) => return Err(format!("server replied -{e}")),
+                Ok((frame, len)) => {
+                    self.pos += len;
+                    return Ok(frame);
+                }
+                Err(FrameError::Incomplete) => {
+                    self.read_more()?;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    /// Drops the replies consumed and reads what the server sent next; returns when the read returned.
+    fn read_more(&mut self) -> Result<Instant, String> {
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let r = self
+            .stream
+            .read(&mut self.chunk)
+            .map_err(|e| format!("read: {e}"))?;
+        let at = Instant::now();
+        if r == 0 {
+            return Err("the server closed the connection".into());
+        }
+        self.buf.extend_from_slice(&self.chunk[..r]);
+        Ok(at)
     }
 }
 
@@ -161,7 +183,7 @@ pub fn preload(addr: SocketAddr, keys: usize, connections: usize) -> Result<(), 
 
 /// Sends requests `0..n` (request `i` written by `encode_one(i, out)`), split into `connections`
 /// contiguous runs, `per_batch` requests a round trip: the untimed preloads' one loop.
-fn over_connections(
+pub(super) fn over_connections(
     addr: SocketAddr,
     n: usize,
     connections: usize,
@@ -270,6 +292,26 @@ pub fn run_transactions(addr: SocketAddr, l: &Load, per_tx: usize) -> Result<Mea
 /// start together; the elapsed time runs from the start to the last connection's last reply. Everything
 /// is encoded before the clock starts, so the timed region holds the same client work for every server.
 pub fn run_encoded(addr: SocketAddr, batches: Vec<Vec<(Vec<u8>, usize)>>) -> Result<Measured, String> {
+    drive(addr, batches, None)
+}
+
+/// [`run_encoded`], each connection going round its batches again and again for as long as `go()`
+/// says so (asked before every batch): a load of a duration, or one that runs until told to stop.
+pub fn run_encoded_while(
+    addr: SocketAddr,
+    batches: Vec<Vec<(Vec<u8>, usize)>>,
+    go: &(dyn Fn() -> bool + Sync),
+) -> Result<Measured, String> {
+    drive(addr, batches, Some(go))
+}
+
+/// The connections' threads of [`run_encoded`] (`go` absent: each batch once) and
+/// [`run_encoded_while`].
+fn drive(
+    addr: SocketAddr,
+    batches: Vec<Vec<(Vec<u8>, usize)>>,
+    go: Option<&(dyn Fn() -> bool + Sync)>,
+) -> Result<Measured, String> {
     let start = Barrier::new(batches.len() + 1);
     std::thread::scope(|s| {
         let handles: Vec<_> = batches
@@ -283,12 +325,20 @@ pub fn run_encoded(addr: SocketAddr, batches: Vec<Vec<(Vec<u8>, usize)>>) -> Res
                     start.wait();
                     let mut conn = conn?;
                     let mut n = 0;
-                    for (out, len) in mine {
-                        let sent = Instant::now();
-                        conn.round(out, *len, |at| {
-                            hist.saturating_record((at - sent).as_nanos().max(1) as u64);
-                        })?;
-                        n += *len as u64;
+                    'rounds: loop {
+                        for (out, len) in mine {
+                            if go.is_some_and(|go| !go()) {
+                                break 'rounds;
+                            }
+                            let sent = Instant::now();
+                            conn.round(out, *len, |at| {
+                                hist.saturating_record((at - sent).as_nanos().max(1) as u64);
+                            })?;
+                            n += *len as u64;
+                        }
+                        if go.is_none() || mine.is_empty() {
+                            break;
+                        }
                     }
                     Ok((hist, n, Instant::now()))
                 })
