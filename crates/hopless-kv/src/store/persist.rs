@@ -53,6 +53,17 @@ impl<A: KvAlloc> Store<A> {
         payload
     }
 
+    /// `key`'s DUMP payload and deadline, as [`Store::dump`] makes it but counted as no access (no hit
+    /// or miss, no lazy expiry): what an append-only file records of a key's state. None if missing.
+    pub fn state_of(&self, key: &[u8], compress: bool) -> Option<(Vec<u8>, Option<u64>)> {
+        let l = self.loc(key);
+        let g = self.slot(l).lock.read();
+        let item = g.table.find(l.hash, key).map(|i| g.table.item(i))?;
+        // SAFETY: the table's item, read under its shard's read lock, which `g` holds.
+        let payload = persist::dump_payload(unsafe { obj_of::<A>(item) }, &self.limits(), compress);
+        Some((payload, g.deadline_of(item)))
+    }
+
     /// RESTORE (and a snapshot's load): installs `value` at `key` with `deadline` (ms since the epoch).
     /// False, with nothing changed, when the key exists and `replace` is off.
     pub fn restore(
