@@ -47,6 +47,8 @@ fn deterministic() -> Vec<String> {
         "HDEL h:copy f1",
         "ZINCRBY z:small 5 a",
         "SMOVE st:words st:moved fig",
+        "SET s:nxget old",
+        "SET s:xxget old",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -66,6 +68,8 @@ fn deterministic() -> Vec<String> {
 fn nondeterministic() -> Vec<String> {
     [
         "SET s:ex v EX 1000",
+        "SET s:nxget new NX GET EX 100",
+        "SET s:xxget new XX GET PX 5000000",
         "SET s:px v PX 2000000",
         "SETEX s:setex 3000 v",
         "PSETEX s:psetex 4000000 v",
@@ -436,3 +440,4 @@ fn the_log_turns_on_and_off_at_run_time() {
     drop(back);
     let _ = std::fs::remove_dir_all(&dir);
 }
+

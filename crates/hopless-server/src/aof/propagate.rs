@@ -36,7 +36,12 @@ pub fn changed(store: &Store, name: &str, args: &[Bytes], reply: &[u8]) {
                 .iter()
                 .any(|a| ["ex", "px", "exat", "pxat"].iter().any(|w| eq(a, w))) =>
         {
-            set_with_deadline(store, &args[1], &args[2])
+            // NX or XX with GET answers the old value whether or not it set: the key as it is now.
+            if args[3..].iter().any(|a| eq(a, "nx") || eq(a, "xx")) {
+                state_of(store, &args[1])
+            } else {
+                set_with_deadline(store, &args[1], &args[2])
+            }
         }
         "incrbyfloat" => match bulk(reply) {
             Some(v) => record(&[&b"SET"[..], &args[1], v, b"KEEPTTL"]),
@@ -160,10 +165,10 @@ fn migrated(args: &[Bytes]) {
 
 /// A key as it is now: `RESTORE key deadline payload REPLACE ABSTTL`, or `DEL key` if it is gone.
 pub fn state_of(store: &Store, key: &[u8]) {
-    match store.dump(key, true) {
+    match store.state_of(key, true) {
         None => record(&[&b"DEL"[..], key]),
-        Some(payload) => {
-            let d = store.pexpiretime(key).max(0).to_string();
+        Some((payload, deadline)) => {
+            let d = deadline.unwrap_or(0).to_string();
             record(&[
                 &b"RESTORE"[..],
                 key,
