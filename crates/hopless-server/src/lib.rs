@@ -67,6 +67,7 @@
 //! | `cmd::spec` | the types of those specs: flags, ACL categories, key specs, key-finding procedures, docs, arguments |
 //! | `aof::load` | the append-only set loaded at start and by DEBUG LOADAOF: manifest, base, increments, a cut tail |
 //! | `aof::rewrite` | the append-only file's life: opened at start, turned on and off, BGREWRITEAOF's child and its end |
+//! | `aof::base` | a base of commands (`aof-use-rdb-preamble no`): FUNCTION LOAD, then a RESTORE a key |
 //! | `aof::propagate` | what a command that changed the dataset records: relative times made absolute, results recorded |
 //! | `snapshot` | the snapshot's parts: declares them |
 //! | `snapshot::save` | SAVE, BGSAVE's forked child, the save timer, the load at start, DEBUG RELOAD |

@@ -441,3 +441,40 @@ fn the_log_turns_on_and_off_at_run_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `aof-use-rdb-preamble no`: the rewrite's base is commands (a RESTORE a key, FUNCTION LOAD), which
+/// redis-check-aof accepts and Redis loads with every key and deadline.
+#[test]
+fn a_base_of_commands_loads_in_redis() {
+    let dir = temp_dir("commands");
+    let d_str = dir.to_str().unwrap().to_string();
+    let Some(mut d) = Differ::start_with(&["--save", ""], |o| {
+        o.snapshot.dir = dir.clone();
+        o.aof.enabled = true;
+        o.aof.rdb_preamble = false;
+    }) else {
+        return;
+    };
+    workload(&mut d.ours);
+    assert_eq!(
+        d.ours.cmd(&[b"BGREWRITEAOF"]).read(),
+        common::simple("Background append only file rewriting started")
+    );
+    wait_rewrite(&mut d.ours);
+    let set = dir.join("appendonlydir");
+    let manifest = std::fs::read_to_string(set.join("appendonly.aof.manifest")).unwrap();
+    assert!(manifest.contains(".base.aof seq"), "{manifest}");
+    if common::require_tool("redis-check-aof") {
+        let out = Command::new("redis-check-aof")
+            .arg(set.join("appendonly.aof.manifest"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "redis-check-aof refused the base:\n{text}");
+    }
+    let (guard, raddr) = start_redis_with(&["--save", "", "--appendonly", "yes", "--dir", &d_str]).unwrap();
+    d.redis = std::mem::replace(&mut d.ours, Raw::connect(raddr));
+    compare_loaded(&mut d);
+    d.assert_none();
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,12 +16,14 @@
 //! |---|---|
 //! | `mod.rs` | [`Aof`]: the settings, the buffer, the open increment, fsync, INFO's counts |
 //! | `stage.rs` | a command's records, gathered on its thread |
+//! | `base.rs` | a base of commands (`aof-use-rdb-preamble no`): a RESTORE a key |
 //! | `propagate.rs` | what a command that changed the dataset leaves in the log (relative times made absolute...) |
 //! | `manifest.rs` | the manifest's lines and the files' names |
 //! | `files.rs` | the set on disk: opening an increment, replacing the manifest safely, removing history |
 //! | `rewrite.rs` | turning the log on and off, BGREWRITEAOF's child and its end, the start-up set |
 //! | `load.rs` | loading the set (base, increments) at start and for DEBUG LOADAOF |
 
+pub mod base;
 pub mod files;
 pub mod load;
 pub mod manifest;
@@ -135,6 +137,8 @@ pub struct RewriteChild {
     /// It turns the log on (CONFIG SET appendonly yes): the manifest is written when it ends well, and
     /// the log goes off again if it fails.
     pub turning_on: bool,
+    /// The base it writes is a snapshot (else commands).
+    pub rdb_base: bool,
 }
 
 /// The append-only file: its settings, the records not yet written, the open increment, INFO's counts.

@@ -10,12 +10,15 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::base::write_commands;
 use super::files::{len_of, make_dir, open_incr, persist_manifest, remove_history};
 use super::manifest::{Kind, Manifest, Names, Part};
 use super::{Aof, RewriteChild};
 use crate::snapshot::save::{extras, format};
-use crate::snapshot::write::{save_to, Extras};
+use crate::snapshot::write::{save_to, Extras, Format};
 use crate::state::Shared;
+use hopless_kv::store::Frozen;
+use hopless_kv::Limits;
 
 pub const IN_PROGRESS: &str = "ERR Background append only file rewriting already in progress";
 
@@ -24,15 +27,31 @@ fn temp_name(pid: i32) -> String {
     format!("temp-rewriteaof-bg-{pid}.aof")
 }
 
-/// The dataset as a snapshot at `path` (the caller holds every gate).
-fn write_base(shared: &Shared, path: &Path) -> io::Result<()> {
+/// The dataset at `path` as a base (the caller holds every gate): a snapshot, or commands.
+fn write_base(shared: &Shared, path: &Path, rdb: bool) -> io::Result<()> {
     let s = shared.persistence.settings();
     let extras = Extras {
         aof_base: true,
         ..extras(shared)
     };
     let frozen = shared.store.freeze();
-    save_to(path, &frozen, &extras, &shared.store.limits(), format(&s))
+    write_frozen(path, &frozen, &extras, &shared.store.limits(), format(&s), rdb)
+}
+
+/// A base of `frozen` at `path`: a snapshot (`aof-use-rdb-preamble yes`), or commands.
+fn write_frozen(
+    path: &Path,
+    frozen: &Frozen<'_, hopless::Hopless>,
+    extras: &Extras,
+    limits: &Limits,
+    fmt: Format,
+    rdb: bool,
+) -> io::Result<()> {
+    if rdb {
+        save_to(path, frozen, extras, limits, fmt)
+    } else {
+        write_commands(path, frozen, extras, limits, fmt.compress)
+    }
 }
 
 /// Opens the set at start, once what it holds is loaded, and starts recording: a set with no base gets
@@ -49,8 +68,8 @@ pub fn open_at_start(shared: &Shared) -> io::Result<()> {
     let before = m.clone();
     if m.base.is_none() {
         let seq = m.next_base_seq();
-        let name = names.base(seq, true);
-        write_base(shared, &dir.join(&name))?;
+        let name = names.base(seq, s.rdb_preamble);
+        write_base(shared, &dir.join(&name), s.rdb_preamble)?;
         tracing::info!("Creating AOF base file {name} on server start");
         m.base = Some(Part {
             name,
@@ -157,7 +176,8 @@ pub fn start(shared: &Shared, turn_on: bool) -> Result<(), String> {
     if pid == 0 {
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
-        let ok = save_to(&dir.join(temp_name(me)), &frozen, &extras, &limits, fmt).is_ok();
+        let rdb = s.rdb_preamble;
+        let ok = write_frozen(&dir.join(temp_name(me)), &frozen, &extras, &limits, fmt, rdb).is_ok();
         // SAFETY: ends the child at once; nothing of the parent's runs in it.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
@@ -179,6 +199,7 @@ pub fn start(shared: &Shared, turn_on: bool) -> Result<(), String> {
         started: Instant::now(),
         first_incr,
         turning_on,
+        rdb_base: s.rdb_preamble,
     }));
     aof.rewrite_scheduled.store(false, Ordering::Relaxed);
     if turning_on {
@@ -250,7 +271,7 @@ fn install(shared: &Shared, c: RewriteChild) -> io::Result<()> {
     let dir = log.dir.clone();
     let mut m = log.manifest.clone();
     let seq = m.next_base_seq();
-    let name = names.base(seq, true);
+    let name = names.base(seq, c.rdb_base);
     std::fs::rename(dir.join(temp_name(c.pid)), dir.join(&name))?;
     let old_base = m.base.replace(Part {
         name,
