@@ -263,6 +263,16 @@ async fn wait_unblocked(
     conn.entry.blocked.store(false, Ordering::Relaxed);
     match reply {
         Some(r) => {
+            if shared.aof.is_on() {
+                // The write that served it commits its records (the pop it made for this client) to
+                // the append-only file before it lets every gate go: passing through this loop's gate
+                // orders this reply after them, and the flush before the write covers them.
+                drop(
+                    shared
+                        .gate
+                        .enter_unless(conn.loop_index, || shared.running.busy()),
+                );
+            }
             // An error that unblocks it (a consumer group gone, CLIENT UNBLOCK ERROR) counts as the
             // command's failure and in the error stats, as Redis counts it.
             if let (Some(msg), Some((args, _))) = (r.strip_prefix(b"-"), wait.slow.as_ref()) {
