@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::differ::{start_redis_with, Differ, Order};
+use common::differ::{mask_times, start_redis_with, Differ, Order};
 use common::Raw;
 use hopless_server::codec::Frame;
 
@@ -162,36 +162,7 @@ fn compare_loaded(d: &mut Differ) {
         "XINFO STREAM x:auto",
         "FUNCTION LIST WITHCODE",
     ] {
-        d.run_masked(cmd, mask_idle);
-    }
-}
-
-/// Blanks the idle times (they count from the last access, which differs between the two).
-fn mask_idle(f: Frame) -> Frame {
-    match f {
-        Frame::Array(v) => {
-            let mut out = Vec::with_capacity(v.len());
-            let mut blank = false;
-            for x in v {
-                if blank {
-                    out.push(Frame::Integer(0));
-                    blank = false;
-                    continue;
-                }
-                if let Frame::Bulk(b) = &x {
-                    blank = matches!(
-                        &b[..],
-                        b"idle" | b"inactive" | b"radix-tree-nodes" | b"radix-tree-keys"
-                    );
-                }
-                out.push(mask_idle(x));
-            }
-            if out.len() == 4 && matches!(out[1], Frame::Bulk(_)) && matches!(out[2], Frame::Integer(_)) {
-                out[2] = Frame::Integer(0);
-            }
-            Frame::Array(out)
-        }
-        other => other,
+        d.run_masked(cmd, mask_times);
     }
 }
 
@@ -225,7 +196,6 @@ fn wait_rewrite(w: &mut Raw) {
 #[test]
 fn hopless_s_set_loads_in_redis_and_passes_redis_check_aof() {
     let dir = temp_dir("ours");
-    let d_str = dir.to_str().unwrap().to_string();
     let Some(mut d) = Differ::start_with(&["--save", ""], |o| {
         o.snapshot.dir = dir.clone();
         o.aof.enabled = true;
@@ -233,6 +203,12 @@ fn hopless_s_set_loads_in_redis_and_passes_redis_check_aof() {
         return;
     };
     workload(&mut d.ours);
+    check_in_redis(d, &dir);
+}
+
+/// `redis-check-aof` accepts the set hopless (`d.ours`) wrote in `dir`, and a Redis that loads it
+/// matches hopless key by key (the writer stands for `redis`, that Redis for `ours`).
+fn check_in_redis(mut d: Differ, dir: &Path) {
     if common::require_tool("redis-check-aof") {
         let out = Command::new("redis-check-aof")
             .arg(dir.join("appendonlydir/appendonly.aof.manifest"))
@@ -244,13 +220,13 @@ fn hopless_s_set_loads_in_redis_and_passes_redis_check_aof() {
             "redis-check-aof refused hopless's set:\n{text}"
         );
     }
-    // The writer (hopless) stands for `redis`, a Redis that loaded its set for `ours`.
+    let d_str = dir.to_str().unwrap().to_string();
     let (guard, raddr) = start_redis_with(&["--save", "", "--appendonly", "yes", "--dir", &d_str]).unwrap();
     d.redis = std::mem::replace(&mut d.ours, Raw::connect(raddr));
     compare_loaded(&mut d);
     d.assert_none();
     drop(guard);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -446,7 +422,6 @@ fn the_log_turns_on_and_off_at_run_time() {
 #[test]
 fn a_base_of_commands_loads_in_redis() {
     let dir = temp_dir("commands");
-    let d_str = dir.to_str().unwrap().to_string();
     let Some(mut d) = Differ::start_with(&["--save", ""], |o| {
         o.snapshot.dir = dir.clone();
         o.aof.enabled = true;
@@ -460,21 +435,8 @@ fn a_base_of_commands_loads_in_redis() {
         common::simple("Background append only file rewriting started")
     );
     wait_rewrite(&mut d.ours);
-    let set = dir.join("appendonlydir");
-    let manifest = std::fs::read_to_string(set.join("appendonly.aof.manifest")).unwrap();
+    let manifest = std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).unwrap();
     assert!(manifest.contains(".base.aof seq"), "{manifest}");
-    if common::require_tool("redis-check-aof") {
-        let out = Command::new("redis-check-aof")
-            .arg(set.join("appendonly.aof.manifest"))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "redis-check-aof refused the base:\n{text}");
-    }
-    let (guard, raddr) = start_redis_with(&["--save", "", "--appendonly", "yes", "--dir", &d_str]).unwrap();
-    d.redis = std::mem::replace(&mut d.ours, Raw::connect(raddr));
-    compare_loaded(&mut d);
-    d.assert_none();
-    drop(guard);
-    let _ = std::fs::remove_dir_all(&dir);
+    check_in_redis(d, &dir);
 }
+

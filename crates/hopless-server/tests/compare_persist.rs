@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::differ::{start_redis, start_redis_with, Differ, Order};
+use common::differ::{mask_times, start_redis, start_redis_with, Differ, Order};
 use hopless_server::codec::Frame;
 
 /// Every type, small (listpack, intset) and large, with and without TTLs.
@@ -71,34 +71,6 @@ fn compare_stream_state(d: &mut Differ) {
         d.run_masked(&format!("XPENDING {k} g1 - + 10"), mask);
         d.run_masked(&format!("XINFO CONSUMERS {k} g1"), mask);
         d.run_masked(&format!("XINFO CONSUMERS {k} g2"), mask);
-    }
-}
-
-/// Blanks the integers after `idle`, `seen-time`-like fields and the pending entries' idle times, and
-/// XINFO STREAM's radix-tree counts (node layout is each server's own).
-fn mask_times(f: Frame) -> Frame {
-    match f {
-        Frame::Array(v) => {
-            let mut out = Vec::with_capacity(v.len());
-            let mut blank_next = false;
-            for x in v {
-                if blank_next {
-                    out.push(Frame::Integer(0));
-                    blank_next = false;
-                    continue;
-                }
-                if let Frame::Bulk(b) = &x {
-                    blank_next = matches!(&b[..], b"idle" | b"radix-tree-keys" | b"radix-tree-nodes");
-                }
-                out.push(mask_times(x));
-            }
-            // XPENDING's extended rows: [id, consumer, idle, deliveries].
-            if out.len() == 4 && matches!(out[2], Frame::Integer(_)) && matches!(out[1], Frame::Bulk(_)) {
-                out[2] = Frame::Integer(0);
-            }
-            Frame::Array(out)
-        }
-        other => other,
     }
 }
 

@@ -3,8 +3,7 @@
 //! goes in whole), which Redis's loader and hopless's read as any increment. Written through a
 //! temporary file renamed over the target, as the snapshot is.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use hopless_kv::persist::{dump_payload, Obj};
@@ -12,7 +11,7 @@ use hopless_kv::store::Frozen;
 use hopless_kv::Limits;
 
 use super::stage::encode;
-use crate::snapshot::write::Extras;
+use crate::snapshot::write::{write_through_temp, Extras};
 
 /// Writes the commands that make `frozen`'s dataset (and `extras`' libraries) to `target`.
 pub fn write_commands(
@@ -22,13 +21,8 @@ pub fn write_commands(
     limits: &Limits,
     compress: bool,
 ) -> io::Result<()> {
-    let dir = target
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let temp = dir.join(format!("temp-{}.aof", std::process::id()));
-    let written = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&temp)?);
+    let temp = format!("temp-{}.aof", std::process::id());
+    write_through_temp(target, &temp, |mut w| {
         let mut rec = Vec::new();
         encode(&mut rec, &["SELECT", "0"]);
         for code in &extras.libraries {
@@ -54,14 +48,6 @@ pub fn write_commands(
             }
             failed = w.write_all(&rec);
         });
-        failed?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, target)?;
-        File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+        failed.map(|()| w)
+    })
 }

@@ -14,7 +14,7 @@ use super::base::write_commands;
 use super::files::{len_of, make_dir, open_incr, persist_manifest, remove_history};
 use super::manifest::{Kind, Manifest, Names, Part};
 use super::{Aof, RewriteChild};
-use crate::snapshot::save::{extras, format};
+use crate::snapshot::save::{extras, format, kill_and_reap, reap};
 use crate::snapshot::write::{save_to, Extras, Format};
 use crate::state::Shared;
 use hopless_kv::store::Frozen;
@@ -214,13 +214,9 @@ pub fn tick(shared: &Shared) {
     let aof = &shared.aof;
     aof.tick();
     if let Some(c) = aof.child() {
-        let mut status = 0;
-        // SAFETY: waits without blocking for our own child, writing its status into a local.
-        let r = unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) };
-        if r == 0 {
+        let Some(ok) = reap(c.pid) else {
             return;
-        }
-        let ok = r == c.pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        };
         aof.set_child(None);
         match ok.then(|| install(shared, c)) {
             Some(Ok(())) => {
@@ -297,12 +293,7 @@ fn install(shared: &Shared, c: RewriteChild) -> io::Result<()> {
 pub fn kill_child(shared: &Shared) {
     let aof = &shared.aof;
     if let Some(c) = aof.child() {
-        // SAFETY: signals and reaps our own child.
-        unsafe {
-            libc::kill(c.pid, libc::SIGKILL);
-            let mut status = 0;
-            libc::waitpid(c.pid, &mut status, 0);
-        }
+        kill_and_reap(c.pid);
         let _ = std::fs::remove_file(aof.log().dir.join(temp_name(c.pid)));
         aof.set_child(None);
     }

@@ -128,13 +128,9 @@ fn save_point_due(shared: &Shared) -> bool {
 pub fn tick(shared: &Shared) {
     let p = &shared.persistence;
     if let Some(c) = p.child() {
-        let mut status = 0;
-        // SAFETY: waits without blocking for our own child, writing its status into a local.
-        let r = unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) };
-        if r == 0 {
+        let Some(ok) = reap(c.pid) else {
             return;
-        }
-        let ok = r == c.pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        };
         p.saved(ok, c.changes_at_fork, Some(c.started));
         p.set_child(None);
         if ok {
@@ -154,16 +150,29 @@ pub fn tick(shared: &Shared) {
     }
 }
 
+/// Whether our forked child `pid` has ended: None while it runs, else whether it exited with 0.
+pub fn reap(pid: i32) -> Option<bool> {
+    let mut status = 0;
+    // SAFETY: waits without blocking for our own child, writing its status into a local.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    (r != 0).then(|| r == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+}
+
+/// Stops our forked child `pid` and waits for it.
+pub fn kill_and_reap(pid: i32) {
+    // SAFETY: signals and reaps our own child, writing its status into a local.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
 /// Stops a background save in flight (its file is left unwritten) and waits for the child.
 pub fn kill_child(shared: &Shared) {
     let p = &shared.persistence;
     if let Some(c) = p.child() {
-        // SAFETY: signals and reaps our own child.
-        unsafe {
-            libc::kill(c.pid, libc::SIGKILL);
-            let mut status = 0;
-            libc::waitpid(c.pid, &mut status, 0);
-        }
+        kill_and_reap(c.pid);
         let s = p.settings();
         let _ = std::fs::remove_file(s.dir.join(format!("temp-{}.rdb", c.pid)));
         p.set_child(None);

@@ -133,20 +133,25 @@ pub fn save_to(
     limits: &Limits,
     fmt: Format,
 ) -> io::Result<()> {
+    let temp = format!("temp-{}.rdb", std::process::id());
+    write_through_temp(target, &temp, |w| write_rdb(w, frozen, extras, limits, fmt))
+}
+
+/// Writes `target` as `fill` writes it, through `temp` in the same directory: flushed, renamed over
+/// `target`, the directory flushed after, so a crash leaves the old file or the new one whole; `temp`
+/// is removed if anything fails.
+pub fn write_through_temp(
+    target: &Path,
+    temp: &str,
+    fill: impl FnOnce(io::BufWriter<File>) -> io::Result<io::BufWriter<File>>,
+) -> io::Result<()> {
     let dir = target
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    let temp = dir.join(temp);
     let written = (|| {
-        let file = File::create(&temp)?;
-        let w = write_rdb(
-            io::BufWriter::with_capacity(1 << 20, file),
-            frozen,
-            extras,
-            limits,
-            fmt,
-        )?;
+        let w = fill(io::BufWriter::with_capacity(1 << 20, File::create(&temp)?))?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         std::fs::rename(&temp, target)?;

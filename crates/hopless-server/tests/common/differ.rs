@@ -325,3 +325,34 @@ impl Differ {
         );
     }
 }
+
+/// Blanks what two servers' replies differ in for no fault of either: the integers after `idle` and
+/// `inactive` (times since the last access), the pending entries' idle times (XPENDING's extended rows:
+/// id, consumer, idle, deliveries), and XINFO STREAM's radix-tree counts (each server's node layout).
+pub fn mask_times(f: Frame) -> Frame {
+    match f {
+        Frame::Array(v) => {
+            let mut out = Vec::with_capacity(v.len());
+            let mut blank = false;
+            for x in v {
+                if blank {
+                    out.push(Frame::Integer(0));
+                    blank = false;
+                    continue;
+                }
+                if let Frame::Bulk(b) = &x {
+                    blank = matches!(
+                        &b[..],
+                        b"idle" | b"inactive" | b"radix-tree-nodes" | b"radix-tree-keys"
+                    );
+                }
+                out.push(mask_times(x));
+            }
+            if out.len() == 4 && matches!(out[1], Frame::Bulk(_)) && matches!(out[2], Frame::Integer(_)) {
+                out[2] = Frame::Integer(0);
+            }
+            Frame::Array(out)
+        }
+        other => other,
+    }
+}
