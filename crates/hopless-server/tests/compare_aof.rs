@@ -440,3 +440,31 @@ fn a_base_of_commands_loads_in_redis() {
     check_in_redis(d, &dir);
 }
 
+/// A set of increments alone (its manifest names no base) loads, and gets no base made over them at
+/// start: the next load would apply them twice.
+#[test]
+fn a_set_without_a_base_keeps_its_increments_alone() {
+    let dir = temp_dir("nobase");
+    let s = loading(&dir, |_| {}).unwrap();
+    let mut c = Raw::connect(s.addr());
+    for _ in 0..5 {
+        c.cmd(&[b"INCR", b"counter"]).read();
+    }
+    drop(s);
+    let manifest = dir.join("appendonlydir/appendonly.aof.manifest");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let incrs: String = text
+        .lines()
+        .filter(|l| l.ends_with("type i"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&manifest, &incrs).unwrap();
+    for round in 0..2 {
+        let s = loading(&dir, |_| {}).unwrap();
+        let got = Raw::connect(s.addr()).cmd(&[b"GET", b"counter"]).read();
+        assert_eq!(got, common::bulk("5"), "start {round}");
+        drop(s);
+    }
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), incrs);
+    let _ = std::fs::remove_dir_all(&dir);
+}

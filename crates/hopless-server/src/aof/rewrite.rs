@@ -54,9 +54,9 @@ fn write_frozen(
     }
 }
 
-/// Opens the set at start, once what it holds is loaded, and starts recording: a set with no base gets
-/// one (the dataset now, as Redis 7.0 makes one), a set with no increment gets one, the manifest is
-/// written if it changed.
+/// Opens the set at start, once what it holds is loaded, and starts recording: an empty set gets a base
+/// (the dataset now, as Redis 7.0 makes one), a set with no increment gets one, the manifest is written
+/// if it changed.
 pub fn open_at_start(shared: &Shared) -> io::Result<()> {
     let aof = &shared.aof;
     let s = aof.settings();
@@ -66,7 +66,9 @@ pub fn open_at_start(shared: &Shared) -> io::Result<()> {
     let dir = log.dir.clone();
     let mut m = log.manifest.clone();
     let before = m.clone();
-    if m.base.is_none() {
+    // A base is made only for an empty set: one made over increments would hold what they hold, and a
+    // load would apply them twice (Redis makes one in the same case only).
+    if m.base.is_none() && m.incrs.is_empty() {
         let seq = m.next_base_seq();
         let name = names.base(seq, s.rdb_preamble);
         write_base(shared, &dir.join(&name), s.rdb_preamble)?;
