@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::differ::{mask_times, start_redis_with, Differ, Order};
+use common::differ::{keys, mask_times, start_redis_with, Differ, Order};
 use common::Raw;
 use hopless_server::codec::Frame;
 
@@ -132,19 +132,6 @@ fn send_all(r: &mut Raw, lines: &[String]) {
         let args = common::differ::split(l);
         let args: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         let _ = r.cmd(&args).read();
-    }
-}
-
-fn keys(r: &mut Raw) -> Vec<Vec<u8>> {
-    match r.cmd(&[b"KEYS", b"*"]).read() {
-        Frame::Array(v) => v
-            .into_iter()
-            .map(|f| match f {
-                Frame::Bulk(b) => b.to_vec(),
-                other => panic!("KEYS gave {other:?}"),
-            })
-            .collect(),
-        other => panic!("KEYS gave {other:?}"),
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::differ::{mask_times, start_redis, start_redis_with, Differ, Order};
+use common::differ::{keys, mask_times, start_redis, start_redis_with, Differ, Order};
 use hopless_server::codec::Frame;
 
 /// Every type, small (listpack, intset) and large, with and without TTLs.
@@ -74,19 +74,6 @@ fn compare_stream_state(d: &mut Differ) {
     }
 }
 
-fn keys(d: &mut Differ) -> Vec<Vec<u8>> {
-    match d.redis.cmd(&[b"KEYS", b"*"]).read() {
-        Frame::Array(v) => v
-            .into_iter()
-            .map(|f| match f {
-                Frame::Bulk(b) => b.to_vec(),
-                other => panic!("KEYS gave {other:?}"),
-            })
-            .collect(),
-        other => panic!("KEYS gave {other:?}"),
-    }
-}
-
 fn bulk(f: Frame) -> Vec<u8> {
     match f {
         Frame::Bulk(b) => b.to_vec(),
@@ -102,7 +89,7 @@ fn dump_payloads_move_both_ways() {
     let lines = setup();
     let lines: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
     d.script(&lines, |_| Order::Exact);
-    for k in keys(&mut d) {
+    for k in keys(&mut d.redis) {
         let from_redis = bulk(d.redis.cmd(&[b"DUMP", &k]).read());
         let from_ours = bulk(d.ours.cmd(&[b"DUMP", &k]).read());
         for (prefix, payload) in [(&b"r:"[..], &from_redis), (&b"h:"[..], &from_ours)] {

@@ -252,22 +252,6 @@ impl Differ {
     /// Compares the two keyspaces: the same keys, and each key's type, contents (in the type's order,
     /// or sorted where the type has none) and whether it has a TTL.
     pub fn compare_keyspace(&mut self) {
-        let keys = |r: &mut Raw| -> Vec<Vec<u8>> {
-            match r.cmd(&[b"KEYS", b"*"]).read() {
-                Frame::Array(v) => {
-                    let mut k: Vec<Vec<u8>> = v
-                        .into_iter()
-                        .map(|f| match f {
-                            Frame::Bulk(b) => b.to_vec(),
-                            other => panic!("KEYS gave {other:?}"),
-                        })
-                        .collect();
-                    k.sort();
-                    k
-                }
-                other => panic!("KEYS gave {other:?}"),
-            }
-        };
         let (kt, ko) = (keys(&mut self.redis), keys(&mut self.ours));
         if kt != ko {
             let show = |k: &[Vec<u8>]| {
@@ -354,5 +338,23 @@ pub fn mask_times(f: Frame) -> Frame {
             Frame::Array(out)
         }
         other => other,
+    }
+}
+
+/// Every key of the server `r` talks to, sorted.
+pub fn keys(r: &mut Raw) -> Vec<Vec<u8>> {
+    match r.cmd(&[b"KEYS", b"*"]).read() {
+        Frame::Array(v) => {
+            let mut k: Vec<Vec<u8>> = v
+                .into_iter()
+                .map(|f| match f {
+                    Frame::Bulk(b) => b.to_vec(),
+                    other => panic!("KEYS gave {other:?}"),
+                })
+                .collect();
+            k.sort();
+            k
+        }
+        other => panic!("KEYS gave {other:?}"),
     }
 }
