@@ -83,12 +83,15 @@ impl BlockedOp for Pop {
         };
         let zpop = |max: bool| if max { &b"ZPOPMAX"[..] } else { b"ZPOPMIN" };
         // Each pop made is recorded for the append-only file as the command that makes it without
-        // blocking, as Redis records it.
+        // blocking, as Redis records it (nothing is built when the log is off).
+        let logged = stage::armed();
         match self {
             Pop::One(end) => Ok(store
                 .list_pop(key, *end)?
                 .map(|v| {
-                    stage::record(&[pop(end), key]);
+                    if logged {
+                        stage::record(&[pop(end), key]);
+                    }
                     out.array(2);
                     out.bulk(key);
                     out.bulk(&v);
@@ -97,7 +100,9 @@ impl BlockedOp for Pop {
             Pop::Many(end, count) => Ok(store
                 .list_pop_many(key, *end, *count)?
                 .map(|v| {
-                    stage::record(&[pop(end), key, v.len().to_string().as_bytes()]);
+                    if logged {
+                        stage::record(&[pop(end), key, v.len().to_string().as_bytes()]);
+                    }
                     out.array(2);
                     out.bulk(key);
                     out.bulks(v.iter().map(|e| &e[..]));
@@ -106,7 +111,9 @@ impl BlockedOp for Pop {
             Pop::Move { dst, from, to } => Ok(store
                 .lmove(key, dst, *from, *to)?
                 .map(|v| {
-                    stage::record(&[&b"LMOVE"[..], key, dst, side(from), side(to)]);
+                    if logged {
+                        stage::record(&[&b"LMOVE"[..], key, dst, side(from), side(to)]);
+                    }
                     out.bulk(&v)
                 })
                 .is_some()),
@@ -115,7 +122,9 @@ impl BlockedOp for Pop {
                 let Some((m, s)) = pairs.first() else {
                     return Ok(false);
                 };
-                stage::record(&[zpop(*max), key]);
+                if logged {
+                    stage::record(&[zpop(*max), key]);
+                }
                 out.array(3);
                 out.bulk(key);
                 out.bulk(m);
@@ -127,7 +136,9 @@ impl BlockedOp for Pop {
                 if pairs.is_empty() {
                     return Ok(false);
                 }
-                stage::record(&[zpop(*max), key, pairs.len().to_string().as_bytes()]);
+                if logged {
+                    stage::record(&[zpop(*max), key, pairs.len().to_string().as_bytes()]);
+                }
                 out.array(2);
                 out.bulk(key);
                 pairs_reply(out, &pairs, true);

@@ -421,7 +421,7 @@ fn run(
         }
         Ok(()) if traits.write && !(traits.unchanged)(args, &ctx.out.buf[reply_at..]) => {
             stats.changes.add(1);
-            if crate::aof::stage::armed() {
+            if shared.aof.is_on() && crate::aof::stage::armed() {
                 crate::aof::propagate::changed(&shared.store, cmd.name, args, &ctx.out.buf[reply_at..]);
             }
             after_write(shared, i, args, changed_keys, in_exec, ctx.conn.id())
