@@ -40,27 +40,34 @@ fn serve(dir: &Path) -> Serving {
 }
 
 fn serve_with(dir: &Path, extra: &[&str]) -> Serving {
-    let port = common::free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_hopless-server"))
-        .args(["--port", &port.to_string(), "--threads", "2", "--save", ""])
-        .arg("--dir")
-        .arg(dir)
-        .args(extra)
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("hopless-server starts");
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let start = Instant::now();
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the server did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    // A free port may be taken by another test's server before ours binds it: ours then exits, and
+    // the port answers for the other one. Such a start is retried on another port.
+    loop {
+        let port = common::free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hopless-server"))
+            .args(["--port", &port.to_string(), "--threads", "2", "--save", ""])
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("hopless-server starts");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(addr).is_err() && child.try_wait().unwrap().is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the server did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        if child.try_wait().unwrap().is_none() {
+            return Serving { child, addr };
+        }
     }
-    Serving { child, addr }
 }
 
 fn temp_dir(name: &str) -> PathBuf {
