@@ -9,7 +9,9 @@ use crate::address::{locate, Located};
 use crate::fast;
 use crate::process::{for_each_cache_of_thread, process_init, HEAP};
 use crate::size_class::{self, small_class, SMALL_MAX};
-use crate::slow::{alloc_general, cache_or_init, checked_alloc, checked_free, checked_realloc};
+use crate::slow::{
+    again_after_trim, alloc_general, cache_or_init, checked_alloc, checked_free, checked_realloc,
+};
 use crate::stats::Stats;
 
 /// The hopless allocator. Zero-sized: every instance uses the one process heap.
@@ -315,6 +317,23 @@ impl Hopless {
         });
     }
 
+    /// Sets the memory limit in bytes (`None`: no limit), as `HOPLESS_LIMIT` does at start. What counts
+    /// is what the program's blocks occupy: the slabs lent to the size classes and the large blocks in
+    /// use (free memory kept for reuse and hopless's own metadata do not). An allocation that would pass
+    /// the limit fails (null; `GlobalAlloc` callers get the alloc error handler, C callers `ENOMEM`)
+    /// after a trim ([`Hopless::trim`]) was tried; [`Stats::limit_refusals`] counts the refusals. A limit
+    /// below what is held already refuses every request for new memory until enough is freed.
+    pub fn set_limit(bytes: Option<usize>) {
+        process_init();
+        crate::limit::set(bytes.unwrap_or(crate::limit::NONE));
+    }
+
+    /// The memory limit ([`Hopless::set_limit`]), if one is set.
+    pub fn limit() -> Option<usize> {
+        process_init();
+        Some(crate::limit::get()).filter(|&l| l != crate::limit::NONE)
+    }
+
     /// Returns the calling thread's cached blocks to the central heap.
     pub fn flush_thread_cache() {
         // SAFETY: the thread's own live caches.
@@ -481,7 +500,13 @@ unsafe impl GlobalAlloc for Hopless {
                 return p;
             }
         }
-        // SAFETY: forwarded contract (new_size > 0, p allocated with layout).
-        unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) }
+        // SAFETY: forwarded contract (new_size > 0, p allocated with layout); a failed realloc leaves
+        // `p` as it was, so it may be tried again.
+        let grow = || unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) };
+        let q = grow();
+        if q.is_null() {
+            return again_after_trim(grow);
+        }
+        q
     }
 }

@@ -61,6 +61,7 @@
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`), remote frees into owned slabs, slab lists; the address map segments and arenas share |
 //! | `cache` | the thread cache: magazines, the free key, what it keeps of the slabs it owns, the registry's state and the table of caches by id |
 //! | [`mod@stats`] | counters (feature `stats`) and the slabinfo-style table |
+//! | `limit` | the memory limit: what the program's blocks hold, counted by the slow paths, and the refusal |
 //! | `size_class` | the class table and the (size, align) → class mapping |
 //! | `lock` | the class lock (a futex mutex), with the fork holder's pass |
 //! | `scratch` | stack buffers a slow path writes before it reads them, left unzeroed |
@@ -137,6 +138,7 @@ where_native! {
     mod fast;
     mod heap;
     mod large;
+    mod limit;
     mod lock;
     mod mode;
     mod platform;

@@ -73,6 +73,15 @@ fn process_init_slow() {
     if crate::platform::env_flag(c"HOPLESS_OWNED_SLABS") {
         HEAP.set_owned_slabs(true);
     }
+    if let Some(text) = crate::platform::env_bytes(c"HOPLESS_LIMIT") {
+        match crate::limit::parse_size(text) {
+            Some(bytes) => crate::limit::set(bytes),
+            None => crate::platform::write_stderr(
+                b"hopless: HOPLESS_LIMIT is not a size (a number of bytes, or with k, m, g or t: 4g); \
+                  no limit set\n",
+            ),
+        }
+    }
     if let Some(key) = crate::platform::create_thread_key(on_thread_exit) {
         KEY.store(key, Ordering::Relaxed);
         KEY_OK.store(true, Ordering::Release);

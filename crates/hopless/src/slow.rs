@@ -8,8 +8,8 @@ use core::ptr;
 use crate::address::{locate, Located};
 use crate::cache::ThreadCache;
 use crate::process::{
-    current, current_or_null, empty, hardened_cache_of_thread, process_init, register_exit, retired,
-    set_current, set_hardened_cache, HEAP,
+    current, current_or_null, empty, for_each_cache_of_thread, hardened_cache_of_thread, process_init,
+    register_exit, retired, set_current, set_hardened_cache, HEAP,
 };
 
 /// The calling thread's cache, set up on first use; null when the thread has no cache (past its exit
@@ -143,11 +143,34 @@ pub(crate) unsafe fn checked_realloc(
 #[inline(never)]
 pub(crate) unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut u8 {
     process_init();
-    if let Some(p) = checked_alloc(size, align, false) {
-        return p;
+    let take = || {
+        if let Some(p) = checked_alloc(size, align, false) {
+            return p;
+        }
+        // SAFETY: the cache is this thread's or null.
+        unsafe { HEAP.take_block(cache_or_init(), class) }
+    };
+    let p = take();
+    if p.is_null() {
+        return again_after_trim(take);
     }
-    // SAFETY: the cache is this thread's or null.
-    unsafe { HEAP.take_block(cache_or_init(), class) }
+    p
+}
+
+/// An allocation failed: under a memory limit, the calling thread's cached blocks go back to their
+/// slabs, every free slab and cached mapping back to the OS (what `trim` does), and `alloc` runs once
+/// more. Null without a limit (the page source itself had no memory; a trim frees no address space).
+#[cold]
+#[inline(never)]
+pub(crate) fn again_after_trim(alloc: impl Fn() -> *mut u8) -> *mut u8 {
+    if !crate::limit::is_set() {
+        return ptr::null_mut();
+    }
+    // SAFETY: the thread's own live caches; no lock is held here (an allocation that failed has
+    // released everything it took).
+    for_each_cache_of_thread(|tc| unsafe { HEAP.flush_all(tc) });
+    HEAP.trim();
+    alloc()
 }
 
 /// The magazine was full (or this thread has no cache yet, or debug mode is on). The block's free key
@@ -214,9 +237,17 @@ pub(crate) unsafe fn free_unsized_slow(p: *mut u8) {
 #[inline(never)]
 pub(crate) unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *mut u8 {
     process_init();
-    if let Some(p) = checked_alloc(size, align, zeroed) {
-        return p;
+    let take = || {
+        if let Some(p) = checked_alloc(size, align, zeroed) {
+            return p;
+        }
+        // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a
+        // Layout).
+        unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
+    };
+    let p = take();
+    if p.is_null() {
+        return again_after_trim(take);
     }
-    // SAFETY: the cache is this thread's or null; size > 0 and align is a power of two (from a Layout).
-    unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
+    p
 }

@@ -83,6 +83,13 @@ pub struct Stats {
     pub segments: u64,
     pub purged_slabs: u64,
     pub thread_caches: u64,
+    /// The memory limit, if one is set ([`crate::Hopless::set_limit`]).
+    pub limit: Option<usize>,
+    /// What counts against the limit (whether or not one is set): the slabs lent to the size classes
+    /// and the usable bytes of the large blocks in use.
+    pub limit_held_bytes: u64,
+    /// Requests the limit refused.
+    pub limit_refusals: u64,
 }
 
 impl Default for Stats {
@@ -102,6 +109,9 @@ impl Default for Stats {
             segments: 0,
             purged_slabs: 0,
             thread_caches: 0,
+            limit: None,
+            limit_held_bytes: 0,
+            limit_refusals: 0,
         }
     }
 }
@@ -161,7 +171,15 @@ impl Stats {
             self.segments,
             self.purged_slabs,
             self.thread_caches
-        )
+        )?;
+        if let Some(limit) = self.limit {
+            writeln!(
+                out,
+                "limit: {} B, {} B held, {} requests refused",
+                limit, self.limit_held_bytes, self.limit_refusals
+            )?;
+        }
+        Ok(())
     }
 }
 

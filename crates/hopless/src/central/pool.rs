@@ -126,8 +126,21 @@ impl SlabPool {
     }
 
     /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
-    /// the page source has no memory.
+    /// the page source has no memory, or the slab would pass the memory limit (`crate::limit`: a slab is
+    /// counted from here until [`SlabPool::put`] takes it back).
     pub fn get<P: PageSource>(&self, source: &P) -> *mut Slab {
+        if !crate::limit::take(self.slot_size()) {
+            return ptr::null_mut();
+        }
+        let s = self.get_counted(source);
+        if s.is_null() {
+            crate::limit::give(self.slot_size());
+        }
+        s
+    }
+
+    /// [`SlabPool::get`] once the slab is counted against the limit.
+    fn get_counted<P: PageSource>(&self, source: &P) -> *mut Slab {
         {
             let mut g = self.inner.lock();
             // SAFETY: we hold the pool lock, which owns both lists.
@@ -217,6 +230,7 @@ impl SlabPool {
             // No block of a slab outside a class passes the C free path's check (see `Slab`).
             (*s).carved.store(0, Ordering::Relaxed);
         }
+        crate::limit::give(self.slot_size());
         // Read before the pool lock (a vDSO read, a few nanoseconds: `put` runs once per emptied slab).
         let now = now_ms();
         let mut g = self.inner.lock();

@@ -88,6 +88,9 @@ impl<P: PageSource> Heap<P> {
             st.segments += g.segments;
             st.purged_slabs += g.purged;
         }
+        st.limit = Some(crate::limit::get()).filter(|&l| l != crate::limit::NONE);
+        st.limit_held_bytes = crate::limit::held() as u64;
+        st.limit_refusals = crate::limit::refused();
         st
     }
 }

@@ -79,15 +79,16 @@ impl Evicted {
 }
 
 /// Makes a cached mapping `need` bytes long: trims a tail of more than half of `need` (a shorter one stays
-/// as the block's slack), or grows it (in place, or by moving its pages to a new aligned place). Returns
-/// the mapping as it is now; a null base when it could not grow (it is then released). A source that
-/// cannot resize leaves a bigger mapping as it is.
+/// as the block's slack; any tail when `exact`: the memory limit counts the block as `need`), or grows it
+/// (in place, or by moving its pages to a new aligned place). Returns the mapping as it is now; a null
+/// base when it could not grow (it is then released). A source that cannot resize leaves a bigger mapping
+/// as it is.
 ///
 /// # Safety
 ///
 /// `e` is a whole large mapping that nobody references any more, now the caller's.
-pub(super) unsafe fn fit<P: PageSource>(source: &P, e: Entry, need: usize) -> Entry {
-    if e.len >= need && e.len - need <= need / 2 {
+pub(super) unsafe fn fit<P: PageSource>(source: &P, e: Entry, need: usize, exact: bool) -> Entry {
+    if e.len >= need && (e.len == need || (!exact && e.len - need <= need / 2)) {
         return e;
     }
     // SAFETY: per the caller, the whole reservation is ours and unused.

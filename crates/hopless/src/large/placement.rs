@@ -11,9 +11,43 @@ use super::state::*;
 use crate::platform::{now_ms, os_page_size, PageSource};
 use crate::segment::{SegmentHeader, SEGMENT_MAP, SEGMENT_SIZE};
 
+/// Where a large block goes.
+#[derive(Clone, Copy)]
+enum Place {
+    /// An arena span of this many bytes.
+    Span(usize),
+    /// A mapping of its own, `need` bytes with a `guard`-byte guard page at its end.
+    Mapping { need: usize, guard: usize },
+}
+
+/// Where a block of `size` bytes aligned to `align` goes (`None`: too big). Up to [`MAX_SPAN`] and
+/// [`MAX_ALIGN`], unguarded, an arena span; otherwise a mapping of its own, whole pages of the kernel's
+/// (16 or 64 KiB on some aarch64 kernels), so that its guard page is one the kernel can protect and its
+/// length is what `munmap` frees.
+fn plan(size: usize, align: usize, guard_page: bool) -> Option<Place> {
+    let off = data_offset(align);
+    if !guard_page && align <= MAX_ALIGN {
+        if let Some(span) = off
+            .checked_add(size)
+            .and_then(|n| n.checked_next_multiple_of(SLICE))
+            .filter(|&n| n <= MAX_SPAN)
+        {
+            return Some(Place::Span(span));
+        }
+    }
+    let page = os_page_size();
+    let guard = if guard_page { page } else { 0 };
+    let need = off
+        .checked_add(size)?
+        .checked_next_multiple_of(page)?
+        .checked_add(guard)?;
+    (need <= isize::MAX as usize / 2).then_some(Place::Mapping { need, guard })
+}
+
 impl LargeCache {
     /// Allocates a large block, with a `PROT_NONE` page after it if `guard_page` (hardened mode); null on
-    /// failure (too big, or no memory).
+    /// failure (too big, no memory, or past the memory limit: the block counts its usable bytes there
+    /// until it is freed).
     pub fn alloc<P: PageSource>(
         &self,
         source: &P,
@@ -25,33 +59,48 @@ impl LargeCache {
         if !align.is_power_of_two() {
             return ptr::null_mut();
         }
+        let off = data_offset(align);
+        let Some(place) = plan(size, align, guard_page) else {
+            return ptr::null_mut();
+        };
+        // What the block will count: its usable bytes, known before it is placed (a cached mapping is
+        // made exactly `need` long while a limit is set: see `fit`).
+        let usable = match place {
+            Place::Span(span) => span - off,
+            Place::Mapping { need, guard } => need - off - guard,
+        };
+        if !crate::limit::take(usable) {
+            return ptr::null_mut();
+        }
         if self.huge_caught_up.due(source) {
             self.advise_huge_arenas(source);
         }
-        let off = data_offset(align);
-        if !guard_page && align <= MAX_ALIGN {
-            if let Some(span) = off
-                .checked_add(size)
-                .and_then(|n| n.checked_next_multiple_of(SLICE))
-                .filter(|&n| n <= MAX_SPAN)
-            {
-                return self.arena_alloc(source, size, off, span / SLICE, zeroed);
-            }
-        }
-        // A mapping of its own is whole pages of the kernel's (16 or 64 KiB on some aarch64 kernels), so
-        // that its guard page is one the kernel can protect and its length is what `munmap` frees.
-        let page = os_page_size();
-        let guard = if guard_page { page } else { 0 };
-        let Some(need) = off
-            .checked_add(size)
-            .and_then(|n| n.checked_next_multiple_of(page))
-            .and_then(|n| n.checked_add(guard))
-        else {
-            return ptr::null_mut();
+        let p = match place {
+            Place::Span(span) => self.arena_alloc(source, size, off, span / SLICE, zeroed),
+            Place::Mapping { need, guard } => self.map_block(source, size, align, zeroed, need, guard),
         };
-        if need > isize::MAX as usize / 2 {
-            return ptr::null_mut();
+        if p.is_null() {
+            crate::limit::give(usable);
+        } else {
+            // SAFETY: a block just placed starts `off` bytes after its header (both kinds).
+            let placed = unsafe { (*p.wrapping_sub(off).cast::<SegmentHeader>()).usable };
+            // Equal but for a cached mapping's slack taken while no limit was set.
+            crate::limit::settle(usable, placed);
         }
+        p
+    }
+
+    /// A block of its own mapping, `need` bytes long with a `guard`-byte guard page at its end.
+    fn map_block<P: PageSource>(
+        &self,
+        source: &P,
+        size: usize,
+        align: usize,
+        zeroed: bool,
+        need: usize,
+        guard: usize,
+    ) -> *mut u8 {
+        let off = data_offset(align);
         let huge = align >= SEGMENT_SIZE;
         let mut base = ptr::null_mut();
         let mut len = need;
@@ -66,7 +115,7 @@ impl LargeCache {
             if let Some(e) = taken {
                 let old_len = e.len;
                 // SAFETY: a cached mapping is a whole reservation that nobody references; it is ours now.
-                let e = unsafe { fit(source, e, need) };
+                let e = unsafe { fit(source, e, need, crate::limit::is_set()) };
                 if !e.base.is_null() {
                     base = e.base;
                     len = e.len;
@@ -122,6 +171,7 @@ impl LargeCache {
         let (len, usable, off) = unsafe { ((*seg).map_len, (*seg).usable, (*seg).data_offset) };
         // SAFETY: as above; clearing the magic makes a second free of the same block a reported fault.
         unsafe { (*seg).magic = 0 };
+        crate::limit::give(usable);
         if ARENA_MAP.contains(seg.cast()) {
             // SAFETY: per the caller; the map says the header is an arena block's.
             return unsafe { self.arena_free(source, seg, usable) };
@@ -204,13 +254,19 @@ impl LargeCache {
         } else {
             need
         };
+        let extra = new_len.saturating_sub(len);
+        if !crate::limit::take(extra) {
+            return ptr::null_mut();
+        }
         // SAFETY: the whole mapping is the caller's; the header moves with its pages.
         let nb = unsafe { remap(source, seg.cast(), len, new_len) };
         if nb.is_null() {
+            crate::limit::give(extra);
             return nb;
         }
         let nseg = nb.cast::<SegmentHeader>();
         let new_usable = new_len - off;
+        crate::limit::settle(usable + extra, new_usable);
         // SAFETY: the header is at the start of the (moved) mapping, which is ours.
         unsafe {
             (*nseg).map_len = new_len;

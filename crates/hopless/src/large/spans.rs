@@ -210,7 +210,13 @@ impl LargeCache {
         if m == n {
             return p;
         }
+        // Growth in place is counted against the memory limit before it is made (a move is counted by
+        // the `alloc` and `free` it takes).
+        let extra = m.saturating_sub(n) * SLICE;
         let resized = {
+            if !crate::limit::take(extra) {
+                return ptr::null_mut();
+            }
             let mut g = self.inner.lock();
             // SAFETY: a listed arena, under the lock; the span is ours (`n` slices from `s`).
             let k = unsafe {
@@ -218,10 +224,17 @@ impl LargeCache {
                     arena::shrink(a, s, n, m);
                     Some(m)
                 } else {
-                    let want = m.max(n + n / 4).min(MAX_SPAN / SLICE);
+                    // Room for the next steps of a growing buffer, but not under a memory limit,
+                    // which counts the span as `m` slices (reserved above).
+                    let room = if crate::limit::is_set() { 0 } else { n / 4 };
+                    let want = m.max(n + room).min(MAX_SPAN / SLICE);
                     arena::grow(a, s, n, m, want)
                 }
             };
+            match k {
+                Some(k) => crate::limit::settle(usable + extra, k * SLICE - off),
+                None => crate::limit::give(extra),
+            }
             if let Some(k) = k {
                 g.bytes_in_use = g
                     .bytes_in_use

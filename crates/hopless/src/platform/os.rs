@@ -77,6 +77,20 @@ pub fn env_setting(name: &core::ffi::CStr) -> Option<bool> {
     }
 }
 
+/// The environment variable `name`'s bytes: `None` when it is unset or empty (read with `getenv`,
+/// which does not allocate). The slice lives as long as the environment is not changed.
+pub fn env_bytes(name: &core::ffi::CStr) -> Option<&'static [u8]> {
+    // SAFETY: getenv reads the environment without allocating; the result is checked for null.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    if v.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null getenv result is a NUL-terminated string that stays while the environment is
+    // not changed (the caller reads it at once, during set-up).
+    let bytes = unsafe { core::ffi::CStr::from_ptr(v) }.to_bytes();
+    (!bytes.is_empty()).then_some(bytes)
+}
+
 /// A word of the random bytes the kernel gave this process at exec (`AT_RANDOM`), or 0 where there are
 /// none (and under Miri).
 pub fn process_random() -> usize {
