@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use super::pool::SlabPool;
 use crate::platform::PageSource;
-use crate::segment::{segment_of, SegmentHeader, Slab, SlabState, SEGMENT_SIZE};
+use crate::segment::{segment_of, SegmentHeader, Slab, SlabState, HEADER_AREA, SEGMENT_SIZE};
 
 /// The most slabs [`SlabPool::purge_up_to`] purges at once: a stack array of pointers.
 pub const PURGE_BATCH: usize = 64;
@@ -120,7 +120,9 @@ impl SlabPool {
             // reservation of `SEGMENT_SIZE` bytes that `get` made from `source` (segments are never
             // released while their pool lives); nothing uses the slots' memory (the slabs are ours).
             unsafe {
-                leave_huge_once(source, seg, start, len);
+                if leave_huge_once(source, seg, start, len) & 1 != 0 {
+                    decommit_header_tail(source, seg, slot, keep);
+                }
                 source.decommit(start, len);
             }
             rest = rest.get(n..).unwrap_or_default();
@@ -172,11 +174,19 @@ impl SlabPool {
 /// record written under an old epoch over a newer one loses nothing but the newer bits (those huge pages
 /// are advised again by the next purge that touches them).
 ///
+/// Returns the huge pages it left now and recorded (bit `i`: the segment's `i`-th), 0 when it gave no
+/// advice or the source gives none.
+///
 /// # Safety
 ///
 /// As for [`PageSource::leave_huge`]: `seg` is a small or medium segment of `source`, one whole
 /// reservation of `SEGMENT_SIZE` bytes, and `start..start + len` lies in it.
-unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, start: *mut u8, len: usize) {
+unsafe fn leave_huge_once<P: PageSource>(
+    source: &P,
+    seg: *mut SegmentHeader,
+    start: *mut u8,
+    len: usize,
+) -> u64 {
     let huge = crate::platform::huge_page_size();
     let from = start.addr() - seg.addr();
     let (first, last) = (from / huge, (from + len).div_ceil(huge));
@@ -193,7 +203,7 @@ unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, st
     let record = unsafe { &(*seg).left_huge };
     let seen = record.load(Ordering::Acquire);
     if bits != 0 && seen >> 32 == epoch && seen & bits == bits {
-        return;
+        return 0;
     }
     // Recorded only where the source gives advice at all (once it has advised any huge pages, it
     // does for good); read before the call, so a record never stands for a call that did nothing.
@@ -201,7 +211,7 @@ unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, st
     // SAFETY: per the caller.
     unsafe { source.leave_huge(seg.cast(), SEGMENT_SIZE, start, len) };
     if bits == 0 || !advising {
-        return;
+        return 0;
     }
     let _ = record.fetch_update(Ordering::Release, Ordering::Relaxed, |cur| {
         Some(if cur >> 32 == epoch {
@@ -210,6 +220,29 @@ unsafe fn leave_huge_once<P: PageSource>(source: &P, seg: *mut SegmentHeader, st
             epoch << 32 | bits
         })
     });
+    bits
+}
+
+/// Decommits the part of a segment's first slot past its header area ([`HEADER_AREA`]), which holds
+/// nothing: a huge page made it resident with the slabs beside it, and leaving that huge page keeps it
+/// resident as small pages (36 KiB a small segment, 484 KiB a medium one) unless it goes too. Rounded to
+/// the kernel's pages (with 64 KiB pages a small segment has no such part). `keep` bytes at its end
+/// stay: in hardened mode they hold the guard word of the first slab's first block.
+///
+/// # Safety
+///
+/// `seg` is a small or medium segment of `source` whose slots are `slot` bytes, one whole reservation
+/// of `SEGMENT_SIZE` bytes.
+unsafe fn decommit_header_tail<P: PageSource>(source: &P, seg: *mut SegmentHeader, slot: usize, keep: usize) {
+    let page = crate::platform::os_page_size();
+    let from = HEADER_AREA.next_multiple_of(page);
+    let end = (HEADER_AREA.div_ceil(slot) * slot).saturating_sub(keep) / page * page;
+    if from < end {
+        // SAFETY: `from..end` lies in the segment's first slots, below its first slab slot (`get`
+        // starts the slabs at `HEADER_AREA.div_ceil(slot)`) less `keep`, past the header area: nothing
+        // is stored there (hardened mode's guard word is in the `keep` bytes), and nothing reads it.
+        unsafe { source.decommit(seg.cast::<u8>().add(from), end - from) };
+    }
 }
 
 /// Sorts slabs by their slots' addresses: an insertion sort, for the at most [`PURGE_BATCH`] slabs a
