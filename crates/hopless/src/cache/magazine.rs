@@ -365,7 +365,8 @@ impl ThreadCache {
     }
 
     /// Grows the full magazine of `class` (doubling its capacity, up to [`MAG_GROWN`] and the cache's
-    /// [`GROWN_BUDGET`]) when its refills since its last flush brought at least its capacity in blocks:
+    /// [`GROWN_BUDGET`]) when it has flushed before and its refills since its last flush brought at
+    /// least its capacity in blocks:
     /// the class's working set is larger than the magazine and cycles through the central heap (a
     /// count that only wanders between empty and full, as in a thread that frees other threads' blocks
     /// and allocates as many, refills less before it fills), where each block would pay a flush and a
@@ -382,7 +383,10 @@ impl ThreadCache {
             let m = Self::mag(tc, class);
             let cap = (*m).cap;
             let most = MAG_GROWN.get(class).copied().unwrap_or(0);
-            if (*m).refills < cap || cap == 0 || cap >= most {
+            // Not before its first flush (`epoch_step` 0): a burst of allocations freed at once is a
+            // working set seen once, which growth would keep in the magazine (and its slabs resident
+            // while the thread idles); a working set that cycles comes round again.
+            if (*m).refills < cap || cap == 0 || cap >= most || (*m).epoch_step == 0 {
                 return false;
             }
             let to = cap.saturating_mul(2).min(most);

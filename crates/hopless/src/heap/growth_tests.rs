@@ -37,8 +37,12 @@ fn a_cycling_class_grows_its_magazine_and_stops_flushing() {
     // SAFETY: this test's cache; every block is freed once (the double free below is only pushed,
     // and the push refuses it without writing anything).
     unsafe {
+        // Seen once, the working set is a burst: the magazine flushes (and does not keep it).
         cycle(&heap, tc, class, n, 1);
         let m = ThreadCache::mag(tc, class);
+        assert_eq!((*m).cap, first, "a burst freed at once does not grow the magazine");
+        // Come round again, it cycles: the magazine grows to hold it.
+        cycle(&heap, tc, class, n, 1);
         assert!((*m).cap as usize >= n && (*m).cap > first, "cap {}", (*m).cap);
         assert_eq!((*tc).grown_bytes, ((*m).cap - first) as usize * class_size(class));
         let before = heap.stats().classes[class];
