@@ -51,7 +51,7 @@
 //! | `api` | [`Hopless`]: `GlobalAlloc`, `Allocator`, the C-style calls, the batch API, stats, trim |
 //! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
 //! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
-//! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork |
+//! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork; `background`: the thread that gives idle memory back |
 //! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, thread-owned slabs, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `central` | per class, the partial slabs (`class_heap`: the refill; `flush`: blocks checked, then returned under the class lock); per segment kind, the pool of unused slabs (`pool`) and its purges (`purge`) |
@@ -157,6 +157,8 @@ where_native! {
         pub mod platform {
             pub use crate::platform::{abort, env_flag, os_page_size};
         }
+        /// Whether the background purge thread runs (`process::background`).
+        pub use crate::process::background::running as background_running;
         pub mod report {
             pub use crate::report::Msg;
         }

@@ -7,6 +7,7 @@ use core::ptr;
 
 use crate::address::{locate, Located};
 use crate::cache::ThreadCache;
+use crate::process::background;
 use crate::process::{
     current, current_or_null, empty, for_each_cache_of_thread, hardened_cache_of_thread, process_init,
     register_exit, retired, set_current, set_hardened_cache, HEAP,
@@ -188,7 +189,8 @@ pub(crate) unsafe fn free_slow(class: usize, p: *mut u8) {
         return;
     }
     // SAFETY: the caller frees a block of `class`; the cache is this thread's or null.
-    unsafe { HEAP.free_checked(cache_or_init(), class, p) }
+    unsafe { HEAP.free_checked(cache_or_init(), class, p) };
+    background::poke();
 }
 
 /// The block's first word is a free key for another place (see `cache::free_key`).
@@ -225,7 +227,8 @@ pub(crate) unsafe fn free_unsized_slow(p: *mut u8) {
         tc = cache_or_init();
     }
     // SAFETY: per the caller; `tc` is this thread's live cache or null.
-    unsafe { HEAP.free_ptr(tc, p) }
+    unsafe { HEAP.free_ptr(tc, p) };
+    background::poke();
 }
 
 /// Everything the fast path does not take: alignment over 16, sizes over 4 KiB.

@@ -382,6 +382,11 @@ impl<P: PageSource> Heap<P> {
         // Where large memory is given back, every empty slab that waited out the purge delay goes too
         // (a slab purged here has been unused for the delay, so this is at most one `madvise` per slab
         // per delay): a program past a phase of small blocks gives them back without a trim.
+        self.purge_expired();
+    }
+
+    /// Purges every empty slab that waited out the purge delay in any pool (with no lock held).
+    pub(crate) fn purge_expired(&self) {
         let keep_last_page = self.checks().keep_last_page;
         for pool in self.pools() {
             pool.purge_expired(&self.source, keep_last_page, pool.max_dirty(), pool.max_dirty());

@@ -26,5 +26,6 @@ pub use os::{abort, env_bytes, env_flag, env_setting, now_ms, process_random, re
 pub use pages::{OsPages, SystemPages};
 pub use source::{os_page_size, PageSource, Reservation, PAGE_SIZE};
 pub use threads::{
-    create_thread_key, current_tid, futex_wait, futex_wake_one, set_thread_value, thread_self, yield_now,
+    create_thread_key, current_tid, futex_wait, futex_wait_ms, futex_wake_one, set_thread_value, spawn_detached,
+    thread_self, yield_now,
 };

@@ -34,18 +34,20 @@ pub fn thread_alive(tid: i32) -> bool {
     })
 }
 
-/// One private futex operation on `word`, with no timeout. Leaves `errno` as it was.
-fn futex(word: &core::sync::atomic::AtomicU32, op: libc::c_int, val: u32) {
+/// One private futex operation on `word` (`timeout`: a relative one for FUTEX_WAIT, null for none).
+/// Leaves `errno` as it was.
+fn futex(word: &core::sync::atomic::AtomicU32, op: libc::c_int, val: u32, timeout: *const libc::timespec) {
     keeping_errno(|| {
         // SAFETY: `word` is a live, aligned 32-bit atomic for the call's length; FUTEX_WAIT only reads it
-        // and FUTEX_WAKE touches no memory; a null timeout is "none" (FUTEX_WAKE ignores it).
+        // and FUTEX_WAKE touches no memory; `timeout` is null ("none"; FUTEX_WAKE ignores it) or a
+        // valid timespec the kernel only reads.
         unsafe {
             libc::syscall(
                 libc::SYS_futex,
                 word.as_ptr(),
                 op | libc::FUTEX_PRIVATE_FLAG,
                 val,
-                ptr::null::<libc::timespec>(),
+                timeout,
             )
         }
     });
@@ -54,12 +56,55 @@ fn futex(word: &core::sync::atomic::AtomicU32, op: libc::c_int, val: u32) {
 /// Sleeps while `word` holds `expected` (the kernel checks it atomically with going to sleep), until a
 /// [`futex_wake_one`] on it, or a spurious return. Leaves `errno` as it was.
 pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
-    futex(word, libc::FUTEX_WAIT, expected);
+    futex(word, libc::FUTEX_WAIT, expected, ptr::null());
+}
+
+/// [`futex_wait`] for at most `ms` milliseconds.
+pub fn futex_wait_ms(word: &core::sync::atomic::AtomicU32, expected: u32, ms: u32) {
+    let timeout = libc::timespec {
+        tv_sec: (ms / 1000) as libc::time_t,
+        tv_nsec: (ms % 1000) as libc::c_long * 1_000_000,
+    };
+    futex(word, libc::FUTEX_WAIT, expected, &timeout);
+}
+
+/// Starts a detached thread named `name` (at most 15 bytes) running `main`, with a `stack`-byte stack and
+/// every signal blocked (a signal for the process never runs the program's handler on it). False when
+/// the thread could not be made. `pthread_create` may call `malloc` (glibc allocates the new thread's
+/// thread-local vector): the caller holds no allocator lock and its own state is settled, so such a call
+/// is an ordinary one.
+pub fn spawn_detached(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, stack: usize, name: &core::ffi::CStr) -> bool {
+    keeping_errno(|| {
+        // SAFETY: every pointer passed is to a local that outlives the call (`attr`, `all`, `old`,
+        // `thread`); the attribute object is initialised before use and destroyed after; the signal
+        // mask is restored on every path before returning; `main` is an `extern "C"` fn that takes a
+        // null argument.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = core::mem::zeroed();
+            if libc::pthread_attr_init(&mut attr) != 0 {
+                return false;
+            }
+            libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+            libc::pthread_attr_setstacksize(&mut attr, stack.max(libc::PTHREAD_STACK_MIN));
+            let mut all: libc::sigset_t = core::mem::zeroed();
+            let mut old: libc::sigset_t = core::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            let mut thread: libc::pthread_t = 0;
+            let made = libc::pthread_create(&mut thread, &attr, main, ptr::null_mut()) == 0;
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
+            libc::pthread_attr_destroy(&mut attr);
+            if made {
+                libc::pthread_setname_np(thread, name.as_ptr());
+            }
+            made
+        }
+    })
 }
 
 /// Wakes one thread sleeping in [`futex_wait`] on `word`. Leaves `errno` as it was.
 pub fn futex_wake_one(word: &core::sync::atomic::AtomicU32) {
-    futex(word, libc::FUTEX_WAKE, 1);
+    futex(word, libc::FUTEX_WAKE, 1, ptr::null());
 }
 
 /// Gives the rest of the time slice away.

@@ -9,10 +9,14 @@
 //! path, which takes a cache from the heap's registry and registers the thread's exit hook. The checked
 //! modes keep every thread on the empty cache, so the fast path needs no mode test.
 //!
+//! Idle memory goes back from a background thread (`background`), started by a free's slow path.
+//!
 //! Fork: the handlers, registered at load time, take every lock before the fork and give them back after
 //! it, in the parent and in the child, where the forking thread's caches get the child's thread id. A
 //! handler the program registered earlier may allocate: its calls come after ours in the prepare order,
 //! from the thread that holds every lock, which `lock` lets through.
+
+pub(crate) mod background;
 
 use core::cell::UnsafeCell;
 use core::ptr;
@@ -73,6 +77,7 @@ fn process_init_slow() {
     if crate::platform::env_flag(c"HOPLESS_OWNED_SLABS") {
         HEAP.set_owned_slabs(true);
     }
+    background::configure();
     if let Some(text) = crate::platform::env_bytes(c"HOPLESS_LIMIT") {
         match crate::limit::parse_size(text) {
             Some(bytes) => crate::limit::set(bytes),
@@ -250,6 +255,7 @@ extern "C" fn fork_parent() {
 
 extern "C" fn fork_child() {
     crate::lock::clear_fork_holder();
+    background::after_fork_in_child();
     let tid = crate::platform::current_tid();
     // The other threads' caches are now of an earlier process (`Heap::new_thread_cache`).
     crate::cache::FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
