@@ -270,6 +270,18 @@ impl ThreadCache {
         Self::count_of(unsafe { Self::mag(tc, class) }).load(Ordering::Relaxed) as usize
     }
 
+    /// Blocks in the magazine of `class` as any thread sees them (a snapshot's count, `Heap::stats`):
+    /// the owner may push or pop meanwhile, so the count may be a moment old.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a cache of the registry that stays mapped during the call; `class < NUM_CLASSES`.
+    #[inline]
+    pub unsafe fn count_seen(tc: *mut ThreadCache, class: usize) -> usize {
+        // SAFETY: per the caller; the count is read through an atomic.
+        (Self::count_of(unsafe { Self::mag(tc, class) }).load(Ordering::Relaxed) as usize).min(MAG_MAX)
+    }
+
     /// The block in slot `i` of the magazine of `class` (for tests).
     ///
     /// # Safety

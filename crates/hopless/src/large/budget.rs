@@ -77,6 +77,7 @@ impl LargeInner {
         self.hits = self.hits.wrapping_add(u64::from(hit));
         self.bytes_in_use = self.bytes_in_use.wrapping_add(usable as u64);
         self.peak_bytes = self.peak_bytes.max(self.bytes_in_use);
+        self.peak_blocks = self.peak_blocks.max(self.allocs.wrapping_sub(self.frees));
         self.window_peak = self.window_peak.max(self.bytes_in_use);
     }
 

@@ -59,6 +59,8 @@ pub struct LargeInner {
     pub hits: u64,
     pub bytes_in_use: u64,
     pub peak_bytes: u64,
+    /// The most large blocks in use at once (`allocs - frees` at its highest).
+    pub peak_blocks: u64,
     /// The most large bytes in use since `window_at` (ms of [`now_ms`]), and in the window before.
     pub(super) window_peak: u64,
     pub(super) prev_peak: u64,
@@ -124,6 +126,7 @@ impl LargeCache {
                 hits: 0,
                 bytes_in_use: 0,
                 peak_bytes: 0,
+                peak_blocks: 0,
                 window_peak: 0,
                 prev_peak: 0,
                 window_at: 0,

@@ -49,6 +49,11 @@ impl FreeError {
 }
 
 impl Slab {
+    /// How many blocks of `class` a slab of `slot_size` bytes holds.
+    pub fn capacity_for(class: usize, slot_size: usize) -> u32 {
+        (slot_size / size_class::class_size(class)).min(MAX_BLOCKS) as u32
+    }
+
     /// Makes a pooled slab belong to `class`; everything in it free.
     ///
     /// # Safety
@@ -56,7 +61,7 @@ impl Slab {
     /// `slab` is a valid slab header nobody else touches (caller holds the class lock and took it from a
     /// pool); `start` is its slot, `slot_size` the slot's size.
     pub unsafe fn init(slab: *mut Slab, class: usize, start: *mut u8, slot_size: usize) {
-        let capacity = (slot_size / size_class::class_size(class)).min(MAX_BLOCKS) as u32;
+        let capacity = Self::capacity_for(class, slot_size);
         // SAFETY: per the caller, the header is valid and exclusively ours.
         let s = unsafe { &mut *slab };
         s.magic = SLAB_MAGIC;
