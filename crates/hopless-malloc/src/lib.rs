@@ -3,7 +3,9 @@
 //! Built as `libhopless.so` (for `LD_PRELOAD=.../libhopless.so program`, or `-lhopless`) and
 //! `libhopless.a`. Exports `malloc`, `free`, `calloc`, `realloc`, `reallocarray`, `posix_memalign`,
 //! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`, `malloc_usable_size`, `cfree` and glibc's `__libc_*`
-//! aliases, with glibc's edge-case semantics (see each function).
+//! aliases, with glibc's edge-case semantics (see each function); and glibc's introspection calls,
+//! `mallinfo2`, `mallinfo`, `malloc_stats`, `malloc_info` and `mallopt`, answered from hopless's own
+//! counts (`introspect`: what each of glibc's fields means here).
 //!
 //! Nothing here allocates while setting up: thread caches come from hopless's own pages, the thread-exit
 //! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), the fork
@@ -13,8 +15,18 @@
 //! one report it and abort, as glibc does for an invalid pointer, and `malloc_usable_size` reports 0.
 //!
 //! # Layout
-//! `malloc`: the malloc family, errno handling and foreign pointers. This file: what a build without
-//! `std` needs (`without_std`) and the process hooks (options at load, the stats at exit).
+//!
+//! Layers, top to bottom: each module uses only those listed below it (`scripts/check/layers.py`
+//! checks this table against the code).
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `introspect` | glibc's `mallinfo2`, `mallinfo`, `malloc_stats`, `malloc_info` and `mallopt`, from one stats snapshot each |
+//! | `malloc` | the malloc family, errno handling, foreign pointers |
+//! | `text` | text built on the stack for the reports: no allocation, no `core::fmt` |
+//!
+//! This file: what a build without `std` needs (`without_std`) and the process hooks (options at load,
+//! the stats at exit).
 
 // C ABI: each function's contract is the C standard's / glibc's.
 #![allow(clippy::missing_safety_doc)]
@@ -35,7 +47,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use hl::Hopless;
 
+mod introspect;
 mod malloc;
+mod text;
 
 /// What `std` would otherwise provide the library. An rlib built this way carries the panic handler, so
 /// link it only into programs without `std` (the cdylib and staticlib are what C programs use).

@@ -155,7 +155,7 @@ where_native! {
     #[doc(hidden)]
     pub mod experiment {
         pub mod platform {
-            pub use crate::platform::{abort, env_flag, os_page_size};
+            pub use crate::platform::{abort, env_flag, os_page_size, write_stderr};
         }
         /// Whether the background purge thread runs (`process::background`).
         pub use crate::process::background::running as background_running;
@@ -163,7 +163,7 @@ where_native! {
             pub use crate::report::Msg;
         }
         pub mod segment {
-            pub use crate::segment::{segment_of, slab_of, Slab};
+            pub use crate::segment::{segment_of, slab_of, Slab, SEGMENT_SIZE};
         }
         pub mod size_class {
             pub use crate::size_class::{

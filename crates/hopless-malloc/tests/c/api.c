@@ -1,0 +1,325 @@
+/* glibc's introspection calls (mallinfo2, mallinfo, malloc_stats, malloc_info, mallopt) answered from
+ * hopless's counts, checked against what the program allocated and frees.
+ *
+ *   api basic     the counts follow 1000 blocks of 4 KiB and a 10 MiB block in and out; the reports'
+ *                 text agrees with mallinfo2; mallinfo saturates; prints "ok"
+ *   api mallopt   mallopt's answers and malloc_info's to bad arguments, printed for a comparison
+ *                 with glibc's (the test runs this without hopless too)
+ *   api threads   the calls from several threads while others allocate and free; prints "ok"
+ *   api empty     malloc_stats and mallinfo2 before anything is allocated
+ *
+ * Runs preloaded (LD_PRELOAD=libhopless.so) and linked (-lhopless). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                                                     \
+    do {                                                                                             \
+        if (!(c)) {                                                                                  \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                   \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+/* Blocks the compiler cannot see freed unused (it may drop a malloc/free pair it can see). */
+static void *volatile blocks[1000];
+static void *volatile big;
+
+static void show(const char *what, struct mallinfo2 m) {
+    fprintf(stderr,
+            "%s: arena %zu ordblks %zu smblks %zu hblks %zu hblkhd %zu fsmblks %zu uordblks %zu fordblks "
+            "%zu keepcost %zu\n",
+            what, m.arena, m.ordblks, m.smblks, m.hblks, m.hblkhd, m.fsmblks, m.uordblks, m.fordblks,
+            m.keepcost);
+}
+
+/* What holds for any snapshot, even one taken while other threads allocate. */
+static void check_shape(struct mallinfo2 m) {
+    CHECK(m.usmblks == 0);
+    CHECK(m.fordblks == (m.arena > m.uordblks ? m.arena - m.uordblks : 0));
+    CHECK(m.hblkhd >= m.hblks * (256 * KIB));
+    CHECK(m.fsmblks >= m.smblks * 8);
+    CHECK(m.uordblks < ((size_t)1 << 46)); /* no count went below zero and wrapped */
+    CHECK(m.arena < ((size_t)1 << 46));
+}
+
+static size_t diff(size_t a, size_t b) { return a > b ? a - b : b - a; }
+
+/* stderr's text while `f` runs, in a buffer of `cap` bytes; returns its length. */
+static size_t capture_stderr(void (*f)(void), char *buf, size_t cap) {
+    FILE *tmp = tmpfile();
+    CHECK(tmp != NULL);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+    f();
+    CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    CHECK(fseek(tmp, 0, SEEK_SET) == 0);
+    size_t n = fread(buf, 1, cap - 1, tmp);
+    buf[n] = 0;
+    fclose(tmp);
+    return n;
+}
+
+static struct mallinfo2 stats_at;
+static void stats_now(void) {
+    stats_at = mallinfo2();
+    malloc_stats();
+}
+
+/* malloc_stats prints glibc's lines, with the numbers mallinfo2 gives for the same state. */
+static void check_malloc_stats(void) {
+    static char out[4096], want[4096];
+    capture_stderr(stats_now, out, sizeof out);
+    unsigned long regions = 0, bytes = 0;
+    const char *tail = strstr(out, "max mmap regions = ");
+    CHECK(tail != NULL && sscanf(tail, "max mmap regions = %lu\nmax mmap bytes   = %lu", &regions, &bytes) == 2);
+    snprintf(want, sizeof want,
+             "Arena 0:\nsystem bytes     = %10zu\nin use bytes     = %10zu\nTotal (incl. mmap):\n"
+             "system bytes     = %10zu\nin use bytes     = %10zu\nmax mmap regions = %10lu\n"
+             "max mmap bytes   = %10lu\n",
+             stats_at.arena, stats_at.uordblks, stats_at.arena, stats_at.uordblks, regions, bytes);
+    if (strcmp(out, want) != 0) {
+        fprintf(stderr, "malloc_stats wrote:\n%s\nexpected:\n%s\n", out, want);
+        exit(1);
+    }
+    CHECK(regions >= 1 && bytes >= 10 * MIB); /* the 10 MiB block was in use once */
+}
+
+/* malloc_info writes glibc's XML, whose totals are mallinfo2's for the same state. */
+static void check_malloc_info(void) {
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len); /* its buffer is malloc'd while malloc_info writes */
+    CHECK(f != NULL);
+    CHECK(malloc_info(1, f) == EINVAL); /* glibc returns the error number */
+    CHECK(malloc_info(-1, f) == EINVAL);
+    CHECK(malloc_info(0, NULL) == EINVAL);
+    fflush(f);
+    CHECK(len == 0);
+    struct mallinfo2 m = mallinfo2();
+    CHECK(malloc_info(0, f) == 0);
+    CHECK(fclose(f) == 0);
+    CHECK(strncmp(xml, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", 40) == 0);
+    CHECK(len > 10 && strcmp(xml + len - 10, "</malloc>\n") == 0);
+    size_t sizes = 0, counted = 0, fast_n = 0, fast_b = 0, rest_n = 0, rest_b = 0, mmap_n = 0, mmap_b = 0,
+           current = 0, lines = 0;
+    int in_heap = 0;
+    for (char *line = strtok(xml, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        size_t a, b, c, d;
+        lines++;
+        if (sscanf(line, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>", &a, &b, &c, &d) == 4) {
+            CHECK(a <= b && c == b * d && d > 0);
+            sizes++;
+            counted += d;
+        } else if (sscanf(line, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>", &a, &b) == 2) {
+            fast_n = a, fast_b = b;
+        } else if (sscanf(line, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>", &a, &b) == 2) {
+            rest_n = a, rest_b = b;
+        } else if (sscanf(line, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>", &a, &b) == 2) {
+            mmap_n = a, mmap_b = b;
+        } else if (sscanf(line, "<system type=\"current\" size=\"%zu\"/>", &a) == 1) {
+            current = a;
+        } else if (strcmp(line, "<heap nr=\"0\">") == 0) {
+            in_heap++;
+        } else {
+            CHECK(strncmp(line, "<system type=\"max\"", 18) == 0 || strncmp(line, "<aspace ", 8) == 0 ||
+                  strcmp(line, "<sizes>") == 0 || strcmp(line, "</sizes>") == 0 ||
+                  strcmp(line, "</heap>") == 0 || strcmp(line, "<malloc version=\"1\">") == 0 ||
+                  strcmp(line, "</malloc>") == 0);
+        }
+    }
+    CHECK(in_heap == 1 && lines >= 18);
+    CHECK(fast_n == m.smblks && fast_b == m.fsmblks && rest_n == m.ordblks);
+    CHECK(rest_b + fast_b == m.fordblks);
+    CHECK(mmap_n == m.hblks && mmap_b == m.hblkhd && current == m.arena);
+    CHECK(counted == fast_n + rest_n);
+    CHECK(sizes > 0);
+    free(xml);
+}
+
+static int basic(void) {
+    struct mallinfo2 m0 = mallinfo2();
+    check_shape(m0);
+    for (int i = 0; i < 1000; i++) {
+        blocks[i] = malloc(4 * KIB);
+        CHECK(blocks[i] != NULL);
+        memset(blocks[i], i, 4 * KIB);
+    }
+    struct mallinfo2 m1 = mallinfo2();
+    show("1000 x 4 KiB", m1);
+    check_shape(m1);
+    /* Exactly the blocks handed out: those the magazines hold are not counted. */
+    CHECK(m1.uordblks - m0.uordblks == 1000 * 4 * KIB);
+    CHECK(m1.arena >= m0.arena + 1000 * 4 * KIB);
+    CHECK(m1.hblks == m0.hblks && m1.hblkhd == m0.hblkhd);
+
+    big = malloc(10 * MIB);
+    CHECK(big != NULL);
+    memset(big, 1, 10 * MIB);
+    struct mallinfo2 m2 = mallinfo2();
+    show("and 10 MiB", m2);
+    check_shape(m2);
+    CHECK(m2.hblks == m1.hblks + 1);
+    CHECK(m2.hblkhd - m1.hblkhd >= 10 * MIB && m2.hblkhd - m1.hblkhd <= 10 * MIB + 64 * KIB);
+    CHECK(m2.uordblks - m1.uordblks == m2.hblkhd - m1.hblkhd);
+    CHECK(m2.arena >= m1.arena + 10 * MIB);
+
+    /* mallinfo is mallinfo2 in ints, where they fit. */
+    struct mallinfo2 a = mallinfo2();
+    struct mallinfo i = mallinfo();
+    CHECK((size_t)i.arena == a.arena && (size_t)i.uordblks == a.uordblks && (size_t)i.hblkhd == a.hblkhd);
+    CHECK((size_t)i.hblks == a.hblks && (size_t)i.fordblks == a.fordblks && (size_t)i.smblks == a.smblks);
+
+    check_malloc_stats();
+    check_malloc_info();
+
+    for (int i = 0; i < 1000; i++)
+        free(blocks[i]);
+    struct mallinfo2 m3 = mallinfo2();
+    show("4 KiB blocks freed", m3);
+    check_shape(m3);
+    /* A free may start hopless's background thread, for which libc allocates a little (its DTV). */
+    CHECK(m3.uordblks <= m2.uordblks - 1000 * 4 * KIB + 4 * KIB);
+    CHECK(m3.uordblks >= m2.uordblks - 1000 * 4 * KIB);
+    /* Held and free now (in magazines, free in their slabs, or their slabs in the pools), or gone
+     * back to the OS. */
+    CHECK(m3.fordblks + (m2.arena > m3.arena ? m2.arena - m3.arena : 0) >= 1000 * 4 * KIB);
+    free(big);
+    struct mallinfo2 m4 = mallinfo2();
+    show("10 MiB freed", m4);
+    check_shape(m4);
+    CHECK(m4.hblks == m0.hblks && m4.hblkhd == m0.hblkhd);
+    CHECK(diff(m4.uordblks, m0.uordblks) <= 64 * KIB); /* stdio's buffers at most */
+
+    malloc_trim(0);
+    struct mallinfo2 m5 = mallinfo2();
+    show("trimmed", m5);
+    check_shape(m5);
+    CHECK(m5.keepcost == 0 && m5.smblks == 0);
+    CHECK(m5.arena < m2.arena);
+
+    /* Past INT_MAX, mallinfo's ints saturate (glibc's wrap). */
+    void *volatile huge = malloc((size_t)3 << 30);
+    if (huge != NULL) {
+        struct mallinfo2 h2 = mallinfo2();
+        struct mallinfo h = mallinfo();
+        CHECK(h2.hblkhd >= (size_t)3 << 30 && h2.uordblks >= (size_t)3 << 30);
+        CHECK(h.hblkhd == INT_MAX && h.uordblks == INT_MAX && h.arena == INT_MAX);
+        CHECK(h.hblks == (int)h2.hblks && h.usmblks == 0);
+        free(huge);
+    } else {
+        fprintf(stderr, "3 GiB not available: mallinfo's saturation not checked\n");
+    }
+    printf("ok\n");
+    return 0;
+}
+
+static int options(void) {
+    static const int params[] = {M_MXFAST, 2, 3, 4, M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD, M_MMAP_MAX,
+                                 M_CHECK_ACTION, M_PERTURB, M_ARENA_TEST, M_ARENA_MAX, 0, 5, -9, 12345,
+                                 INT_MIN, INT_MAX};
+    static const int values[] = {-1, 0, 1, 64, 160, 161, 1 << 20, 32 << 20, (32 << 20) + 1, 64 << 20,
+                                 INT_MAX, INT_MIN};
+    for (size_t p = 0; p < sizeof params / sizeof *params; p++) {
+        printf("mallopt(%d, ...):", params[p]);
+        for (size_t v = 0; v < sizeof values / sizeof *values; v++)
+            printf(" %d", mallopt(params[p], values[v]));
+        printf("\n");
+    }
+    FILE *null = fopen("/dev/null", "w");
+    CHECK(null != NULL);
+    errno = 0;
+    int r = malloc_info(1, null);
+    printf("malloc_info(1, f) = %d, errno %d\n", r, errno);
+    errno = 0;
+    r = malloc_info(INT_MIN, null);
+    printf("malloc_info(INT_MIN, f) = %d, errno %d\n", r, errno);
+    fclose(null);
+    return 0;
+}
+
+/* Threads that allocate and free (small, medium and large blocks) while others read the counts. */
+static volatile int stop;
+
+static void *churn(void *arg) {
+    unsigned seed = (unsigned)(size_t)arg;
+    void *held[256] = {0};
+    while (!stop) {
+        for (int i = 0; i < 256; i++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t size = (seed >> 8) % 8 == 0 ? 300 * KIB + (seed >> 16) % (64 * KIB) : (seed >> 12) % 5000 + 1;
+            free(held[i]);
+            held[i] = malloc(size);
+            CHECK(held[i] != NULL);
+        }
+    }
+    for (int i = 0; i < 256; i++)
+        free(held[i]);
+    return NULL;
+}
+
+static void *watch(void *arg) {
+    FILE *null = (FILE *)arg;
+    long n = 0;
+    while (!stop) {
+        check_shape(mallinfo2());
+        struct mallinfo i = mallinfo();
+        CHECK(i.uordblks >= 0 && i.arena >= 0 && i.fordblks >= 0);
+        if (++n % 16 == 0)
+            CHECK(malloc_info(0, null) == 0);
+    }
+    return NULL;
+}
+
+static int threads(void) {
+    struct mallinfo2 before = mallinfo2();
+    FILE *null = fopen("/dev/null", "w");
+    CHECK(null != NULL);
+    pthread_t t[7];
+    for (size_t i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, churn, (void *)(i + 1)) == 0);
+    for (size_t i = 4; i < 7; i++)
+        CHECK(pthread_create(&t[i], NULL, watch, null) == 0);
+    usleep(500 * 1000);
+    stop = 1;
+    for (size_t i = 0; i < 7; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    fclose(null);
+    struct mallinfo2 after = mallinfo2();
+    show("before", before);
+    show("after", after);
+    /* The churning threads freed everything and exited (their magazines went back to the slabs). */
+    CHECK(after.hblks == before.hblks && after.hblkhd == before.hblkhd);
+    CHECK(diff(after.uordblks, before.uordblks) <= 64 * KIB);
+    printf("ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "empty") == 0) {
+        malloc_stats(); /* before anything else: nothing allocated yet, or very little */
+        struct mallinfo2 m = mallinfo2();
+        check_shape(m);
+        printf("uordblks %zu arena %zu\n", m.uordblks, m.arena);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "basic") == 0)
+        return basic();
+    if (argc > 1 && strcmp(argv[1], "mallopt") == 0)
+        return options();
+    if (argc > 1 && strcmp(argv[1], "threads") == 0)
+        return threads();
+    fprintf(stderr, "usage: %s basic|mallopt|threads|empty\n", argv[0]);
+    return 2;
+}
