@@ -5,7 +5,10 @@
 //! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`, `malloc_usable_size`, `cfree` and glibc's `__libc_*`
 //! aliases, with glibc's edge-case semantics (see each function); and glibc's introspection calls,
 //! `mallinfo2`, `mallinfo`, `malloc_stats`, `malloc_info` and `mallopt`, answered from hopless's own
-//! counts (`introspect`: what each of glibc's fields means here).
+//! counts (`introspect`: what each of glibc's fields means here); and hopless's own calls with a
+//! `hopless_` prefix, declared in `include/hopless.h` (`extension`): batches, usable size, trim, huge
+//! pages, a versioned stats struct and the stats table. `scripts/install.sh PREFIX` installs the
+//! libraries, the header and a pkg-config file (`hopless.pc`).
 //!
 //! Nothing here allocates while setting up: thread caches come from hopless's own pages, the thread-exit
 //! hook is a pthread key destructor, environment options are read with `getenv` (no allocation), the fork
@@ -21,6 +24,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | `extension` | the `hopless_` calls of `include/hopless.h`, over the `Hopless` API |
 //! | `introspect` | glibc's `mallinfo2`, `mallinfo`, `malloc_stats`, `malloc_info` and `mallopt`, from one stats snapshot each |
 //! | `malloc` | the malloc family, errno handling, foreign pointers |
 //! | `text` | text built on the stack for the reports: no allocation, no `core::fmt` |
@@ -47,6 +51,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use hl::Hopless;
 
+mod extension;
 mod introspect;
 mod malloc;
 mod text;

@@ -11,11 +11,19 @@ use core::ptr;
 use hl::experiment::platform::os_page_size;
 use hl::Hopless;
 
-/// The alignment glibc's malloc guarantees on x86-64 (blocks of 8 bytes or less get 8: their class).
-const MALLOC_ALIGN: usize = 16;
+/// The alignment C's `malloc` gives a block of `size` bytes: glibc's 16 on x86-64, or 8 for blocks of
+/// 8 bytes or less (their class).
+#[inline(always)]
+pub(crate) fn malloc_align(size: usize) -> usize {
+    if size <= 8 {
+        8
+    } else {
+        16
+    }
+}
 
 #[inline(always)]
-fn set_errno(e: i32) {
+pub(crate) fn set_errno(e: i32) {
     // SAFETY: __errno_location returns the calling thread's errno slot.
     unsafe { *libc::__errno_location() = e };
 }
@@ -46,7 +54,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     if let Some(p) = Hopless::malloc_cached(size) {
         return p.cast();
     }
-    alloc_slow(size, if size <= 8 { 8 } else { MALLOC_ALIGN }, false)
+    alloc_slow(size, malloc_align(size), false)
 }
 
 #[no_mangle]
@@ -82,7 +90,7 @@ pub unsafe extern "C" fn free_aligned_sized(p: *mut c_void, _align: usize, _size
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     match n.checked_mul(size) {
-        Some(total) => alloc(total, if total <= 8 { 8 } else { MALLOC_ALIGN }, true),
+        Some(total) => alloc(total, malloc_align(total), true),
         None => {
             set_errno(libc::ENOMEM);
             ptr::null_mut()
@@ -102,7 +110,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let align = if size <= 8 { 8 } else { MALLOC_ALIGN };
+    let align = malloc_align(size);
     // SAFETY: a live block of this allocator (anything else is reported); size > 0.
     let q = unsafe { Hopless::realloc_unsized(p.cast(), size, align) };
     if q.is_null() {
@@ -125,7 +133,7 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> 
 
 /// Allocation aligned to `align` (a power of two, at least the malloc alignment).
 fn aligned(align: usize, size: usize) -> *mut c_void {
-    alloc(size, align.max(if size <= 8 { 8 } else { MALLOC_ALIGN }), false)
+    alloc(size, align.max(malloc_align(size)), false)
 }
 
 #[no_mangle]

@@ -1,6 +1,7 @@
-//! glibc's introspection calls from C (`tests/c/api.c`): `mallinfo2`, `mallinfo`, `malloc_stats`,
-//! `malloc_info` and `mallopt` answer from hopless's counts, preloaded and linked, from several threads
-//! at once, before anything is allocated, and with glibc's answers to `mallopt`.
+//! The C API from C (`tests/c/api.c`): glibc's introspection calls (`mallinfo2`, `mallinfo`,
+//! `malloc_stats`, `malloc_info`, `mallopt`) answer from hopless's counts, preloaded and linked, from
+//! several threads at once, before anything is allocated, and with glibc's answers to `mallopt`; the
+//! calls of `include/hopless.h`, linked and installed with `scripts/install.sh`; the header itself.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// `tests/c/api.c` compiled into a scratch directory of the test's (`name`): plain, for the preload, and
-/// linked. Warnings are errors, but for `mallinfo`'s deprecation, which is what is tested.
+/// linked with `hopless.h`. Warnings are errors, but for `mallinfo`'s deprecation, which is tested.
 fn programs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     let so = common::libhopless();
     let dir = common::scratch(name);
@@ -21,10 +22,15 @@ fn programs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
     let lib_dir = so.parent().unwrap().to_str().unwrap().to_string();
     let linked = dir.join("api_linked");
     let (search, rpath) = (format!("-L{lib_dir}"), format!("-Wl,-rpath,{lib_dir}"));
+    let include = format!("-I{}", include_dir());
     let mut args = warnings.to_vec();
-    args.extend([search.as_str(), "-lhopless", rpath.as_str()]);
+    args.extend(["-DWITH_HOPLESS_H", &include, &search, "-lhopless", &rpath]);
     common::cc_program("api", &linked, &args);
     (so, plain, linked)
+}
+
+fn include_dir() -> String {
+    format!("{}/include", env!("CARGO_MANIFEST_DIR"))
 }
 
 fn preloaded(so: &Path, program: &Path, mode: &str) -> Output {
@@ -124,4 +130,136 @@ fn malloc_stats_prints_before_anything_is_allocated() {
         }
         assert!(String::from_utf8_lossy(&out.stdout).starts_with("uordblks "));
     }
+}
+
+#[test]
+fn every_call_of_the_header_runs_and_agrees_with_mallinfo2_and_the_stats_table() {
+    let (_, _, linked_program) = programs("c-api-extension");
+    let out = linked(&linked_program, "extension");
+    common::assert_ok(&out, "linked");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    // The table at exit carries the same totals line.
+    let out = Command::new(&linked_program)
+        .arg("extension")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOPLESS_SHOW_STATS", "1")
+        .output()
+        .unwrap();
+    common::assert_ok(&out, "with HOPLESS_SHOW_STATS");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("held: ")).count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn the_header_is_c89_c99_and_cpp_clean() {
+    let dir = common::scratch("c-api-header");
+    let src = dir.join("use.c");
+    std::fs::write(
+        &src,
+        "#include <hopless.h>\n\
+         int main(void) {\n\
+         struct hopless_stats s;\n\
+         void *p[2];\n\
+         size_t n = hopless_malloc_batch(8, p, 2);\n\
+         hopless_free_batch(p, n);\n\
+         return hopless_stats(&s, sizeof s) == sizeof s ? 0 : 1;\n\
+         }\n",
+    )
+    .unwrap();
+    let include = format!("-I{}", include_dir());
+    let src = src.to_str().unwrap();
+    for (compiler, std) in [
+        ("cc", "-std=c89"),
+        ("cc", "-std=c99"),
+        ("c++", "-std=c++98"),
+        ("c++", "-std=c++17"),
+    ] {
+        let lang: &[&str] = if compiler == "c++" { &["-x", "c++"] } else { &[] };
+        let out = Command::new(compiler)
+            .args(lang)
+            .args([
+                std,
+                "-pedantic",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fsyntax-only",
+                &include,
+                src,
+            ])
+            .output()
+            .expect("a C and a C++ compiler (cc, c++)");
+        assert!(
+            out.status.success(),
+            "{compiler} {std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn install_script_installs_what_pkg_config_names() {
+    let so = common::libhopless();
+    let dir = common::scratch("c-api-install");
+    let script = format!("{}/../../scripts/install.sh", env!("CARGO_MANIFEST_DIR"));
+    let install = |prefix: &Path| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(prefix)
+            .env("HOPLESS_LIB_DIR", so.parent().unwrap())
+            .output()
+            .unwrap();
+        common::assert_ok(&out, "install.sh");
+        for f in [
+            "lib/libhopless.so",
+            "lib/libhopless.a",
+            "include/hopless.h",
+            "lib/pkgconfig/hopless.pc",
+        ] {
+            assert!(prefix.join(f).is_file(), "{f} installed");
+        }
+        std::fs::read_to_string(prefix.join("lib/pkgconfig/hopless.pc")).unwrap()
+    };
+    // `&` and `|` mean something in sed's replacement: the script escapes them.
+    let odd = dir.join("pre&fix|dir");
+    let pc = install(&odd);
+    assert!(pc.contains(&format!("\nprefix={}\n", odd.display())), "{pc}");
+
+    let prefix = dir.join("prefix");
+    let pc = install(&prefix);
+    assert!(!pc.contains('@'), "every placeholder filled: {pc}");
+    let pkg = |what: &str| {
+        let out = Command::new("pkg-config")
+            .args([what, "hopless"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .output()
+            .expect("pkg-config");
+        common::assert_ok(&out, what);
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let p = prefix.to_str().unwrap();
+    assert_eq!(pkg("--cflags"), format!("-I{p}/include"));
+    assert_eq!(pkg("--libs"), format!("-L{p}/lib -lhopless"));
+    assert_eq!(pkg("--modversion"), env!("CARGO_PKG_VERSION"));
+    // A program built with what pkg-config says runs on the installed library.
+    let program = dir.join("api");
+    let rpath = format!("-Wl,-rpath,{p}/lib");
+    let (cflags, libs) = (pkg("--cflags"), pkg("--libs"));
+    let mut args = vec!["-Wno-deprecated-declarations", "-DWITH_HOPLESS_H", &rpath];
+    args.extend(cflags.split_whitespace());
+    args.extend(libs.split_whitespace());
+    common::cc_program("api", &program, &args);
+    let out = linked(&program, "extension");
+    common::assert_ok(&out, "installed");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let ldd = Command::new("ldd")
+        .arg(&program)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&ldd.stdout).contains(&format!("{p}/lib/libhopless.so")));
 }

@@ -7,6 +7,8 @@
  *                 with glibc's (the test runs this without hopless too)
  *   api threads   the calls from several threads while others allocate and free; prints "ok"
  *   api empty     malloc_stats and mallinfo2 before anything is allocated
+ *   api extension (built with -DWITH_HOPLESS_H, linked) every call of hopless.h, and hopless_stats
+ *                 and the stats table against mallinfo2; prints "ok"
  *
  * Runs preloaded (LD_PRELOAD=libhopless.so) and linked (-lhopless). */
 #define _GNU_SOURCE
@@ -18,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef WITH_HOPLESS_H
+#include <hopless.h>
+#endif
 
 #define CHECK(c)                                                                                     \
     do {                                                                                             \
@@ -306,6 +311,138 @@ static int threads(void) {
     return 0;
 }
 
+#ifdef WITH_HOPLESS_H
+/* hopless_stats and mallinfo2 of one state (nothing allocated between them) agree. */
+static void check_stats_agree(void) {
+    struct mallinfo2 m = mallinfo2();
+    struct hopless_stats s;
+    CHECK(hopless_stats(&s, sizeof s) == sizeof s && s.size == sizeof s);
+    CHECK(s.bytes_in_use == m.uordblks && s.bytes_held == m.arena && s.bytes_cached == m.fsmblks);
+    CHECK(s.large_bytes_in_use == m.hblkhd && s.large_blocks_in_use == m.hblks);
+    CHECK(s.bytes_held == s.slab_bytes + s.free_slab_bytes + s.large_bytes_in_use + s.large_cached_bytes);
+    CHECK(s.large_peak_blocks >= s.large_blocks_in_use && s.large_peak_bytes >= s.large_bytes_in_use);
+}
+
+static struct hopless_stats table_at;
+static void table_now(void) {
+    CHECK(hopless_stats(&table_at, sizeof table_at) == sizeof table_at);
+    hopless_print_stats();
+}
+
+static size_t in_use(void) {
+    struct hopless_stats s;
+    CHECK(hopless_stats(&s, sizeof s) == sizeof s);
+    return s.bytes_in_use;
+}
+
+/* Back to `before`, but for what libc allocates (its DTV) when a free starts hopless's background
+ * thread. */
+static void check_back_to(size_t before) {
+    size_t now = in_use();
+    CHECK(now >= before && now <= before + 4 * KIB);
+}
+
+static int extension(void) {
+    /* The versioned struct: as much as both sides know, nothing past it. */
+    struct {
+        struct hopless_stats s;
+        size_t later[4];
+    } wide;
+    memset(&wide, 0xab, sizeof wide);
+    CHECK(hopless_stats(&wide.s, sizeof wide) == sizeof wide.s && wide.s.size == sizeof wide.s);
+    for (size_t i = 0; i < 4; i++)
+        CHECK(wide.later[i] == (size_t)0xabababababababab);
+    struct hopless_stats s;
+    memset(&s, 0xab, sizeof s);
+    CHECK(hopless_stats(&s, sizeof(size_t)) == sizeof(size_t) && s.size == sizeof(size_t));
+    CHECK(s.bytes_in_use == (size_t)0xabababababababab);
+    CHECK(hopless_stats(&s, 2 * sizeof(size_t)) == 2 * sizeof(size_t) && s.bytes_held == (size_t)0xabababababababab);
+    CHECK(hopless_stats(&s, sizeof(size_t) - 1) == 0 && s.size == 2 * sizeof(size_t));
+    CHECK(hopless_stats(NULL, sizeof s) == 0);
+    check_stats_agree();
+
+    /* A batch of 500 blocks of 100 bytes: one class, counted exactly. */
+    static void *out[1000];
+    size_t before = in_use();
+    CHECK(hopless_malloc_batch(100, out, 500) == 500);
+    size_t usable = hopless_usable_size(out[0]);
+    CHECK(usable >= 100 && usable == malloc_usable_size(out[0]));
+    for (size_t i = 0; i < 500; i++) {
+        CHECK(out[i] != NULL && (size_t)out[i] % 16 == 0 && hopless_usable_size(out[i]) == usable);
+        memset(out[i], (int)i, 100);
+        for (size_t j = 0; j < i; j += 97)
+            CHECK(out[j] != out[i]);
+    }
+    CHECK(in_use() - before == 500 * usable);
+    check_stats_agree();
+    hopless_free_batch(out, 500);
+    check_back_to(before);
+
+    /* Any blocks in one batch free: sizes of every kind, from every call, and null entries. */
+    size_t n = 0;
+    out[n++] = malloc(1);
+    out[n++] = NULL;
+    out[n++] = calloc(10, 300);
+    out[n++] = malloc(100 * KIB);
+    out[n++] = malloc(3 * MIB);
+    out[n++] = realloc(malloc(10), 5000);
+    CHECK(posix_memalign(&out[n++], 4096, 50) == 0);
+    CHECK(hopless_malloc_batch(0, out + n, 3) == 3); /* malloc(0)'s blocks */
+    CHECK(out[n] != out[n + 1] && hopless_usable_size(out[n]) >= 1);
+    n += 3;
+    CHECK(hopless_malloc_batch(MIB, out + n, 4) == 4); /* large blocks, in a batch too */
+    n += 4;
+    for (size_t i = 0; i < n; i++)
+        CHECK(i == 1 || out[i] != NULL);
+    CHECK(in_use() > before + 7 * MIB);
+    hopless_free_batch(out, n);
+    check_back_to(before);
+    check_stats_agree();
+
+    /* Bad arguments. */
+    errno = 0;
+    CHECK(hopless_malloc_batch(16, out, 0) == 0 && errno == 0);
+    CHECK(hopless_malloc_batch(16, NULL, 5) == 0 && errno == EINVAL);
+    errno = 0;
+    CHECK(hopless_malloc_batch((size_t)-1, out, 2) == 0 && errno == ENOMEM);
+    errno = 0;
+    CHECK(hopless_malloc_batch((size_t)1 << 62, out, 2) == 0 && errno == ENOMEM);
+    hopless_free_batch(NULL, 10);
+    hopless_free_batch(out, 0);
+    int local = 0;
+    CHECK(hopless_usable_size(NULL) == 0 && hopless_usable_size(&local) == 0);
+
+    /* Huge pages on and off for what comes next. */
+    hopless_set_huge_pages(1);
+    void *volatile big2 = malloc(8 * MIB);
+    CHECK(big2 != NULL);
+    memset(big2, 3, 8 * MIB);
+    free(big2);
+    hopless_set_huge_pages(0);
+
+    /* Trim: nothing free is kept (one thread: its cache is the only one). */
+    hopless_trim();
+    CHECK(hopless_stats(&s, sizeof s) == sizeof s);
+    CHECK(s.free_slab_bytes == 0 && s.large_cached_bytes == 0 && s.bytes_cached == 0);
+    CHECK(s.segments > 0 && s.thread_caches >= 1);
+
+    /* The stats table's totals are hopless_stats's. */
+    static char table[64 * 1024];
+    capture_stderr(table_now, table, sizeof table);
+    const char *held = strstr(table, "\nheld: ");
+    CHECK(strstr(table, "alloc_fast") != NULL && held != NULL);
+    size_t h, slabs, free_slabs, large, cached, handed, mags;
+    CHECK(sscanf(held, "\nheld: %zu B (slabs %zu B, free slabs %zu B, large %zu B in use and %zu B cached); "
+                       "%zu B handed out, %zu B in magazines",
+                 &h, &slabs, &free_slabs, &large, &cached, &handed, &mags) == 7);
+    CHECK(h == table_at.bytes_held && slabs == table_at.slab_bytes && free_slabs == table_at.free_slab_bytes);
+    CHECK(large == table_at.large_bytes_in_use && cached == table_at.large_cached_bytes);
+    CHECK(handed == table_at.bytes_in_use && mags == table_at.bytes_cached);
+    printf("ok\n");
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "empty") == 0) {
         malloc_stats(); /* before anything else: nothing allocated yet, or very little */
@@ -320,6 +457,10 @@ int main(int argc, char **argv) {
         return options();
     if (argc > 1 && strcmp(argv[1], "threads") == 0)
         return threads();
-    fprintf(stderr, "usage: %s basic|mallopt|threads|empty\n", argv[0]);
+#ifdef WITH_HOPLESS_H
+    if (argc > 1 && strcmp(argv[1], "extension") == 0)
+        return extension();
+#endif
+    fprintf(stderr, "usage: %s basic|mallopt|threads|empty|extension\n", argv[0]);
     return 2;
 }
