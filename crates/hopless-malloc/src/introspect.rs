@@ -24,6 +24,9 @@
 //! | `fordblks` | `arena - uordblks`: free slab space, magazines, free slabs, cached large pages |
 //! | `keepcost` | what `malloc_trim` gives back at least: the free slabs and the cached large pages |
 //!
+//! A block's bytes are its class's (or its large block's usable size): what `malloc_usable_size` says,
+//! and in the checked modes (`HOPLESS_DEBUG`, `HOPLESS_HARDENED`) the redzones with it.
+//!
 //! `mallinfo` has `int` fields: a value above `INT_MAX` reads as `INT_MAX` (glibc's wraps to garbage,
 //! often negative). `malloc_stats` prints full 64-bit values (glibc's truncate the first four to 32
 //! bits).
