@@ -13,14 +13,14 @@
 //!
 //! | field | hopless |
 //! |---|---|
-//! | `arena` | held for blocks: the classes' slabs, the free slabs the pools keep resident, large blocks in use and the free large pages kept ([`Stats::bytes_held`]) |
+//! | `arena` | held for blocks, but the large blocks in use: the classes' slabs, the free slabs the pools keep resident and the free large pages kept ([`Stats::bytes_held`] less `hblkhd`) |
 //! | `ordblks` | free blocks in the classes' slabs (a count) |
 //! | `smblks` | blocks cached in threads' magazines (a count; glibc's fastbins) |
 //! | `hblks` | large blocks (above 256 KiB) in use (a count) |
 //! | `hblkhd` | bytes of those large blocks |
 //! | `usmblks` | 0, as in glibc since 2.24 |
 //! | `fsmblks` | bytes of the blocks in magazines |
-//! | `uordblks` | handed to the program and not freed: small, medium and large blocks ([`Stats::bytes_handed_out`]); unlike glibc's it includes `hblkhd`, since hopless serves large blocks from its own arenas as much as from mappings |
+//! | `uordblks` | small and medium blocks handed to the program and not freed ([`Stats::bytes_handed_out`] less `hblkhd`): as in glibc, the large blocks are apart, so `uordblks + hblkhd` is everything in use |
 //! | `fordblks` | `arena - uordblks`: free slab space, magazines, free slabs, cached large pages |
 //! | `keepcost` | what `malloc_trim` gives back at least: the free slabs and the cached large pages |
 //!
@@ -72,14 +72,14 @@ pub struct Mallinfo {
 /// glibc's fields from one snapshot (see the table above).
 fn info_of(st: &Stats) -> Mallinfo2 {
     Mallinfo2 {
-        arena: st.bytes_held() as usize,
+        arena: st.bytes_held().saturating_sub(st.large_bytes_in_use) as usize,
         ordblks: st.classes.iter().map(|c| c.free_blocks()).sum::<u64>() as usize,
         smblks: st.classes.iter().map(|c| c.cached_blocks).sum::<u64>() as usize,
         hblks: st.large_blocks_in_use() as usize,
         hblkhd: st.large_bytes_in_use as usize,
         usmblks: 0,
         fsmblks: st.magazine_bytes() as usize,
-        uordblks: st.bytes_handed_out() as usize,
+        uordblks: st.bytes_handed_out().saturating_sub(st.large_bytes_in_use) as usize,
         fordblks: st.bytes_held_free() as usize,
         keepcost: (st.free_slab_bytes + st.large_cached_bytes) as usize,
     }
@@ -110,9 +110,9 @@ pub extern "C" fn mallinfo() -> Mallinfo {
 }
 
 /// glibc's `malloc_stats`: the same lines on stderr, written with `write(2)` (stdio is not used:
-/// nothing is buffered or allocated). hopless has one heap, shown as arena 0 with everything in it, so
-/// the arena's lines and the totals agree (`arena` and `uordblks` of [`mallinfo2`], as glibc's manual
-/// says); the last two lines are the most large blocks and large bytes ever in use at once.
+/// nothing is buffered or allocated). hopless has one heap, shown as arena 0 (`arena` and `uordblks`
+/// of [`mallinfo2`]); the totals add the large blocks (`hblkhd`), as glibc's add its mapped chunks; the
+/// last two lines are the most large blocks and large bytes ever in use at once.
 #[no_mangle]
 pub extern "C" fn malloc_stats() {
     let st = Hopless::stats();
@@ -121,8 +121,8 @@ pub extern "C" fn malloc_stats() {
     t.str("Arena 0:\nsystem bytes     = ").dec_in(m.arena as u64, 10);
     t.str("\nin use bytes     = ").dec_in(m.uordblks as u64, 10);
     t.str("\nTotal (incl. mmap):\nsystem bytes     = ")
-        .dec_in(m.arena as u64, 10);
-    t.str("\nin use bytes     = ").dec_in(m.uordblks as u64, 10);
+        .dec_in((m.arena + m.hblkhd) as u64, 10);
+    t.str("\nin use bytes     = ").dec_in((m.uordblks + m.hblkhd) as u64, 10);
     t.str("\nmax mmap regions = ").dec_in(st.large_peak_blocks, 10);
     t.str("\nmax mmap bytes   = ").dec_in(st.large_peak_bytes, 10);
     t.str("\n");
