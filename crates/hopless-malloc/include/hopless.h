@@ -41,6 +41,15 @@ void hopless_trim(void);
  * past 64 MiB. */
 void hopless_set_huge_pages(int on);
 
+/* The memory limit, in bytes (0: none; HOPLESS_LIMIT=4g sets it at start). What counts is what the
+ * program's blocks occupy: every slab a size class holds (64 KiB or 512 KiB) and the usable bytes of
+ * every large block in use; free memory kept for reuse and hopless's own metadata do not. An
+ * allocation that would pass it returns NULL with errno ENOMEM, after the calling thread's cache was
+ * flushed and the heap trimmed. A limit below what is held refuses every request for new memory until
+ * enough is freed. */
+void hopless_set_limit(size_t bytes);
+size_t hopless_limit(void);
+
 /* One snapshot of hopless's counts. All sizes in bytes. Read without stopping other threads: while
  * they allocate, the fields are each a moment old and not of one instant.
  *
@@ -63,6 +72,9 @@ struct hopless_stats {
     size_t segments;            /* 4 MiB slab segments reserved from the OS */
     size_t purged_slabs;        /* slabs given back to the OS so far */
     size_t thread_caches;       /* thread caches made so far */
+    size_t limit;               /* the memory limit (0: none) */
+    size_t limit_held_bytes;    /* what counts against it (whether or not one is set) */
+    size_t limit_refusals;      /* requests it refused */
 };
 
 /* Fills *out with a snapshot, at most size bytes of it: pass sizeof(struct hopless_stats). Sets

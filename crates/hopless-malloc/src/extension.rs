@@ -37,6 +37,10 @@ pub struct HoplessStats {
     pub segments: usize,
     pub purged_slabs: usize,
     pub thread_caches: usize,
+    /// The memory limit (0: none), what counts against it, and the requests it refused.
+    pub limit: usize,
+    pub limit_held_bytes: usize,
+    pub limit_refusals: usize,
 }
 
 impl HoplessStats {
@@ -56,6 +60,9 @@ impl HoplessStats {
             segments: st.segments as usize,
             purged_slabs: st.purged_slabs as usize,
             thread_caches: st.thread_caches as usize,
+            limit: st.limit.unwrap_or(0),
+            limit_held_bytes: st.limit_held_bytes as usize,
+            limit_refusals: st.limit_refusals as usize,
         }
     }
 }
@@ -118,6 +125,19 @@ pub unsafe extern "C" fn hopless_usable_size(p: *mut c_void) -> usize {
 #[no_mangle]
 pub extern "C" fn hopless_trim() {
     Hopless::trim();
+}
+
+/// [`Hopless::set_limit`]: the memory limit in bytes, 0 for none (`HOPLESS_LIMIT` sets it at start). An
+/// allocation that would pass it fails with `ENOMEM` after a trim was tried.
+#[no_mangle]
+pub extern "C" fn hopless_set_limit(bytes: usize) {
+    Hopless::set_limit((bytes != 0).then_some(bytes));
+}
+
+/// [`Hopless::limit`]: the memory limit in bytes, 0 for none.
+#[no_mangle]
+pub extern "C" fn hopless_limit() -> usize {
+    Hopless::limit().unwrap_or(0)
 }
 
 /// [`Hopless::set_huge_pages`]: nonzero turns transparent huge pages on for what is reserved from now

@@ -263,3 +263,27 @@ fn install_script_installs_what_pkg_config_names() {
         .unwrap();
     assert!(String::from_utf8_lossy(&ldd.stdout).contains(&format!("{p}/lib/libhopless.so")));
 }
+
+#[test]
+fn the_memory_limit_refuses_what_would_pass_it_with_enomem() {
+    let (_, _, linked_program) = programs("c-api-limit");
+    let out = Command::new(&linked_program)
+        .arg("limit")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOPLESS_LIMIT", "16m")
+        .output()
+        .unwrap();
+    common::assert_ok(&out, "limit");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+
+    // A limit that is not a size is refused with a message, and none is set.
+    let out = Command::new(&linked_program)
+        .arg("limit")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOPLESS_LIMIT", "16 megabytes")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "no limit, so the first check fails");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("HOPLESS_LIMIT is not a size"), "{err}");
+}

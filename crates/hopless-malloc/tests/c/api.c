@@ -446,6 +446,53 @@ static int extension(void) {
 }
 #endif
 
+#ifdef WITH_HOPLESS_H
+/* The memory limit: HOPLESS_LIMIT (16 MiB, set by the test) refuses what would pass it with ENOMEM and
+ * nothing before; hopless_set_limit moves it; lifted, the same requests go through. */
+static int limit(void) {
+    struct hopless_stats s;
+    CHECK(hopless_limit() == 16 * MIB);
+    errno = 0;
+    void *volatile too_big = malloc(32 * MIB);
+    CHECK(too_big == NULL && errno == ENOMEM);
+    /* 1 MiB blocks until the limit: each success within it, the refusal one the next block needed. */
+    static void *blocks[64];
+    int n = 0;
+    for (; n < 64; n++) {
+        errno = 0;
+        blocks[n] = malloc(MIB);
+        CHECK(hopless_stats(&s, sizeof s) == sizeof s);
+        if (blocks[n] == NULL) {
+            CHECK(errno == ENOMEM && s.limit_held_bytes + MIB > s.limit);
+            break;
+        }
+        CHECK(s.limit_held_bytes <= s.limit);
+        memset(blocks[n], 5, MIB);
+    }
+    CHECK(n >= 12 && n < 16 && s.limit == 16 * MIB && s.limit_refusals >= 2);
+    /* calloc, realloc and posix_memalign at the limit fail the same way and leave their block. */
+    errno = 0;
+    CHECK(calloc(MIB, 2) == NULL && errno == ENOMEM);
+    void *grown = realloc(blocks[0], 8 * MIB);
+    CHECK(grown == NULL && errno == ENOMEM && ((unsigned char *)blocks[0])[MIB - 1] == 5);
+    void *aligned = NULL;
+    CHECK(posix_memalign(&aligned, 4096, 2 * MIB) == ENOMEM && aligned == NULL);
+    /* Raised, the same request goes through. */
+    hopless_set_limit(64 * MIB);
+    CHECK(hopless_limit() == 64 * MIB);
+    too_big = malloc(32 * MIB);
+    CHECK(too_big != NULL);
+    free(too_big);
+    /* Lifted. */
+    hopless_set_limit(0);
+    CHECK(hopless_limit() == 0 && hopless_stats(&s, sizeof s) == sizeof s && s.limit == 0);
+    for (int i = 0; i < n; i++)
+        free(blocks[i]);
+    printf("ok\n");
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "empty") == 0) {
         malloc_stats(); /* before anything else: nothing allocated yet, or very little */
@@ -463,6 +510,8 @@ int main(int argc, char **argv) {
 #ifdef WITH_HOPLESS_H
     if (argc > 1 && strcmp(argv[1], "extension") == 0)
         return extension();
+    if (argc > 1 && strcmp(argv[1], "limit") == 0)
+        return limit();
 #endif
     fprintf(stderr, "usage: %s basic|mallopt|threads|empty|extension\n", argv[0]);
     return 2;
