@@ -61,10 +61,10 @@ pub fn futex_wait(word: &core::sync::atomic::AtomicU32, expected: u32) {
 
 /// [`futex_wait`] for at most `ms` milliseconds.
 pub fn futex_wait_ms(word: &core::sync::atomic::AtomicU32, expected: u32, ms: u32) {
-    let timeout = libc::timespec {
-        tv_sec: (ms / 1000) as libc::time_t,
-        tv_nsec: (ms % 1000) as libc::c_long * 1_000_000,
-    };
+    // SAFETY: a timespec is plain integers, for which all zeros is a value.
+    let mut timeout: libc::timespec = unsafe { core::mem::zeroed() };
+    timeout.tv_sec = (ms / 1000) as _;
+    timeout.tv_nsec = ((ms % 1000) * 1_000_000) as _;
     futex(word, libc::FUTEX_WAIT, expected, &timeout);
 }
 
@@ -90,7 +90,7 @@ pub fn spawn_detached(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_voi
             let mut old: libc::sigset_t = core::mem::zeroed();
             libc::sigfillset(&mut all);
             libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-            let mut thread: libc::pthread_t = 0;
+            let mut thread: libc::pthread_t = core::mem::zeroed();
             let made = libc::pthread_create(&mut thread, &attr, main, ptr::null_mut()) == 0;
             libc::pthread_sigmask(libc::SIG_SETMASK, &old, ptr::null_mut());
             libc::pthread_attr_destroy(&mut attr);
