@@ -122,7 +122,8 @@ pub extern "C" fn malloc_stats() {
     t.str("\nin use bytes     = ").dec_in(m.uordblks as u64, 10);
     t.str("\nTotal (incl. mmap):\nsystem bytes     = ")
         .dec_in((m.arena + m.hblkhd) as u64, 10);
-    t.str("\nin use bytes     = ").dec_in((m.uordblks + m.hblkhd) as u64, 10);
+    t.str("\nin use bytes     = ")
+        .dec_in((m.uordblks + m.hblkhd) as u64, 10);
     t.str("\nmax mmap regions = ").dec_in(st.large_peak_blocks, 10);
     t.str("\nmax mmap bytes   = ").dec_in(st.large_peak_bytes, 10);
     t.str("\n");
