@@ -64,7 +64,10 @@ pub fn take(bytes: usize) -> bool {
         return true;
     }
     let fits = |held: usize| held.checked_add(bytes).filter(|&after| after <= limit);
-    if HELD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, fits).is_err() {
+    if HELD
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, fits)
+        .is_err()
+    {
         REFUSED.fetch_add(1, Ordering::Relaxed);
         return false;
     }

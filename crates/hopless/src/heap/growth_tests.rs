@@ -40,7 +40,11 @@ fn a_cycling_class_grows_its_magazine_and_stops_flushing() {
         // Seen once, the working set is a burst: the magazine flushes (and does not keep it).
         cycle(&heap, tc, class, n, 1);
         let m = ThreadCache::mag(tc, class);
-        assert_eq!((*m).cap, first, "a burst freed at once does not grow the magazine");
+        assert_eq!(
+            (*m).cap,
+            first,
+            "a burst freed at once does not grow the magazine"
+        );
         // Come round again, it cycles: the magazine grows to hold it.
         cycle(&heap, tc, class, n, 1);
         assert!((*m).cap as usize >= n && (*m).cap > first, "cap {}", (*m).cap);

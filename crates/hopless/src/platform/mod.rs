@@ -22,10 +22,12 @@ mod source;
 mod threads;
 
 pub use huge::{huge_page_size, huge_pages, set_huge_pages, HugeCatchUp, HugePages};
-pub use os::{abort, env_bytes, env_flag, env_setting, now_ms, process_random, register_fork_handlers, write_stderr};
+pub use os::{
+    abort, env_bytes, env_flag, env_setting, now_ms, process_random, register_fork_handlers, write_stderr,
+};
 pub use pages::{OsPages, SystemPages};
 pub use source::{os_page_size, PageSource, Reservation, PAGE_SIZE};
 pub use threads::{
-    create_thread_key, current_tid, futex_wait, futex_wait_ms, futex_wake_one, set_thread_value, spawn_detached,
-    thread_self, yield_now,
+    create_thread_key, current_tid, futex_wait, futex_wait_ms, futex_wake_one, set_thread_value,
+    spawn_detached, thread_self, yield_now,
 };

@@ -73,7 +73,11 @@ pub fn futex_wait_ms(word: &core::sync::atomic::AtomicU32, expected: u32, ms: u3
 /// the thread could not be made. `pthread_create` may call `malloc` (glibc allocates the new thread's
 /// thread-local vector): the caller holds no allocator lock and its own state is settled, so such a call
 /// is an ordinary one.
-pub fn spawn_detached(main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void, stack: usize, name: &core::ffi::CStr) -> bool {
+pub fn spawn_detached(
+    main: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    stack: usize,
+    name: &core::ffi::CStr,
+) -> bool {
     keeping_errno(|| {
         // SAFETY: every pointer passed is to a local that outlives the call (`attr`, `all`, `old`,
         // `thread`); the attribute object is initialised before use and destroyed after; the signal
