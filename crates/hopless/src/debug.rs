@@ -10,9 +10,10 @@
 //!   last 8 bytes; a free checks the redzone and reports the offset of the first damaged byte;
 //! - freed blocks (and new slabs) are filled with `0xDD`; an allocation checks its block is still all
 //!   poison, so a write after free is reported with its offset when the block is handed out again;
-//! - a lock-free ring of the last 256 operations (pointer, class, thread, operation) is kept; reports list
-//!   the entries for the faulting pointer. Return addresses are not recorded: stable Rust has no cheap way
-//!   to read the caller's address (`HOPLESS_DEBUG` cores keep the full stack instead).
+//! - a lock-free ring of the last 256 operations (pointer, class, thread, operation, and its call stack of
+//!   up to 12 return addresses from glibc's `backtrace`) is kept; reports list the entries for the
+//!   faulting pointer, then the call stacks of the operation refused and of the pointer's last free,
+//!   named with `dladdr` (`platform::stack`).
 //!
 //! Every report is one block on stderr written without allocating, then `abort()`.
 //!

@@ -3,17 +3,19 @@
 //!
 //! Two kinds: [`report_bad_free`] (a free the heap refuses: every mode) and [`fault`] (what the checked
 //! modes find: damaged redzones, poison, guard words), which in debug mode also lists the pointer's
-//! history from the operation ring kept here.
+//! history from the operation ring kept here, with the call stack of the operation being refused and
+//! of the pointer's last free (`platform::stack`).
 
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::platform;
+use crate::platform::stack::{self, Stack, FRAMES};
 use crate::segment::{segment_of, slab_of, FreeError, SegmentKind, Slab, SEGMENT_MAP};
 use crate::size_class::{self, class_size, NUM_CLASSES};
 
 /// A message being built on the stack. Text past the buffer's end is dropped.
 pub struct Msg {
-    buf: [u8; 1024],
+    buf: [u8; 4096],
     len: usize,
 }
 
@@ -26,7 +28,7 @@ impl Default for Msg {
 impl Msg {
     pub const fn new() -> Self {
         Self {
-            buf: [0; 1024],
+            buf: [0; 4096],
             len: 0,
         }
     }
@@ -174,6 +176,9 @@ struct RingEntry {
     /// seq << 16 | kind << 8 | class (class 0xff: large).
     info: AtomicU64,
     thread: AtomicU64,
+    /// The operation's call stack: `depth` return addresses, innermost first.
+    stack: [AtomicUsize; FRAMES],
+    depth: AtomicUsize,
 }
 
 const RING: usize = 256;
@@ -183,6 +188,8 @@ const EMPTY_ENTRY: RingEntry = RingEntry {
     ptr: AtomicUsize::new(0),
     info: AtomicU64::new(0),
     thread: AtomicU64::new(0),
+    stack: [const { AtomicUsize::new(0) }; FRAMES],
+    depth: AtomicUsize::new(0),
 };
 static RING_ENTRIES: [RingEntry; RING] = [EMPTY_ENTRY; RING];
 
@@ -198,25 +205,38 @@ fn thread_id() -> u64 {
     id as u64
 }
 
-/// Records one operation (lock-free: a slot is claimed with one fetch_add).
+/// Records one operation with the caller's call stack: for callers that hold no allocator lock.
+#[inline(never)]
 pub fn record(kind: OpKind, p: *mut u8, class: usize) {
+    record_from(kind, p, class, &stack::capture(1));
+}
+
+/// Records one operation with a call stack taken before (lock-free: a slot is claimed with one
+/// fetch_add).
+pub fn record_from(kind: OpKind, p: *mut u8, class: usize, from: &Stack) {
     let seq = RING_NEXT.fetch_add(1, Ordering::Relaxed);
     let Some(e) = RING_ENTRIES.get((seq % RING as u64) as usize) else {
         return;
     };
     e.ptr.store(p.addr(), Ordering::Relaxed);
     e.thread.store(thread_id(), Ordering::Relaxed);
+    for (d, &pc) in e.stack.iter().zip(from.frames()) {
+        d.store(pc, Ordering::Relaxed);
+    }
+    e.depth.store(from.len, Ordering::Relaxed);
     e.info.store(
         (seq << 16) | ((kind as u64) << 8) | (class.min(0xff) as u64),
         Ordering::Release,
     );
 }
 
-fn write_history(m: &mut Msg, p: *mut u8) {
+/// Lists the ring's operations on `p`; returns the last free among them (its number, thread and stack).
+fn write_history(m: &mut Msg, p: *mut u8) -> Option<(u64, u64, Stack)> {
     m.str("\n  history of this pointer (last 256 operations, oldest first):");
     let end = RING_NEXT.load(Ordering::Acquire);
     let start = end.saturating_sub(RING as u64);
     let mut any = false;
+    let mut last_free = None;
     for seq in start..end {
         let Some(e) = RING_ENTRIES.get((seq % RING as u64) as usize) else {
             continue;
@@ -233,7 +253,16 @@ fn write_history(m: &mut Msg, p: *mut u8) {
             } else {
                 " free "
             });
-        m.str(" by thread ").dec(e.thread.load(Ordering::Relaxed));
+        let thread = e.thread.load(Ordering::Relaxed);
+        m.str(" by thread ").dec(thread);
+        if (info >> 8) & 0xff == OpKind::Free as u64 {
+            let mut s = Stack::EMPTY;
+            s.len = e.depth.load(Ordering::Relaxed).min(FRAMES);
+            for (d, pc) in s.pcs.iter_mut().zip(e.stack.iter()) {
+                *d = pc.load(Ordering::Relaxed);
+            }
+            last_free = Some((seq, thread, s));
+        }
         let class = (info & 0xff) as usize;
         if class < size_class::NUM_CLASSES {
             m.str(" (class ").dec(class as u64).str(")");
@@ -243,6 +272,40 @@ fn write_history(m: &mut Msg, p: *mut u8) {
         m.str("\n    (none recorded)");
     }
     m.str("\n  this thread: ").dec(thread_id());
+    last_free
+}
+
+/// Writes a call stack, a frame a line: the address, the symbol and offset when its module exports
+/// one, else the module and the offset in it (for `addr2line -e MODULE OFFSET`). hopless's own frames
+/// are left out when it is a library of its own.
+fn write_stack(m: &mut Msg, s: &Stack) {
+    let mut shown = 0;
+    for &pc in s.frames() {
+        if shown == 0 && stack::in_own_library(pc) {
+            continue;
+        }
+        m.str("\n    #").dec(shown).str(" ").hex(pc);
+        // A return address is just past its call: named by the byte before it.
+        match stack::place_of(pc.wrapping_sub(1)) {
+            Some(at) => {
+                if let Some((name, addr)) = at.symbol {
+                    m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
+                }
+                m.str(" (")
+                    .bytes(at.module)
+                    .str("+")
+                    .hex(pc.wrapping_sub(at.base))
+                    .str(")");
+            }
+            None => {
+                m.str(" (?)");
+            }
+        }
+        shown += 1;
+    }
+    if shown == 0 {
+        m.str("\n    (no call stack: taken only in debug mode, with glibc's backtrace)");
+    }
 }
 
 /// A debug-mode fault report, then abort.
@@ -292,7 +355,17 @@ pub(crate) fn fault(what: &str, p: *mut u8, class: usize, offset: Option<usize>)
         }
     }
     if crate::mode::debug_on() {
-        write_history(&mut m, p);
+        let last_free = write_history(&mut m, p);
+        m.str("\n  this operation, from:");
+        write_stack(&mut m, &stack::capture(1));
+        if let Some((seq, thread, s)) = last_free {
+            m.str("\n  the last free of this pointer (#")
+                .dec(seq)
+                .str(" by thread ")
+                .dec(thread)
+                .str("), from:");
+            write_stack(&mut m, &s);
+        }
     }
     m.str("\n");
     m.fatal()

@@ -28,6 +28,8 @@ impl<P: PageSource> Heap<P> {
     #[inline(never)]
     pub(crate) fn debug_alloc(&self, size: usize, align: usize, zeroed: bool) -> *mut u8 {
         use crate::debug;
+        // No lock is held here: the first call to the unwinder may allocate (see `platform::stack`).
+        crate::platform::stack::warm();
         match debug::class_for(size, align) {
             Some(class) => {
                 let mut one = [ptr::null_mut(); 1];
@@ -71,6 +73,10 @@ impl<P: PageSource> Heap<P> {
     #[inline(never)]
     pub(crate) unsafe fn debug_free(&self, p: *mut u8) {
         use crate::debug;
+        // Taken before any lock (the ring's record of a small block's free is made under its class
+        // lock); the first call to the unwinder may allocate (see `platform::stack`).
+        crate::platform::stack::warm();
+        let from = crate::platform::stack::capture(0);
         // SAFETY: check_headers validates everything it reads through the segment map first.
         match unsafe { debug::check_headers(p) } {
             None => {
@@ -110,7 +116,7 @@ impl<P: PageSource> Heap<P> {
                     // SAFETY: an in-use block of `class`; the program gives it up. Poisoning writes
                     // only the block, and neither it nor the record allocates or locks.
                     unsafe { debug::check_and_poison(p, class) };
-                    crate::report::record(crate::report::OpKind::Free, p, class);
+                    crate::report::record_from(crate::report::OpKind::Free, p, class, &from);
                     // SAFETY: as above, under this class's lock; the flush re-checks the bitmap.
                     unsafe { ClassHeap::flush_locked(&mut g, class, self.pool(class), &[p], &mut victims) }
                 };

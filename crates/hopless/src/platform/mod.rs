@@ -12,13 +12,15 @@
 //! | `source.rs` | the contract: [`PageSource`], the heap's page unit ([`PAGE_SIZE`]) and the kernel's, what a reservation holds |
 //! | `huge.rs` | the transparent-huge-page policy: the setting, which reservations ask, the mark [`HugePages::Auto`] waits for |
 //! | `pages.rs` | the sources: [`OsPages`] (`mmap`, `madvise`, `mremap`) and [`SystemPages`] (the C library's allocator) |
-//! | `threads.rs` | thread ids and liveness, the futex, thread keys |
+//! | `threads.rs` | thread ids and liveness, the futex, thread keys, a detached thread |
+//! | `stack.rs` | call stacks for the checked modes' reports: `backtrace`, named with `dladdr` |
 //! | `os.rs` | `errno` kept, stderr, the clock, abort, the environment, `AT_RANDOM`, fork handlers |
 
 mod huge;
 mod os;
 mod pages;
 mod source;
+pub mod stack;
 mod threads;
 
 pub use huge::{huge_page_size, huge_pages, set_huge_pages, HugeCatchUp, HugePages};

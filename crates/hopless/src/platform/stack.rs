@@ -1,0 +1,136 @@
+//! Call stacks for the checked modes' reports: the return addresses of the calling thread, taken with
+//! the C library's `backtrace` (glibc's walks the unwind tables, `.eh_frame`, which every program built
+//! for a distribution carries: right without frame pointers), and each address named with `dladdr`
+//! (the module, and the symbol when the module exports it: a program's own functions when it is linked
+//! with `-rdynamic`).
+//!
+//! glibc's `backtrace` loads `libgcc_s` with `dlopen` on its first call, which allocates. So nothing is
+//! taken until [`warm`] has made that first call from a place that holds no allocator lock: the
+//! allocations it makes run as the program's would (and take no stack). From then on `backtrace`
+//! neither allocates nor takes a lock an allocation path holds. Where there is no `backtrace` (musl),
+//! stacks are empty.
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+/// Return addresses kept per stack.
+pub const FRAMES: usize = 12;
+
+/// A call stack: `pcs[..len]`, innermost first.
+#[derive(Clone, Copy)]
+pub struct Stack {
+    pub pcs: [usize; FRAMES],
+    pub len: usize,
+}
+
+impl Stack {
+    pub const EMPTY: Stack = Stack {
+        pcs: [0; FRAMES],
+        len: 0,
+    };
+
+    /// The addresses, innermost first.
+    pub fn frames(&self) -> &[usize] {
+        self.pcs.get(..self.len).unwrap_or_default()
+    }
+}
+
+const COLD: u8 = 0;
+const WARMING: u8 = 1;
+const WARM: u8 = 2;
+/// Whether `backtrace` has been called once (see the module's docs).
+static STATE: AtomicU8 = AtomicU8::new(COLD);
+
+#[cfg(all(target_env = "gnu", not(miri)))]
+extern "C" {
+    fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
+}
+
+/// Makes the first `backtrace` call, if none was made: the caller holds no allocator lock. Concurrent
+/// callers (and the allocations the first call makes) go on without waiting: they take no stacks until
+/// it is done.
+pub fn warm() {
+    if STATE.load(Ordering::Acquire) != COLD
+        || STATE
+            .compare_exchange(COLD, WARMING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    #[cfg(all(target_env = "gnu", not(miri)))]
+    {
+        let mut buf = [core::ptr::null_mut::<libc::c_void>(); 2];
+        // SAFETY: `buf` has room for the 2 entries asked for.
+        unsafe { backtrace(buf.as_mut_ptr(), 2) };
+    }
+    STATE.store(WARM, Ordering::Release);
+}
+
+/// The calling thread's stack, the innermost `skip` frames left out; empty before [`warm`] is done.
+#[inline(never)]
+pub fn capture(skip: usize) -> Stack {
+    if STATE.load(Ordering::Acquire) != WARM {
+        return Stack::EMPTY;
+    }
+    #[cfg_attr(not(all(target_env = "gnu", not(miri))), allow(unused_mut))]
+    let mut s = Stack::EMPTY;
+    #[cfg(all(target_env = "gnu", not(miri)))]
+    {
+        // This frame too: `capture` is never inlined.
+        let mut buf = [core::ptr::null_mut::<libc::c_void>(); FRAMES + 8];
+        let want = (FRAMES + 1 + skip).min(buf.len());
+        // SAFETY: `buf` has room for `want` entries; `backtrace` writes at most that many.
+        let n = unsafe { backtrace(buf.as_mut_ptr(), want as libc::c_int) }.max(0) as usize;
+        let from = (1 + skip).min(n);
+        for (d, p) in s.pcs.iter_mut().zip(buf.iter().take(n).skip(from)) {
+            *d = p.addr();
+        }
+        s.len = (n - from).min(FRAMES);
+    }
+    #[cfg(not(all(target_env = "gnu", not(miri))))]
+    let _ = skip;
+    s
+}
+
+/// What `dladdr` says of an address: its module's path and load address, and the nearest symbol
+/// at or below it that the module exports (name and address), if any.
+pub struct Place {
+    pub module: &'static [u8],
+    pub base: usize,
+    pub symbol: Option<(&'static [u8], usize)>,
+}
+
+/// Names `pc` (see [`Place`]); `None` when no loaded module holds it.
+pub fn place_of(pc: usize) -> Option<Place> {
+    if cfg!(miri) {
+        return None;
+    }
+    // SAFETY: an all-zero `Dl_info` is a valid value to hand `dladdr`, which fills it.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: `dladdr` only reads the address as a number and writes `info`; it allocates nothing.
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 {
+        return None;
+    }
+    let text = |p: *const libc::c_char| {
+        // SAFETY: a non-null name `dladdr` gives is a NUL-terminated string of a loaded module, which
+        // stays while the module is loaded (the report using it ends the process).
+        (!p.is_null()).then(|| unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
+    };
+    Some(Place {
+        module: text(info.dli_fname).unwrap_or(b"?"),
+        base: info.dli_fbase.addr(),
+        symbol: text(info.dli_sname).map(|name| (name, info.dli_saddr.addr())),
+    })
+}
+
+/// Whether `pc` lies in the module that holds this function: hopless's own frames, to leave out of a
+/// report when hopless is a library of its own (`libhopless.so`). False when hopless is linked into
+/// the program itself (a Rust program's `#[global_allocator]`): its frames are then the program's.
+pub fn in_own_library(pc: usize) -> bool {
+    let here = place_of(in_own_library as fn(usize) -> bool as usize);
+    // SAFETY: getauxval has no preconditions; AT_ENTRY is the program's entry point (or 0).
+    let program = place_of(unsafe { libc::getauxval(libc::AT_ENTRY) } as usize);
+    match (here, program, place_of(pc)) {
+        (Some(h), Some(p), Some(at)) => h.base != p.base && at.base == h.base,
+        _ => false,
+    }
+}
