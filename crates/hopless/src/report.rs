@@ -275,9 +275,9 @@ fn write_history(m: &mut Msg, p: *mut u8) -> Option<(u64, u64, Stack)> {
     last_free
 }
 
-/// Writes a call stack, a frame a line: the address, the symbol and offset when its module exports
-/// one, else the module and the offset in it (for `addr2line -e MODULE OFFSET`). hopless's own frames
-/// are left out when it is a library of its own.
+/// Writes a call stack, a frame a line: the address, its function and the offset in it (from the
+/// module's symbol table, or the symbols it exports), and the module with the offset in it (for
+/// `addr2line -e MODULE OFFSET`). hopless's own frames are left out when it is a library of its own.
 fn write_stack(m: &mut Msg, s: &Stack) {
     let mut shown = 0;
     for &pc in s.frames() {
@@ -288,7 +288,7 @@ fn write_stack(m: &mut Msg, s: &Stack) {
         // A return address is just past its call: named by the byte before it.
         match stack::place_of(pc.wrapping_sub(1)) {
             Some(at) => {
-                if let Some((name, addr)) = at.symbol {
+                if let Some((name, addr)) = stack::function_of(&at, pc.wrapping_sub(1)) {
                     m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
                 }
                 m.str(" (")

@@ -1,15 +1,20 @@
 // A double free whose report must name both functions that freed: built -O2 -g without frame
-// pointers (as distributions build programs) and -rdynamic (so dladdr can name the program's own
-// functions), run with HOPLESS_DEBUG=1.
+// pointers (as distributions build programs), run with HOPLESS_DEBUG=1. The functions are static: no
+// dynamic symbol names them, only the file's symbol table.
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((noinline)) void release_the_request(void *p) {
+// Written by each function, so the compiler cannot fold the two into one.
+static volatile int last_release;
+
+__attribute__((noinline)) static void release_the_request(void *p) {
+    last_release = 1;
     free(p);
     __asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void release_the_request_again(void *p) {
+__attribute__((noinline)) static void release_the_request_again(void *p) {
+    last_release = 2;
     free(p);
     __asm__ volatile("" ::: "memory");
 }

@@ -14,8 +14,10 @@
 //! | `pages.rs` | the sources: [`OsPages`] (`mmap`, `madvise`, `mremap`) and [`SystemPages`] (the C library's allocator) |
 //! | `threads.rs` | thread ids and liveness, the futex, thread keys, a detached thread |
 //! | `stack.rs` | call stacks for the checked modes' reports: `backtrace`, named with `dladdr` |
+//! | `elf_symbols.rs` | a code address's function from its module file's symbol table (`.symtab`) |
 //! | `os.rs` | `errno` kept, stderr, the clock, abort, the environment, `AT_RANDOM`, fork handlers |
 
+mod elf_symbols;
 mod huge;
 mod os;
 mod pages;

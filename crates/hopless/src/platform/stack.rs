@@ -1,8 +1,8 @@
 //! Call stacks for the checked modes' reports: the return addresses of the calling thread, taken with
 //! the C library's `backtrace` (glibc's walks the unwind tables, `.eh_frame`, which every program built
-//! for a distribution carries: right without frame pointers), and each address named with `dladdr`
-//! (the module, and the symbol when the module exports it: a program's own functions when it is linked
-//! with `-rdynamic`).
+//! for a distribution carries: right without frame pointers), and each address named: its module with
+//! `dladdr`, its function from the module file's symbol table (`elf_symbols`), or else the nearest
+//! symbol the module exports.
 //!
 //! glibc's `backtrace` loads `libgcc_s` with `dlopen` on its first call, which allocates. So nothing is
 //! taken until [`warm`] has made that first call from a place that holds no allocator lock: the
@@ -120,6 +120,20 @@ pub fn place_of(pc: usize) -> Option<Place> {
         base: info.dli_fbase.addr(),
         symbol: text(info.dli_sname).map(|name| (name, info.dli_saddr.addr())),
     })
+}
+
+/// The function that holds `pc`, named from its module's own symbol table when the file has one (a
+/// program's static functions too: `platform::elf_symbols`), else the nearest symbol `dladdr` found;
+/// with the function's start. The program's own file is read through `/proc/self/exe` (the path the
+/// loader recorded may be relative to a directory the program has left).
+pub fn function_of(at: &Place, pc: usize) -> Option<(&'static [u8], usize)> {
+    // SAFETY: getauxval has no preconditions; AT_ENTRY is the program's entry point (or 0).
+    let entry = unsafe { libc::getauxval(libc::AT_ENTRY) } as usize;
+    let path: &[u8] = match place_of(entry) {
+        Some(p) if p.base == at.base => b"/proc/self/exe",
+        _ => at.module,
+    };
+    super::elf_symbols::function_at(path, at.base, pc).or(at.symbol)
 }
 
 /// Whether `pc` lies in the module that holds this function: hopless's own frames, to leave out of a
