@@ -132,7 +132,8 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     ))
 }
 
-#[cfg(all(test, not(miri)))]
+// glibc only: a static musl binary has no dynamic section, so `dladdr` knows no module in it.
+#[cfg(all(test, not(miri), target_env = "gnu"))]
 mod tests {
     /// This test binary's own functions, looked up in its file.
     #[test]
