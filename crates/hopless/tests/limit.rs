@@ -26,12 +26,16 @@ macro_rules! fail_at_limit {
 fn fill(layout: Layout, limit: u64, need: u64) -> Vec<*mut u8> {
     let mut got = Vec::with_capacity(100_000);
     loop {
+        // Read before: a refusal may follow a trim (the allocating thread's, or the background
+        // thread's after it), which only lowers the count, so a refusal must be one even this count
+        // needed.
+        let before = held();
         // SAFETY: a non-zero-size layout.
         let p = unsafe { alloc(layout) };
         let now = held();
         if p.is_null() {
-            if now + need <= limit {
-                fail_at_limit!("refused with {now} B held, {need} B more would fit under {limit}");
+            if before + need <= limit {
+                fail_at_limit!("refused with {before} B held, {need} B more would fit under {limit}");
             }
             return got;
         }
