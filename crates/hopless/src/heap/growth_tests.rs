@@ -33,7 +33,8 @@ fn a_cycling_class_grows_its_magazine_and_stops_flushing() {
     let tc = heap.new_thread_cache(1);
     let class = class_for(64, 8).unwrap();
     let first = MAG_CAPACITY[class];
-    let n = scaled(1000, 300);
+    // Enough blocks that the second cycle's refills grow the magazine past them (500 under Miri).
+    let n = scaled(1000, 500);
     // SAFETY: this test's cache; every block is freed once (the double free below is only pushed,
     // and the push refuses it without writing anything).
     unsafe {
@@ -100,10 +101,12 @@ fn a_grown_magazine_only_freed_into_halves_when_full() {
     let tc = heap.new_thread_cache(1);
     let class = class_for(64, 8).unwrap();
     let first = MAG_CAPACITY[class];
-    let n = scaled(1000, 300);
+    let n = scaled(1000, 500);
     // SAFETY: this test's cache; every block is freed once.
     unsafe {
-        cycle(&heap, tc, class, n, 2);
+        // A burst, then cycles: the second grows the magazine, the third refills it (active since the
+        // last decay pass, whenever a pass due on the clock ran).
+        cycle(&heap, tc, class, n, 3);
         let m = ThreadCache::mag(tc, class);
         let cap = (*m).cap;
         assert!(cap > first);
@@ -130,10 +133,12 @@ fn the_decay_pass_halves_grown_magazines_that_stopped_cycling() {
     let tc = heap.new_thread_cache(1);
     let class = class_for(64, 8).unwrap();
     let first = MAG_CAPACITY[class];
-    let n = scaled(1000, 300);
+    let n = scaled(1000, 500);
     // SAFETY: this test's cache; every block is freed once.
     unsafe {
-        cycle(&heap, tc, class, n, 2);
+        // A burst, then cycles: the second grows the magazine, the third refills it (active since the
+        // last decay pass, whenever a pass due on the clock ran).
+        cycle(&heap, tc, class, n, 3);
         let m = ThreadCache::mag(tc, class);
         let cap = (*m).cap;
         // The pass after the growth sees it active, and keeps it.
