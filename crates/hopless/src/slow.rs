@@ -155,6 +155,7 @@ pub(crate) unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut
     if p.is_null() {
         return again_after_trim(take);
     }
+    background::start_if_due();
     p
 }
 
@@ -252,5 +253,6 @@ pub(crate) unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *
     if p.is_null() {
         return again_after_trim(take);
     }
+    background::start_if_due();
     p
 }

@@ -6,22 +6,25 @@
 //! goes back at the next slab that falls free, refill or large free; freed large memory stays within its
 //! budget. A program that stops calling keeps all that. The thread closes the gap:
 //!
-//! - **Started lazily**, by the first free slow path ([`poke`]) once the heap holds 8 MiB or more
-//!   ([`START_BYTES`]): a program that never does (most short-lived tools, and any that must stay single-
-//!   threaded for `unshare(CLONE_NEWUSER)`) never gets one. `HOPLESS_BACKGROUND=0` turns it off.
+//! - **Started lazily**, by the first allocation slow path ([`start_if_due`]) once the heap holds 8 MiB
+//!   or more ([`START_BYTES`]): a program that never does (most short-lived tools, and any that must stay
+//!   single-threaded for `unshare(CLONE_NEWUSER)`) never gets one. `HOPLESS_BACKGROUND=0` turns it off.
+//!   Never from a free: glibc frees a dead thread's thread-local vector while it holds the lock of its
+//!   stack cache, which `pthread_create` takes too (a thread started there waits on itself for good);
+//!   glibc allocates under none of the locks `pthread_create` takes.
 //! - **Awake while memory moves**: every [`PASS_MS`] it purges the slabs that waited out the delay, and
 //!   reads what the program's blocks hold (`crate::limit`'s count, which every slab and large block
 //!   moves). When that has not changed for [`IDLE_MS`], the heap is idle: it trims (every empty slab,
 //!   free arena page and cached mapping goes back, as `malloc_trim` gives them, bar the thread caches)
-//!   and sleeps on a futex until a free slow path wakes it. Asleep, it costs nothing; awake, ten short
+//!   and sleeps on a futex until a free slow path wakes it ([`poke`]). Asleep, it costs nothing; awake, ten short
 //!   passes a second.
 //! - **Fork**: the child has no such thread (only the forking thread is copied); its state goes back to
-//!   "not started", and the child's own first large free path starts one.
+//!   "not started", and the child's own allocation slow path starts one.
 //!
 //! The thread never allocates, holds no lock while it sleeps, and has every signal blocked. Starting it
-//! calls `pthread_create`, which may call `malloc` for the new thread's thread-local vector: [`poke`]
-//! runs at the end of a free's slow path, with no lock held and the heap settled, so that is an ordinary
-//! call (jemalloc starts its background threads the same way).
+//! calls `pthread_create`, which may call `malloc` for the new thread's thread-local vector:
+//! [`start_if_due`] runs at the end of an allocation's slow path, with no lock held and the heap
+//! settled, so that is an ordinary call.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -66,31 +69,46 @@ pub(super) fn after_fork_in_child() {
     }
 }
 
-/// A free's slow path ran: make sure the thread is awake (starting it the first time the heap is big
-/// enough). One relaxed load while it is awake. The caller holds no lock.
+/// A free's slow path ran: wake the thread if it sleeps. One relaxed load while it is awake.
 #[inline]
 pub(crate) fn poke() {
-    if STATE.load(Ordering::Relaxed) != AWAKE {
-        poke_slow();
+    if STATE.load(Ordering::Relaxed) == ASLEEP {
+        wake();
     }
 }
 
 #[cold]
 #[inline(never)]
-fn poke_slow() {
+fn wake() {
+    if STATE
+        .compare_exchange(ASLEEP, AWAKE, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        crate::platform::futex_wake_one(&STATE);
+    }
+}
+
+/// An allocation's slow path ran: start the thread the first time the heap is big enough. One relaxed
+/// load once it is started. The caller holds no lock.
+#[inline]
+pub(crate) fn start_if_due() {
+    if STATE.load(Ordering::Relaxed) == UNSTARTED && crate::limit::held() >= START_BYTES {
+        start();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start() {
     let swap = |from, to| {
         STATE
             .compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
     };
-    match STATE.load(Ordering::Relaxed) {
-        ASLEEP if swap(ASLEEP, AWAKE) => crate::platform::futex_wake_one(&STATE),
-        UNSTARTED if crate::limit::held() >= START_BYTES && swap(UNSTARTED, STARTING) => {
-            let made = crate::platform::spawn_detached(run, STACK_BYTES, c"hopless-purge");
-            // The thread may already have gone to sleep (ASLEEP): leave that.
-            swap(STARTING, if made { AWAKE } else { OFF });
-        }
-        _ => {}
+    if swap(UNSTARTED, STARTING) {
+        let made = crate::platform::spawn_detached(run, STACK_BYTES, c"hopless-purge");
+        // The thread may already have gone to sleep (ASLEEP): leave that.
+        swap(STARTING, if made { AWAKE } else { OFF });
     }
 }
 
