@@ -6,6 +6,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
 
 use crate::address::{locate, Located};
+use crate::cache::ThreadCache;
 use crate::fast;
 use crate::process::{for_each_cache_of_thread, process_init, HEAP};
 use crate::size_class::{self, small_class, SMALL_MAX};
@@ -71,9 +72,14 @@ impl Hopless {
             out.fill(ptr::without_provenance_mut(layout.align()));
             return out.len();
         }
-        if crate::mode::checked() {
+        if crate::mode::checked() || crate::profile::active() {
+            // Block by block: the checked modes check each, and the profile samples each.
             for (i, o) in out.iter_mut().enumerate() {
-                *o = checked_alloc(layout.size(), layout.align(), false).unwrap_or(ptr::null_mut());
+                *o = match checked_alloc(layout.size(), layout.align(), false) {
+                    Some(p) => p,
+                    // SAFETY: a non-zero size (checked above) and a valid layout.
+                    None => unsafe { GlobalAlloc::alloc(self, layout) },
+                };
                 if o.is_null() {
                     return i;
                 }
@@ -98,6 +104,14 @@ impl Hopless {
             for &p in blocks {
                 // SAFETY: the checked modes check everything they are given.
                 unsafe { checked_free(p) };
+            }
+            return;
+        }
+        if crate::profile::SEEN.load(core::sync::atomic::Ordering::Relaxed) {
+            // Any of them may be a sampled block, whatever the layout: freed from its address.
+            for &p in blocks {
+                // SAFETY: per the caller, a live block of this allocator.
+                unsafe { Self::free(p) };
             }
             return;
         }
@@ -137,7 +151,10 @@ impl Hopless {
         if size_class::class_for(new_size, align).is_none() {
             // SAFETY: per the caller; only acts on a live large block.
             if let Some(q) = unsafe { HEAP.realloc_large(p, new_size) } {
-                return q;
+                // A large block grown in place or by moving its pages counts as an allocation of its
+                // new size for the profile (one that copies counts in `alloc_bytes`).
+                // SAFETY: `q` is the live block, the caller's; the cache is this thread's.
+                return unsafe { charge_grown(q, new_size, align, new_size > usable) };
             }
         } else if new_size <= usable && new_size > usable / 2 {
             return p;
@@ -181,7 +198,7 @@ impl Hopless {
             return None;
         }
         // SAFETY: `1 <= n <= SMALL_MAX`, so its class is in range.
-        unsafe { fast::alloc_cached(crate::size_class::small_class(n)) }
+        unsafe { fast::alloc_cached(crate::size_class::small_class(n), size) }
     }
 
     /// C's `malloc(size)` from the thread's magazine: [`Hopless::alloc_cached`] with C's alignment
@@ -503,10 +520,34 @@ unsafe impl GlobalAlloc for Hopless {
         // SAFETY: forwarded contract (new_size > 0, p allocated with layout); a failed realloc leaves
         // `p` as it was, so it may be tried again.
         let grow = || unsafe { HEAP.realloc(cache_or_init(), p, layout.size(), layout.align(), new_size) };
-        let q = grow();
+        let mut q = grow();
         if q.is_null() {
-            return again_after_trim(grow);
+            q = again_after_trim(grow);
         }
-        q
+        // A realloc that grows or moves the block counts as an allocation of its new size for the
+        // profile.
+        // SAFETY: `q` is null or the live block, the caller's.
+        unsafe { charge_grown(q, new_size, layout.align(), new_size > layout.size() || q != p) }
     }
+}
+
+/// A realloc's result `q` of `new_size` bytes: when `counts` (it grew or moved), its size comes off
+/// the thread's sampling countdown, and the realloc is sampled if that runs it out (see `sample`).
+///
+/// # Safety
+///
+/// `q` is null or a live block of this heap, of at least `new_size` bytes, that the caller owns.
+#[inline]
+unsafe fn charge_grown(q: *mut u8, new_size: usize, align: usize, counts: bool) -> *mut u8 {
+    let tc = crate::process::current_or_null();
+    if !counts || q.is_null() || tc.is_null() {
+        return q;
+    }
+    // SAFETY: `tc` is this thread's live cache; `q` per the caller, its `new_size` bytes kept.
+    unsafe {
+        if ThreadCache::charge(tc, new_size) {
+            return crate::sample::sampled(tc, q, new_size, align, false, new_size);
+        }
+    }
+    q
 }

@@ -12,10 +12,14 @@
 //! cache, whose magazines all have capacity 0, so its first alloc or free falls to the slow path. The
 //! checked modes keep every thread on the empty cache, so the fast path needs no mode test.
 
-use crate::cache::{class_at_mag_offset, opaque, ThreadCache, MALLOC_MAG_OFFSET};
+use crate::cache::{class_at_mag_offset, opaque, Magazine, Popped, ThreadCache, MALLOC_MAG_OFFSET};
 use crate::process::{current, current_or_null, segment_end, set_segment_end};
 use crate::segment::{slab_segment, SegmentHeader, Slab, SEGMENT_SIZE};
 use crate::size_class::{small_class, SMALL_MAX};
+use core::sync::atomic::Ordering;
+
+use crate::profile::SEEN;
+use crate::sample::sampled;
 use crate::slow::{alloc_slow, free_slow, free_suspect, free_unsized_slow};
 use crate::stats::stat;
 
@@ -30,27 +34,75 @@ use crate::stats::stat;
 pub(crate) unsafe fn alloc_small(size: usize, align: usize) -> *mut u8 {
     let class = small_class(size.max(align));
     // SAFETY: per the caller.
-    match unsafe { alloc_cached(class) } {
+    match unsafe { alloc_cached(class, size) } {
         Some(p) => p,
         // SAFETY: class in range; per the caller.
         None => unsafe { alloc_slow(class, size, align) },
     }
 }
 
-/// A pop from the thread's magazine of `class`; `None` when it is empty (or the thread has the empty
-/// cache).
+/// A pop from the thread's magazine of `class` for `size` bytes; `None` when it is empty (or the thread
+/// has the empty cache). The size comes off the sampling countdown (`profile`): the allocation that
+/// runs it out goes to `sample::sampled`.
 ///
 /// # Safety
 ///
-/// `class < NUM_CLASSES`.
+/// `class < NUM_CLASSES` is the class of `size` (with an alignment of at most 16).
 #[inline(always)]
-pub(crate) unsafe fn alloc_cached(class: usize) -> Option<*mut u8> {
+pub(crate) unsafe fn alloc_cached(class: usize, size: usize) -> Option<*mut u8> {
     let tc = current();
     // SAFETY: `tc` is this thread's cache or the empty one; `class` is in range.
-    let p = unsafe { ThreadCache::try_pop(tc, class) }?;
-    // SAFETY: `tc` is live: the empty cache never yields a block.
-    stat!(unsafe { (*tc).counters[class].alloc_fast.bump() });
+    let m = unsafe { ThreadCache::mag(tc, class) };
+    // SAFETY: as above.
+    unsafe { counted_pop(tc, m, size) }
+}
+
+/// The pop of a fast path from `tc`'s magazine `m`, with the sampling countdown: `None` when the
+/// magazine is empty (the slow path then counts the allocation).
+///
+/// # Safety
+///
+/// `tc` is the calling thread's cache or the empty one (which never yields a block); `m` one of its
+/// magazines, of a class whose blocks hold `size` bytes aligned to 16.
+#[inline(always)]
+unsafe fn counted_pop(tc: *mut ThreadCache, m: *mut Magazine, size: usize) -> Option<*mut u8> {
+    // SAFETY: per the caller.
+    let p = match unsafe { ThreadCache::pop_in(m) } {
+        Popped::Hit(p) => p,
+        // SAFETY: as above; a block was popped, so `tc` is live.
+        Popped::Stale(p) => return Some(unsafe { stale_pop(tc, p, size) }),
+        Popped::Empty => return None,
+    };
+    // SAFETY: `tc` is live (it yielded a block); `p` is a block of `size` bytes, not handed out yet.
+    stat!(unsafe {
+        (*tc).counters[class_at_mag_offset(m.byte_offset_from(tc) as u32)]
+            .alloc_fast
+            .bump()
+    });
+    // SAFETY: as above.
+    if unsafe { ThreadCache::charge(tc, size) } {
+        // SAFETY: as above.
+        return Some(unsafe { sampled(tc, p, size, 16, false, 0) });
+    }
     Some(p)
+}
+
+/// [`counted_pop`]'s way out when the magazine's `top` copy was stale: the rest of it, out of line, so
+/// the fast path keeps nothing across a call.
+///
+/// # Safety
+///
+/// As for [`counted_pop`], with `tc` live and `p` the block popped.
+#[cold]
+#[inline(never)]
+unsafe fn stale_pop(tc: *mut ThreadCache, p: *mut u8, size: usize) -> *mut u8 {
+    // SAFETY: per the caller.
+    unsafe {
+        if ThreadCache::charge(tc, size) {
+            return sampled(tc, p, size, 16, false, 0);
+        }
+    }
+    p
 }
 
 /// C's `malloc(size)` from the thread's magazine, `None` when that takes more (see
@@ -66,11 +118,9 @@ pub(crate) fn malloc_cached(size: usize) -> Option<*mut u8> {
     if tc.is_null() {
         return None;
     }
-    // SAFETY: `tc` is this thread's live cache and `off` a magazine's offset in it.
-    let p = unsafe { ThreadCache::try_pop_in(ThreadCache::mag_at(tc, off)) }?;
-    // SAFETY: `tc` is live.
-    stat!(unsafe { (*tc).counters[class_at_mag_offset(off)].alloc_fast.bump() });
-    Some(p)
+    // SAFETY: `tc` is this thread's live cache and `off` a magazine's offset in it, of a class whose
+    // blocks hold `size` bytes aligned as `malloc`'s.
+    unsafe { counted_pop(tc, ThreadCache::mag_at(tc, off), size) }
 }
 
 /// The fast path of a free without its size (C's `free`): the segment (the thread's last one, else the
@@ -157,6 +207,10 @@ unsafe fn free_in_segment(tc: *mut ThreadCache, p: *mut u8, end: usize) {
 /// `p` is a live block of `class` that the caller gives up: at least 8 bytes, aligned to 8.
 #[inline(always)]
 pub(crate) unsafe fn free_sized(class: usize, p: *mut u8) {
+    if SEEN.load(Ordering::Relaxed) {
+        // SAFETY: forwarded.
+        return unsafe { free_sized_sampling(p) };
+    }
     let tc = current();
     // SAFETY: `tc` is this thread's cache or the empty one (never room there, so debug mode and threads
     // without a cache take the slow path); `p` per the caller.
@@ -168,4 +222,17 @@ pub(crate) unsafe fn free_sized(class: usize, p: *mut u8) {
             || free_slow(class, p),
         )
     }
+}
+
+/// [`free_sized`] once a block has been sampled: `p` may be a sampled block (a large block of its own,
+/// whatever its layout says), so it is freed as C's `free` frees it, from its address.
+///
+/// # Safety
+///
+/// As for [`free_sized`].
+#[cold]
+#[inline(never)]
+unsafe fn free_sized_sampling(p: *mut u8) {
+    // SAFETY: forwarded; a live block of this allocator.
+    unsafe { free_unsized(p) }
 }

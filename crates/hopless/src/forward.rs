@@ -165,6 +165,54 @@ pub fn set_mode(_debug: bool, _hardened: bool) -> bool {
 
 // Built and run on the native targets too (`lib.rs` compiles this file there under test), so the
 // forwarding code is exercised where CI can run it.
+/// Heap profiling where hopless's heap does not run: nothing is sampled, and a dump says so.
+pub mod profile {
+    use core::ffi::CStr;
+
+    /// Does nothing here (the system allocator serves every call).
+    pub fn start(_bytes: usize) {}
+
+    /// Does nothing here.
+    pub fn stop() {}
+
+    /// Always false here.
+    pub fn is_active() -> bool {
+        false
+    }
+
+    /// The mean sampling interval hopless's heap would use.
+    pub fn interval() -> usize {
+        512 << 10
+    }
+
+    /// Fails here: there is no profile to write.
+    pub fn dump(_path: &CStr) -> Result<(), DumpError> {
+        Err(DumpError(38)) // ENOSYS on Linux; a number that means "not supported" elsewhere too
+    }
+
+    /// Why [`dump`] failed: an OS error number.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DumpError(i32);
+
+    impl DumpError {
+        /// The OS's error number.
+        pub fn raw_os_error(&self) -> i32 {
+            self.0
+        }
+    }
+
+    impl core::fmt::Display for DumpError {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            write!(
+                f,
+                "no heap profile here: hopless forwards to the system allocator"
+            )
+        }
+    }
+
+    impl core::error::Error for DumpError {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::Hopless;
@@ -209,5 +257,17 @@ mod tests {
         Hopless::print_stats();
         assert_eq!(Hopless::stats().bytes_in_use(), 0);
         assert!(!super::set_mode(true, false));
+    }
+
+    #[test]
+    fn no_profile_where_the_system_allocator_serves() {
+        use super::profile;
+        profile::start(1);
+        assert!(!profile::is_active());
+        assert_eq!(profile::interval(), 512 << 10);
+        let e = profile::dump(c"/nonexistent/profile").unwrap_err();
+        assert_eq!(e.raw_os_error(), 38);
+        assert!(e.to_string().contains("system allocator"));
+        profile::stop();
     }
 }

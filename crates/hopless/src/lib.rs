@@ -51,12 +51,14 @@
 //! | `api` | [`Hopless`]: `GlobalAlloc`, `Allocator`, the C-style calls, the batch API, stats, trim |
 //! | `fast` | the fast paths only: a magazine pop, a magazine push; the screenful a reviewer reads first |
 //! | `slow` | every `#[cold]` path: a thread's first operation, empty and full magazines, the checked-mode dispatch |
+//! | `sample` | the sampled allocation: the stack walked, the block made a large one whose header names its sample |
 //! | `process` | the process heap, load-time set-up, the thread's words and the empty cache, the exit hook, fork; `background`: the thread that gives idle memory back |
 //! | `heap` | `Heap`: refill and flush, large blocks, realloc, batches, trim; `heap/` holds the checked frees, thread-owned slabs, the thread-cache registry, the debug and hardened paths, fork locking and stats |
 //! | `debug` | the checked modes' block checks: poison, redzones, header checks |
 //! | `central` | per class, the partial slabs (`class_heap`: the refill; `flush`: blocks checked, then returned under the class lock); per segment kind, the pool of unused slabs (`pool`) and its purges (`purge`) |
 //! | `address` | what an address is to hopless (a segment, a large block, or foreign), from the address alone |
 //! | `large` | blocks above 256 KiB: arena spans up to 16 MiB, bigger ones a mapping each with a cache of recent ones; the retention budget |
+//! | [`profile`] | sampled heap profiling: the controls, the sampling arithmetic, the sites and records, the pprof dump, the leak report |
 //! | `report` | fatal reports without allocating, and debug mode's operation ring |
 //! | `segment` | 4 MiB segments, slab headers and bitmaps (invariants on `Slab`), remote frees into owned slabs, slab lists; the address map segments and arenas share |
 //! | `cache` | the thread cache: magazines, the free key, what it keeps of the slabs it owns, the registry's state and the table of caches by id |
@@ -126,7 +128,7 @@ pub mod stats;
 
 where_forwarded! {
     mod forward;
-    pub use forward::{set_mode, Hopless};
+    pub use forward::{profile, set_mode, Hopless};
 }
 
 where_native! {
@@ -143,7 +145,9 @@ where_native! {
     mod mode;
     mod platform;
     mod process;
+    pub mod profile;
     mod report;
+    mod sample;
     mod scratch;
     mod segment;
     mod slow;

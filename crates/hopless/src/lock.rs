@@ -93,6 +93,17 @@ impl<T> SpinLock<T> {
         }
     }
 
+    /// Takes the lock if it is free, without waiting.
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        self.state
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then_some(SpinGuard {
+                lock: self,
+                release: true,
+            })
+    }
+
     /// Waits for the lock; false when the calling thread holds it already for `fork` (the guard must not
     /// release it then).
     #[cold]

@@ -156,6 +156,29 @@ pub(crate) unsafe fn alloc_slow(class: usize, size: usize, align: usize) -> *mut
         return again_after_trim(take);
     }
     background::start_if_due();
+    // SAFETY: `p` is a new block of `size` bytes aligned to `align`, not handed out yet.
+    unsafe { charge(p, size, align, false) }
+}
+
+/// Takes a slow path's allocation of `size` bytes off the thread's sampling countdown, and samples it
+/// if that runs it out (see `sample`). Threads without a cache (the checked modes) are not sampled.
+///
+/// # Safety
+///
+/// `p` is null or a new block of this heap of `size` bytes aligned to `align` (zeroed if `zeroed`),
+/// not handed out yet.
+#[inline]
+unsafe fn charge(p: *mut u8, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    let tc = current_or_null();
+    if p.is_null() || tc.is_null() {
+        return p;
+    }
+    // SAFETY: `tc` is this thread's live cache; `p` per the caller.
+    unsafe {
+        if ThreadCache::charge(tc, size) {
+            return crate::sample::sampled(tc, p, size, align, zeroed, 0);
+        }
+    }
     p
 }
 
@@ -249,10 +272,11 @@ pub(crate) unsafe fn alloc_general(size: usize, align: usize, zeroed: bool) -> *
         // Layout).
         unsafe { HEAP.alloc(cache_or_init(), size, align, zeroed) }
     };
-    let p = take();
+    let mut p = take();
     if p.is_null() {
-        return again_after_trim(take);
+        p = again_after_trim(take);
     }
     background::start_if_due();
-    p
+    // SAFETY: `p` is null or a new block of `size` bytes aligned to `align`, not handed out yet.
+    unsafe { charge(p, size, align, zeroed) }
 }

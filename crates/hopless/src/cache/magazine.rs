@@ -126,10 +126,27 @@ impl ThreadCache {
     /// a magazine of its own (the SLUB experiment's model of hopless).
     #[inline(always)]
     pub unsafe fn try_pop_in(m: *mut Magazine) -> Option<*mut u8> {
+        // SAFETY: forwarded.
+        match unsafe { Self::pop_in(m) } {
+            Popped::Hit(p) => Some(p),
+            Popped::Stale(p) => Some(stale_top(p)),
+            Popped::Empty => None,
+        }
+    }
+
+    /// [`ThreadCache::try_pop_in`] with the stale-copy case left to the caller ([`Popped::Stale`]), so
+    /// that a fast path with more to do after the pop can send that case out of line whole, instead
+    /// of calling out and keeping its registers across the call.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ThreadCache::try_pop_in`].
+    #[inline(always)]
+    pub unsafe fn pop_in(m: *mut Magazine) -> Popped {
         let count = Self::count_of(m);
         let n = count.load(Ordering::Relaxed);
         if n == 0 {
-            return None;
+            return Popped::Empty;
         }
         let n = n - 1;
         // SAFETY: the owner's own field (see `top`), read before the refresh below writes it.
@@ -140,9 +157,9 @@ impl ThreadCache {
         // SAFETY: as above; the new top slot (or `top` itself when the magazine is now empty).
         unsafe { (*m).top = Self::slot_below(m, n as usize).load(Ordering::Relaxed) };
         if guess != p {
-            return Some(stale_top(p));
+            return Popped::Stale(p);
         }
-        Some(guess)
+        Popped::Hit(guess)
     }
 
     /// Pushes a block; false when the magazine is full (and nothing was written).
@@ -493,6 +510,15 @@ impl ThreadCache {
             (*tc).epochs as usize & EPOCH_MASK
         }
     }
+}
+
+/// What a pop found: the block, from the `top` copy; the block, with the copy stale (a path changed
+/// the slots without it: the block is the top slot's, and the caller goes out of line to keep the
+/// test a branch, see `Magazine::top`); or an empty magazine.
+pub enum Popped {
+    Hit(*mut u8),
+    Stale(*mut u8),
+    Empty,
 }
 
 /// A pop's way out when the magazine's `top` copy was stale (a path changed the slots without it): the

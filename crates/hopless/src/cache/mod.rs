@@ -23,7 +23,7 @@ pub use double_free::OwnKey;
 pub use double_free::KEY_AFTER_LOOKS;
 pub(crate) use free_key::opaque;
 pub use free_key::{free_salt, key_epoch, read_key, seed_free_key, slab_mark, write_key, KeySays};
-pub use magazine::Push;
+pub use magazine::{Popped, Push};
 pub use owned::{OwnedSlabs, FORK_GENERATION};
 pub use registry::{hint_owner, CACHE_HEAP, CACHE_TABLE, NEXT_CACHE_ID};
 pub(crate) use registry::{Caches, CACHE_BYTES, MAX_PARKED, MAX_WARM, ORPHAN_PROBES};

@@ -139,6 +139,15 @@ pub struct ThreadCache {
     /// When the next decay pass of grown magazines is due (ms of `platform::now_ms`); only read while
     /// `grown_bytes` is nonzero.
     pub decay_at: u64,
+    /// Bytes the holder allocates before its next sample (`profile`): every allocation's size comes off
+    /// it ([`ThreadCache::charge`]), and the one that runs it out is sampled, which draws the next. Zero
+    /// in a new cache, so a thread's first allocation draws its first count. Only the holder touches it.
+    pub sample_left: usize,
+    /// The holder's generator for those draws (`profile::sampler`).
+    pub sample_rng: u64,
+    /// True while the holder takes a sample: what it allocates meanwhile (the unwinder may) is not
+    /// sampled again.
+    pub sampling: bool,
     #[cfg(feature = "stats")]
     pub counters: [ThreadCounters; NUM_CLASSES],
     pub mags: [Magazine; NUM_CLASSES],
@@ -207,6 +216,22 @@ impl ThreadCache {
     pub unsafe fn mag(tc: *mut ThreadCache, class: usize) -> *mut Magazine {
         // SAFETY: per the caller, `mag_offset(class)` is a magazine's offset in `*tc`.
         unsafe { Self::mag_at(tc, mag_offset(class)) }
+    }
+
+    /// Takes `size` bytes off the sampling countdown ([`ThreadCache::sample_left`]); true when they run
+    /// it out, and the allocation is to be sampled (which draws the next count).
+    ///
+    /// # Safety
+    ///
+    /// `tc` is the calling thread's live cache (never the shared empty one).
+    #[inline(always)]
+    pub unsafe fn charge(tc: *mut ThreadCache, size: usize) -> bool {
+        // SAFETY: per the caller, a field only this thread touches.
+        unsafe {
+            let (left, out) = (*tc).sample_left.overflowing_sub(size);
+            (*tc).sample_left = left;
+            out
+        }
     }
 
     /// The magazine at byte offset `off` of `tc`.

@@ -187,6 +187,7 @@ impl SlabPool {
                 kind: self.kind,
                 slab_shift: shift,
                 first_slot: first_slot as u32,
+                sample: 0,
                 map_len: SEGMENT_SIZE,
                 data_offset: 0,
                 usable: 0,

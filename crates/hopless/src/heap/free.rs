@@ -377,6 +377,9 @@ impl<P: PageSource> Heap<P> {
                 };
                 report_bad_free(e, p, usize::MAX, ptr::null_mut());
             }
+            if (*seg).sample != 0 {
+                crate::profile::forget((*seg).sample);
+            }
             self.large.free(&self.source, seg);
         }
         // Where large memory is given back, every empty slab that waited out the purge delay goes too

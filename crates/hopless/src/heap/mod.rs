@@ -291,6 +291,12 @@ impl<P: PageSource> Heap<P> {
         p
     }
 
+    /// A large block of `size` bytes whatever its size (a sampled allocation's: its header names its
+    /// sample); null on failure.
+    pub(crate) fn alloc_own_block(&self, size: usize, align: usize, zeroed: bool) -> *mut u8 {
+        self.large.alloc(&self.source, size, align, zeroed, false)
+    }
+
     /// Usable bytes of a block (its class size, or a large block's mapping minus its header); 0 for a
     /// pointer that is not the start of a block of this heap.
     ///
@@ -369,9 +375,13 @@ impl<P: PageSource> Heap<P> {
             return None;
         };
         // SAFETY: a live large block's header.
-        let usable = unsafe { (*seg).usable };
+        let (usable, sampled) = unsafe { ((*seg).usable, (*seg).sample != 0) };
         if new_size <= usable && new_size > usable / 2 {
             return Some(p);
+        }
+        if sampled {
+            // Its pages would move without its record: copied instead, and the free forgets it.
+            return None;
         }
         // SAFETY: per the caller, the block is ours alone.
         let q = unsafe { self.large.resize(&self.source, seg, new_size) };

@@ -14,8 +14,9 @@
 //! | `pages.rs` | the sources: [`OsPages`] (`mmap`, `madvise`, `mremap`) and [`SystemPages`] (the C library's allocator) |
 //! | `threads.rs` | thread ids and liveness, the futex, thread keys, a detached thread |
 //! | `stack.rs` | call stacks for the checked modes' reports: `backtrace`, named with `dladdr` |
+//! | `unwind.rs` | call stacks for heap profiles: the C runtime's unwinder, hopless's own frames left out |
 //! | `elf_symbols.rs` | a code address's function from its module file's symbol table (`.symtab`) |
-//! | `os.rs` | `errno` kept, stderr, the clock, abort, the environment, `AT_RANDOM`, fork handlers |
+//! | `os.rs` | `errno` kept, stderr, the clock, abort, the environment, `AT_RANDOM`, fork handlers, signals |
 
 mod elf_symbols;
 mod huge;
@@ -24,10 +25,12 @@ mod pages;
 mod source;
 pub mod stack;
 mod threads;
+pub mod unwind;
 
 pub use huge::{huge_page_size, huge_pages, set_huge_pages, HugeCatchUp, HugePages};
 pub use os::{
-    abort, env_bytes, env_flag, env_setting, now_ms, process_random, register_fork_handlers, write_stderr,
+    abort, env_bytes, env_flag, env_setting, keeping_errno, now_ms, on_signal, process_random,
+    register_fork_handlers, signal_number, write_stderr,
 };
 pub use pages::{OsPages, SystemPages};
 pub use source::{os_page_size, PageSource, Reservation, PAGE_SIZE};

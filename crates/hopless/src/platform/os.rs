@@ -3,7 +3,7 @@
 
 /// Runs `f` and puts `errno` back as it was: the allocator's own system calls must not change what a
 /// successful `malloc` leaves in it.
-pub(super) fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+pub fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: __errno_location is this thread's errno, valid for the thread's life.
     let errno = unsafe { libc::__errno_location() };
     // SAFETY: as above.
@@ -140,4 +140,41 @@ pub fn register_fork_handlers(prepare: extern "C" fn(), parent: extern "C" fn(),
     unsafe {
         libc::pthread_atfork(Some(prepare), Some(parent), Some(child))
     };
+}
+
+/// The signal `name` names: a number, or a name with or without `SIG` (`USR2`, `SIGUSR2`); `None` for
+/// anything else, and for the signals a program cannot catch.
+pub fn signal_number(name: &[u8]) -> Option<libc::c_int> {
+    let name = name.strip_prefix(b"SIG").unwrap_or(name);
+    let n = if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+        name.iter().try_fold(0 as libc::c_int, |v, &d| {
+            v.checked_mul(10)?.checked_add((d - b'0') as libc::c_int)
+        })?
+    } else {
+        const NAMES: [(&[u8], libc::c_int); 8] = [
+            (b"USR1", libc::SIGUSR1),
+            (b"USR2", libc::SIGUSR2),
+            (b"HUP", libc::SIGHUP),
+            (b"PROF", libc::SIGPROF),
+            (b"WINCH", libc::SIGWINCH),
+            (b"URG", libc::SIGURG),
+            (b"TTIN", libc::SIGTTIN),
+            (b"TTOU", libc::SIGTTOU),
+        ];
+        NAMES.iter().find(|(n, _)| *n == name)?.1
+    };
+    (n > 0 && n < 65 && n != libc::SIGKILL && n != libc::SIGSTOP).then_some(n)
+}
+
+/// Installs `handler` for signal `sig` (restarting interrupted system calls), replacing what was there.
+pub fn on_signal(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: an all-zero `sigaction` is a valid value (no flags, empty mask) to fill in.
+    let mut act: libc::sigaction = unsafe { core::mem::zeroed() };
+    act.sa_sigaction = handler as usize;
+    act.sa_flags = libc::SA_RESTART;
+    // SAFETY: `act` is a valid sigaction; a null old action is allowed.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, core::ptr::null_mut());
+    }
 }

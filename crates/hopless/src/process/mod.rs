@@ -78,6 +78,7 @@ fn process_init_slow() {
         HEAP.set_owned_slabs(true);
     }
     background::configure();
+    crate::profile::configure();
     if let Some(text) = crate::platform::env_bytes(c"HOPLESS_LIMIT") {
         match crate::limit::parse_size(text) {
             Some(bytes) => crate::limit::set(bytes),
@@ -103,6 +104,15 @@ extern "C" fn on_load() {
 #[used]
 #[link_section = ".init_array"]
 static ON_LOAD: extern "C" fn() = on_load;
+
+extern "C" fn on_exit() {
+    crate::profile::at_exit();
+}
+
+/// At exit, after the program's own `atexit` handlers: the heap profile's dump and leak report.
+#[used]
+#[link_section = ".fini_array"]
+static ON_EXIT: extern "C" fn() = on_exit;
 
 /// Arranges for `tc` to be retired when the thread exits. If that fails (no key, or no memory for the
 /// key's slot), the cache is reclaimed later anyway, once its thread is found dead.
@@ -243,6 +253,7 @@ pub(crate) fn for_each_cache_of_thread(mut f: impl FnMut(*mut ThreadCache)) {
 // Fork.
 
 extern "C" fn fork_prepare() {
+    crate::profile::fork_prepare();
     HEAP.lock_all();
     crate::lock::set_fork_holder();
 }
@@ -250,7 +261,10 @@ extern "C" fn fork_prepare() {
 extern "C" fn fork_parent() {
     crate::lock::clear_fork_holder();
     // SAFETY: runs once after `fork_prepare`, in the forking thread, which holds every lock.
-    unsafe { HEAP.unlock_all() }
+    unsafe {
+        HEAP.unlock_all();
+        crate::profile::fork_release();
+    }
 }
 
 extern "C" fn fork_child() {
@@ -262,5 +276,8 @@ extern "C" fn fork_child() {
     // SAFETY: the child's only thread and its own caches; the registry lock is held (by it).
     for_each_cache_of_thread(|tc| unsafe { HEAP.adopt_after_fork(tc, tid) });
     // SAFETY: the child's only thread, a copy of the forking one, holds every lock.
-    unsafe { HEAP.unlock_all() }
+    unsafe {
+        HEAP.unlock_all();
+        crate::profile::fork_release();
+    }
 }

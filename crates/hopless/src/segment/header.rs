@@ -52,6 +52,9 @@ pub struct SegmentHeader {
     pub slab_shift: u32,
     /// First slot not covered by the headers.
     pub first_slot: u32,
+    /// Large blocks: the profile's record of the block when it was sampled (`profile::table`), else 0.
+    /// (In the padding before `map_len`: the header keeps its size.)
+    pub sample: u32,
     /// Large blocks: the mapping's length (the mapping starts at the header), the block's offset from
     /// the header, and the bytes usable from there.
     pub map_len: usize,
