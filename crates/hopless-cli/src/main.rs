@@ -2,7 +2,8 @@
 //!
 //! With no arguments it runs the quick comparison and prints the headline table. The benchmarks
 //! themselves (run loops, child processes, tables, charts, JSON) live in hopless-bench, the server
-//! (`hopless serve`) in hopless-server; this crate parses the command line and dispatches.
+//! (`hopless serve`) in hopless-server, the heap-profile reader (`hopless prof`) in hopless-prof; this
+//! crate parses the command line and dispatches.
 //!
 //! # Layout
 //!
@@ -11,14 +12,19 @@
 //! | `main.rs` | the command tree and the dispatch |
 //! | [`args`] | the `bench` subcommands' arguments (`--quick`, `--rounds`, `--json` shared by all) |
 //! | [`server_args`] | `bench server`'s arguments |
+//! | [`prof_args`] | `prof`'s arguments |
 
 mod args;
+mod prof_args;
 mod server_args;
+
+use std::io::Write;
 
 use clap::{Parser, Subcommand};
 use hopless_bench::{alloc, fastpath, headline, kv, server};
 
 use crate::args::{AllocArgs, FastpathArgs, KvArgs};
+use crate::prof_args::ProfArgs;
 use crate::server_args::ServerArgs;
 
 #[global_allocator]
@@ -45,6 +51,10 @@ enum Command {
     /// Serve the store over the Redis protocol (RESP2/RESP3) until SIGINT/SIGTERM. A cache: nothing is
     /// written to disk.
     Serve(hopless_server::ServeArgs),
+    /// Read a heap profile (pprof format, as hopless writes them): symbolize it from the module files
+    /// on disk and print the total, the top functions by flat and cumulative value, and the top
+    /// allocation sites.
+    Prof(ProfArgs),
 }
 
 #[derive(Subcommand)]
@@ -69,6 +79,20 @@ fn stats() -> Result<(), String> {
     Ok(())
 }
 
+/// `hopless prof`: the report (or folded stacks) on stdout.
+fn prof(options: hopless_prof::Options) -> Result<(), String> {
+    let out = hopless_prof::run(&options).map_err(|e| match e {
+        // Names its file already.
+        hopless_prof::Error::Io { .. } => e.to_string(),
+        e => format!("{}: {e}", options.path.display()),
+    })?;
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
 fn main() {
     let result = match Cli::parse().command {
         Some(Command::Bench(Bench::Alloc(args))) => alloc::run(&args.into()).map(drop),
@@ -85,6 +109,7 @@ fn main() {
         Some(Command::Serve(args)) => {
             hopless_server::run(hopless_server::ServeOptions::from(args)).map_err(|e| e.to_string())
         }
+        Some(Command::Prof(args)) => prof(args.into()),
         None => headline::run(),
     };
     if let Err(e) = result {
@@ -147,6 +172,9 @@ mod tests {
             // The children kv and fastpath run.
             "bench kv --child hopless-kv:hopless --threads 2 --keys 1000 --ops 5000",
             "bench fastpath --child array:cold:64:0.5",
+            "prof heap.pb.gz",
+            "prof heap.pb.gz --sample alloc --top 5 --svg top.svg",
+            "prof heap.pb.gz --sample inuse_objects --collapsed",
         ] {
             parse(args);
         }
