@@ -3,6 +3,12 @@
 //! unwind tables (`.eh_frame`) every program built for a distribution carries: right without frame
 //! pointers, as `-O2 -g` builds are.
 //!
+//! With glibc the unwinder is found when profiling starts ([`resolve`]), not linked: `libhopless.so`
+//! needs `libc.so.6` alone, and loading `libgcc_s.so.1` costs every process about 90 µs, profiled or
+//! not. It is looked up among the loaded modules first (every Rust and C++ program has it), else
+//! `libgcc_s.so.1` is loaded then, from the library's constructor or a call to start profiling, never
+//! from an allocation. With musl (static programs) it is linked in, as Rust's `std` links it.
+//!
 //! libgcc's walk neither allocates nor takes a lock on glibc 2.35 and later, where it finds a frame's
 //! tables with `_dl_find_object`; with older C libraries it calls `dl_iterate_phdr`, which takes the
 //! loader's lock (a recursive one; no allocation path of hopless holds a lock of its own meanwhile).
@@ -21,12 +27,67 @@ struct UnwindContext {
 }
 
 type TraceFn = extern "C" fn(*mut UnwindContext, *mut libc::c_void) -> libc::c_int;
+type BacktraceFn = unsafe extern "C" fn(TraceFn, *mut libc::c_void) -> libc::c_int;
+type GetIpFn = unsafe extern "C" fn(*mut UnwindContext) -> usize;
 
-#[cfg_attr(all(target_env = "gnu", not(miri)), link(name = "gcc_s"))]
-#[cfg(not(miri))]
+#[cfg(all(target_env = "musl", not(miri)))]
 extern "C" {
     fn _Unwind_Backtrace(trace: TraceFn, arg: *mut libc::c_void) -> libc::c_int;
     fn _Unwind_GetIP(ctx: *mut UnwindContext) -> usize;
+}
+
+/// The unwinder's two functions, 0 until [`resolve`] found them.
+static BACKTRACE: AtomicUsize = AtomicUsize::new(0);
+static GET_IP: AtomicUsize = AtomicUsize::new(0);
+
+/// Finds the unwinder (see the module's docs); false when there is none. Call it where loading a
+/// library is safe: not from inside an allocation.
+pub fn resolve() -> bool {
+    if BACKTRACE.load(Ordering::Acquire) != 0 {
+        return true;
+    }
+    let Some((bt, ip)) = find_unwinder() else {
+        return false;
+    };
+    GET_IP.store(ip, Ordering::Relaxed);
+    BACKTRACE.store(bt, Ordering::Release);
+    true
+}
+
+#[cfg(all(target_env = "musl", not(miri)))]
+fn find_unwinder() -> Option<(usize, usize)> {
+    Some((
+        _Unwind_Backtrace as BacktraceFn as usize,
+        _Unwind_GetIP as GetIpFn as usize,
+    ))
+}
+
+#[cfg(miri)]
+fn find_unwinder() -> Option<(usize, usize)> {
+    None
+}
+
+#[cfg(all(not(target_env = "musl"), not(miri)))]
+fn find_unwinder() -> Option<(usize, usize)> {
+    let lookup = |handle: *mut libc::c_void| {
+        // SAFETY: NUL-terminated names; `dlsym` accepts RTLD_DEFAULT or a handle from `dlopen`.
+        let (bt, ip) = unsafe {
+            (
+                libc::dlsym(handle, c"_Unwind_Backtrace".as_ptr()),
+                libc::dlsym(handle, c"_Unwind_GetIP".as_ptr()),
+            )
+        };
+        (!bt.is_null() && !ip.is_null()).then(|| (bt.addr(), ip.addr()))
+    };
+    if let Some(found) = lookup(libc::RTLD_DEFAULT) {
+        return Some(found);
+    }
+    // SAFETY: a NUL-terminated name; the handle is kept for the process's life (never closed).
+    let handle = unsafe { libc::dlopen(c"libgcc_s.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return None;
+    }
+    lookup(handle)
 }
 
 /// `_URC_NO_REASON`: go on to the next frame.
@@ -44,11 +105,12 @@ struct Walk<'a> {
 extern "C" fn each_frame(ctx: *mut UnwindContext, arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Walk` that `walk` passed, alive for the whole walk, used by this thread only.
     let w = unsafe { &mut *arg.cast::<Walk<'_>>() };
-    #[cfg(not(miri))]
-    // SAFETY: `ctx` is the unwinder's context for the current frame, valid during this callback.
-    let ip = unsafe { _Unwind_GetIP(ctx) };
-    #[cfg(miri)]
-    let ip = ctx.addr();
+    // SAFETY: a walk runs only once `resolve` stored both functions; `ctx` is the unwinder's context for
+    // the current frame, valid during this callback.
+    let ip = unsafe {
+        let get_ip: GetIpFn = core::mem::transmute::<usize, GetIpFn>(GET_IP.load(Ordering::Relaxed));
+        get_ip(ctx)
+    };
     if ip == 0 {
         return STOP;
     }
@@ -74,9 +136,14 @@ extern "C" fn each_frame(ctx: *mut UnwindContext, arg: *mut libc::c_void) -> lib
 
 /// Fills `out` with the calling thread's return addresses minus one (call sites), outermost last,
 /// leaving out the innermost `skip` frames after this function's own, then any frames inside hopless's
-/// own library; returns how many were written. Empty under Miri.
+/// own library; returns how many were written. Empty until [`resolve`] found the unwinder (and under
+/// Miri).
 #[inline(never)]
 pub fn walk(out: &mut [usize], skip: usize) -> usize {
+    let bt = BACKTRACE.load(Ordering::Acquire);
+    if bt == 0 {
+        return 0;
+    }
     let mut w = Walk {
         out,
         n: 0,
@@ -84,11 +151,11 @@ pub fn walk(out: &mut [usize], skip: usize) -> usize {
         skip: skip + 1,
         own: own_library(),
     };
-    #[cfg(not(miri))]
-    // SAFETY: `each_frame` matches the unwinder's callback type and only touches `w`, which outlives
-    // the call.
+    // SAFETY: `bt` is `_Unwind_Backtrace` (stored by `resolve`); `each_frame` matches its callback
+    // type and only touches `w`, which outlives the call.
     unsafe {
-        _Unwind_Backtrace(each_frame, (&raw mut w).cast());
+        let backtrace: BacktraceFn = core::mem::transmute::<usize, BacktraceFn>(bt);
+        backtrace(each_frame, (&raw mut w).cast());
     }
     w.n
 }
@@ -171,6 +238,7 @@ mod tests {
 
     #[test]
     fn walks_this_threads_stack_through_its_callers() {
+        assert!(resolve(), "no unwinder");
         let mut out = [0usize; 64];
         let n = inner(&mut out);
         assert!(n >= 3, "only {n} frames");
@@ -183,6 +251,7 @@ mod tests {
 
     #[test]
     fn stops_at_the_room_it_is_given() {
+        assert!(resolve(), "no unwinder");
         let mut out = [0usize; 2];
         assert_eq!(inner(&mut out), 2);
     }

@@ -99,6 +99,7 @@ fn process_init_slow() {
 
 extern "C" fn on_load() {
     process_init();
+    crate::profile::after_load();
 }
 
 #[used]

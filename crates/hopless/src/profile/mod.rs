@@ -75,10 +75,27 @@ pub fn interval() -> usize {
     INTERVAL.load(Ordering::Relaxed)
 }
 
-/// Turns sampling on with a mean interval of `bytes` (1: every allocation), from now on.
+/// Turns sampling on with a mean interval of `bytes` (1: every allocation), from now on. With glibc
+/// this may load the unwinder (`libgcc_s.so.1`) if no module has it yet; without one, samples are
+/// taken with empty stacks.
 pub fn start(bytes: usize) {
+    crate::platform::unwind::resolve();
+    activate(bytes);
+}
+
+fn activate(bytes: usize) {
     INTERVAL.store(bytes.max(1), Ordering::Relaxed);
     ACTIVE.store(true, Ordering::Relaxed);
+}
+
+/// From the library's constructor, where loading a library is safe: finds the unwinder when
+/// `HOPLESS_PROF` turned sampling on at set-up (which may run inside an allocation, where it is not).
+pub(crate) fn after_load() {
+    if active() && !crate::platform::unwind::resolve() {
+        crate::platform::write_stderr(
+            b"hopless: no unwinder (libgcc_s.so.1) for the heap profile's call stacks; samples have none\n",
+        );
+    }
 }
 
 /// Turns sampling off; what was sampled stays, and its frees are still counted.
@@ -139,7 +156,7 @@ pub(crate) fn configure() {
             ),
         }
     }
-    start(bytes);
+    activate(bytes);
 }
 
 /// Remembers a sampled block of `size` bytes allocated from `frames` (innermost first); the record
