@@ -14,8 +14,8 @@
 //! 512 KiB by default), `HOPLESS_PROF_DUMP=PATH` (written at exit; `%p` is the process id),
 //! `HOPLESS_PROF_SIGNAL=SIG` (a dump on that signal, to `PATH.N`, N counting from 1),
 //! `HOPLESS_PROF_LEAKS=1` (a leak report on standard error at exit); [`start`], [`stop`] and [`dump`]
-//! from code. A thread that is not sampling (profiling off) still counts, in steps of [`OFF_INTERVAL`]
-//! bytes, so a [`start`] reaches it within that much more allocation.
+//! from code. A thread that is not sampling (profiling off) still counts, in steps of `OFF_INTERVAL`
+//! (64 KiB), so a [`start`] reaches it within that much more allocation.
 //!
 //! | file | what it holds |
 //! |---|---|
@@ -36,8 +36,10 @@ use crate::lock::SpinLock;
 
 /// The mean sampling interval unless told otherwise: about one sample per 512 KiB allocated.
 pub const DEFAULT_INTERVAL: usize = 512 << 10;
-/// The countdown's step while profiling is off.
-pub(crate) const OFF_INTERVAL: usize = 16 << 20;
+/// The countdown's step while profiling is off: a thread takes the out-of-line path once per this
+/// many bytes (a few nanoseconds per 64 KiB allocated), so a [`start`] reaches every thread within
+/// that much more allocation.
+pub(crate) const OFF_INTERVAL: usize = 64 << 10;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// A sampled block has been handed out: sized frees must look at the pointer (see the module's docs).
