@@ -50,6 +50,16 @@ void hopless_set_huge_pages(int on);
 void hopless_set_limit(size_t bytes);
 size_t hopless_limit(void);
 
+/* Sampled heap profiling (HOPLESS_PROF=1 turns it on at start). hopless_prof_start samples one
+ * allocation per `interval` bytes allocated on average (0: the default, 512 KiB), from now on; each
+ * sampled block is remembered with its call stack until it is freed. hopless_prof_dump writes the
+ * profile to `path` in pprof's format (a gzip'd protobuf: `hopless prof FILE`, `go tool pprof`): what
+ * is in use and what was allocated since the start, by call stack. It returns 0, or an error number
+ * (also in errno), and allocates nothing. hopless_prof_stop takes no more samples. */
+void hopless_prof_start(size_t interval);
+void hopless_prof_stop(void);
+int hopless_prof_dump(const char *path);
+
 /* One snapshot of hopless's counts. All sizes in bytes. Read without stopping other threads: while
  * they allocate, the fields are each a moment old and not of one instant.
  *

@@ -3,7 +3,7 @@
 //! contract; each function here says how it keeps it.
 
 use core::alloc::Layout;
-use core::ffi::{c_int, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::ptr;
 
 use hl::{Hopless, Stats};
@@ -138,6 +138,42 @@ pub extern "C" fn hopless_set_limit(bytes: usize) {
 #[no_mangle]
 pub extern "C" fn hopless_limit() -> usize {
     Hopless::limit().unwrap_or(0)
+}
+
+/// `hopless::profile::start`: samples one allocation per `interval` bytes allocated on average (0: the
+/// default, 512 KiB), from now on (`HOPLESS_PROF=1` does it at start).
+#[no_mangle]
+pub extern "C" fn hopless_prof_start(interval: usize) {
+    hl::profile::start(if interval == 0 {
+        hl::profile::DEFAULT_INTERVAL
+    } else {
+        interval
+    });
+}
+
+/// `hopless::profile::stop`: no more samples; what was sampled stays.
+#[no_mangle]
+pub extern "C" fn hopless_prof_stop() {
+    hl::profile::stop();
+}
+
+/// `hopless::profile::dump`: writes the heap profile to `path` (pprof's format); 0, or the error number
+/// (also left in `errno`). Allocates nothing.
+#[no_mangle]
+pub unsafe extern "C" fn hopless_prof_dump(path: *const c_char) -> c_int {
+    if path.is_null() {
+        set_errno(libc::EINVAL);
+        return libc::EINVAL;
+    }
+    // SAFETY: per the caller, a NUL-terminated path.
+    let path = unsafe { core::ffi::CStr::from_ptr(path) };
+    match hl::profile::dump(path) {
+        Ok(()) => 0,
+        Err(e) => {
+            set_errno(e.raw_os_error());
+            e.raw_os_error()
+        }
+    }
 }
 
 /// [`Hopless::set_huge_pages`]: nonzero turns transparent huge pages on for what is reserved from now

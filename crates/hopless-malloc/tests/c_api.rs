@@ -287,3 +287,31 @@ fn the_memory_limit_refuses_what_would_pass_it_with_enomem() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HOPLESS_LIMIT is not a size"), "{err}");
 }
+
+#[test]
+fn a_heap_profile_from_c() {
+    let (_, _, linked_program) = programs("c-api-profile");
+    let dump = common::scratch("c-api-profile-dump").join("heap.pb.gz");
+    let out = Command::new(&linked_program)
+        .arg("profile")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("PROF_PATH", &dump)
+        .output()
+        .unwrap();
+    common::assert_ok(&out, "profile");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let mut o = hopless_prof::Options::new(&dump);
+    o.collapsed = true;
+    let folded = hopless_prof::run(&o).unwrap();
+    let kept: u64 = folded
+        .lines()
+        .filter(|l| l.contains("keep_for_profile"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    // 1000 B blocks at a 4 KiB interval: about 430 samples, 5% standard error.
+    let want = 2000.0 * 1000.0;
+    assert!(
+        (kept as f64 - want).abs() / want < 0.25,
+        "{kept} bytes in use, {want} expected:\n{folded}"
+    );
+}

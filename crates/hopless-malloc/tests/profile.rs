@@ -141,7 +141,11 @@ fn a_programs_leaks_are_named_with_their_sizes() {
     assert_near(&read, "leak_small_blocks", 1000 * 4096, 0.25, &text);
     assert_near(&read, "leak_big_blocks", 10 << 20, 0.02, &text);
     assert!(!read.contains_key("churn"), "{text}");
-    assert_eq!(read.get("leak_small_blocks"), sites.get("leak_small_blocks"), "{text} {report}");
+    assert_eq!(
+        read.get("leak_small_blocks"),
+        sites.get("leak_small_blocks"),
+        "{text} {report}"
+    );
     if let Some(top) = pprof_top(program(), &dump) {
         for f in ["leak_small_blocks", "leak_big_blocks"] {
             assert!(top.contains(f), "pprof does not name {f}:\n{top}");
@@ -202,7 +206,11 @@ fn a_forked_child_writes_a_profile_of_its_own() {
     assert!(!parent_sites.contains_key("child_leak"), "{report}");
     assert_near(&parent_sites, "leak_small_blocks", 1000 * 4096, 0.25, &report);
     let (child_read, parent_read) = (hopless_prof(&child_dump), hopless_prof(&parent_dump));
-    assert_eq!(child_read.get("child_leak"), child_sites.get("child_leak"), "{child_read:?}");
+    assert_eq!(
+        child_read.get("child_leak"),
+        child_sites.get("child_leak"),
+        "{child_read:?}"
+    );
     assert!(!parent_read.contains_key("child_leak"), "{parent_read:?}");
     if let Some(top) = pprof_top(program(), &child_dump) {
         assert!(top.contains("child_leak"), "{top}");
@@ -223,7 +231,10 @@ fn a_signal_asks_for_a_dump() {
     assert!(first.exists(), "no dump on the signal");
     // Taken between the two phases: the small blocks are in it, the big ones not yet.
     let read = hopless_prof(&first);
-    assert!(read.contains_key("leak_small_blocks") && !read.contains_key("leak_big_blocks"), "{read:?}");
+    assert!(
+        read.contains_key("leak_small_blocks") && !read.contains_key("leak_big_blocks"),
+        "{read:?}"
+    );
     assert!(hopless_prof(&base).contains_key("leak_big_blocks"));
     if let Some(top) = pprof_top(program(), &first) {
         assert!(top.contains("leak_small_blocks"), "{top}");

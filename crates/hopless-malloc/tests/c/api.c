@@ -497,6 +497,37 @@ static int limit(void) {
 }
 #endif
 
+#ifdef WITH_HOPLESS_H
+/* The heap profile from C: started with a 4 KiB interval, 2000 blocks of 1000 B kept from
+ * keep_for_profile, the dump written to $PROF_PATH (read back by the test); a bad path is an error
+ * number, in errno too. */
+__attribute__((noinline)) static void keep_for_profile(void **blocks, int n) {
+    for (int i = 0; i < n; i++) {
+        blocks[i] = malloc(1000);
+        memset(blocks[i], 7, 1000);
+    }
+}
+
+static int profile(void) {
+    static void *blocks[2000];
+    hopless_prof_start(4096);
+    keep_for_profile(blocks, 2000);
+    errno = 0;
+    CHECK(hopless_prof_dump(NULL) == EINVAL && errno == EINVAL);
+    errno = 0;
+    CHECK(hopless_prof_dump("/nonexistent/dir/heap.pb.gz") == ENOENT && errno == ENOENT);
+    const char *path = getenv("PROF_PATH");
+    CHECK(path != NULL && hopless_prof_dump(path) == 0);
+    hopless_prof_stop();
+    for (int i = 0; i < 2000; i++) {
+        CHECK(((unsigned char *)blocks[i])[999] == 7);
+        free(blocks[i]);
+    }
+    printf("ok\n");
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "empty") == 0) {
         malloc_stats(); /* before anything else: nothing allocated yet, or very little */
@@ -516,6 +547,8 @@ int main(int argc, char **argv) {
         return extension();
     if (argc > 1 && strcmp(argv[1], "limit") == 0)
         return limit();
+    if (argc > 1 && strcmp(argv[1], "profile") == 0)
+        return profile();
 #endif
     fprintf(stderr, "usage: %s basic|mallopt|threads|empty|extension\n", argv[0]);
     return 2;
