@@ -375,17 +375,23 @@ impl<P: PageSource> Heap<P> {
             return None;
         };
         // SAFETY: a live large block's header.
-        let (usable, sampled) = unsafe { ((*seg).usable, (*seg).sample != 0) };
+        let (usable, sample) = unsafe { ((*seg).usable, (*seg).sample) };
         if new_size <= usable && new_size > usable / 2 {
             return Some(p);
         }
-        if sampled {
-            // Its pages would move without its record: copied instead, and the free forgets it.
-            return None;
-        }
         // SAFETY: per the caller, the block is ours alone.
         let q = unsafe { self.large.resize(&self.source, seg, new_size) };
-        (!q.is_null()).then_some(q)
+        if q.is_null() {
+            return None;
+        }
+        if sample != 0 {
+            // A sampled block keeps its record wherever it went (a span that moves gets a new header).
+            if let Located::Large(moved) = locate(q) {
+                // SAFETY: the header of the live block just resized, the caller's alone.
+                unsafe { (*moved).sample = sample };
+            }
+        }
+        Some(q)
     }
 
     /// Whether slabs that fall free are purged past a few kept dirty (on, the default) or all kept
