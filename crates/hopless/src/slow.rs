@@ -34,11 +34,29 @@ pub(crate) fn cache_or_init() -> *mut ThreadCache {
     if tc.is_null() {
         return tc;
     }
+    // SAFETY: a cache just handed to this thread alone.
+    unsafe { start_countdown(tc) };
     // Published before the exit hook is registered: `pthread_setspecific` allocates for keys past the
     // first 32, and that allocation must find this cache rather than set up another one.
     set_current(tc);
     register_exit(tc);
     tc
+}
+
+/// Seeds a new holder's sampling generator and draws its first countdown (see `profile`), so that a
+/// thread's first allocation is not sampled by default and no two threads draw alike.
+///
+/// # Safety
+///
+/// `tc` is a live cache the calling thread has just taken.
+unsafe fn start_countdown(tc: *mut ThreadCache) {
+    // SAFETY: per the caller, fields only this thread touches.
+    unsafe {
+        (*tc).sample_rng ^= (tc.addr() as u64)
+            ^ ((crate::platform::current_tid() as u64) << 32)
+            ^ crate::platform::process_random() as u64;
+        (*tc).sample_left = crate::profile::next_countdown(&mut (*tc).sample_rng);
+    }
 }
 
 /// Hardened mode: the calling thread's cache for the checked paths, set up on first use; null past the

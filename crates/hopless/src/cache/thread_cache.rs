@@ -140,8 +140,8 @@ pub struct ThreadCache {
     /// `grown_bytes` is nonzero.
     pub decay_at: u64,
     /// Bytes the holder allocates before its next sample (`profile`): every allocation's size comes off
-    /// it ([`ThreadCache::charge`]), and the one that runs it out is sampled, which draws the next. Zero
-    /// in a new cache, so a thread's first allocation draws its first count. Only the holder touches it.
+    /// it ([`ThreadCache::charge`]), and the one that runs it out is sampled, which draws the next. Drawn
+    /// when a thread takes the cache (`slow::cache_or_init`). Only the holder touches it.
     pub sample_left: usize,
     /// The holder's generator for those draws (`profile::sampler`).
     pub sample_rng: u64,
