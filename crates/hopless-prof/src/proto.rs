@@ -1,8 +1,7 @@
 //! pprof's `Profile` message (github.com/google/pprof, `proto/profile.proto`), the fields hopless reads
 //! and writes, as prost messages derived by hand: no `protoc` and no build script.
 //!
-//! Field numbers and types are profile.proto's; fields left out here (labels, `drop_frames`,
-//! `keep_frames`, `doc_url`, the mapping's `has_*` flags) are skipped when decoding. Every string is an
+//! Field numbers and types are profile.proto's; fields left out here (labels, `keep_frames`, `doc_url`, the mapping's `has_*` flags) are skipped when decoding. Every string is an
 //! index into `string_table`, whose entry 0 is the empty string. Ids of mappings, locations and functions
 //! are nonzero; 0 means "none".
 
@@ -24,6 +23,10 @@ pub struct Profile {
     pub function: Vec<Function>,
     #[prost(string, repeated, tag = "6")]
     pub string_table: Vec<String>,
+    /// A regular expression (string index; 0: none): frames whose function's name it matches whole are
+    /// left out of every stack, with the frames they called (hopless names its own entry points).
+    #[prost(int64, tag = "7")]
+    pub drop_frames: i64,
     #[prost(int64, tag = "9")]
     pub time_nanos: i64,
     #[prost(int64, tag = "10")]

@@ -56,6 +56,7 @@ impl Stacks {
         for l in &profile.location {
             located.insert(l.id, symbolizer.frames(l));
         }
+        let drop = drop_frames(&string(profile.drop_frames));
         let mut samples = Vec::new();
         let mut total = 0i64;
         for s in &profile.sample {
@@ -64,11 +65,17 @@ impl Stacks {
                 continue;
             }
             total = total.saturating_add(value);
-            let frames = s
+            let mut frames: Vec<Frame> = s
                 .location_id
                 .iter()
                 .flat_map(|id| located.get(id).into_iter().flatten().cloned())
                 .collect();
+            if let Some(re) = &drop {
+                // The outermost frame that matches goes, with everything it called.
+                if let Some(i) = frames.iter().rposition(|f| re.is_match(&f.function)) {
+                    frames.drain(..=i);
+                }
+            }
             samples.push(Stack { frames, value });
         }
         Ok(Stacks {
@@ -85,6 +92,15 @@ impl Stacks {
             unreadable: symbolizer.unreadable(),
         })
     }
+}
+
+/// The profile's `drop_frames` as a regular expression matching a whole name; `None` when it has none
+/// or it does not compile (then nothing is dropped, as pprof does).
+fn drop_frames(pattern: &str) -> Option<regex::Regex> {
+    if pattern.is_empty() {
+        return None;
+    }
+    regex::Regex::new(&format!("^(?:{pattern})$")).ok()
 }
 
 /// The index in `sample_type` of the type named `sample` (or its short name), else of the default.

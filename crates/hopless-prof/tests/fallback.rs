@@ -132,3 +132,41 @@ fn byte_values_read_as_mib_and_counts_as_integers() {
     let text = report::text(&Stacks::new(&p, Some("alloc_objects")).unwrap(), "p", 20);
     assert!(text.contains("Total: 8 in 3 samples"), "{text}");
 }
+
+#[test]
+fn drop_frames_cuts_the_allocators_own_frames() {
+    let mut b = Builder::hopless_heap(4096);
+    let sampled = b.function("hopless::sample::sampled", "/src/hopless/src/sample.rs");
+    let shim = b.function("__rust_alloc", "");
+    let user = b.function("app::load", "/src/app/src/main.rs");
+    let main = b.function("app::main", "/src/app/src/main.rs");
+    let inner = b.symbolized_location(0, 0x1000, &[(sampled, 1), (shim, 0)]);
+    let outer = b.symbolized_location(0, 0x2000, &[(user, 7)]);
+    let top_frame = b.symbolized_location(0, 0x3000, &[(main, 3)]);
+    let pattern = b.string("__rust_alloc|hopless::.*");
+    b.sample(&[inner, outer, top_frame], &[1, 64, 1, 64]);
+    // A stack without the allocator's frames keeps all of its own.
+    b.sample(&[outer, top_frame], &[1, 32, 1, 32]);
+    let mut p = b.finish();
+    p.drop_frames = pattern;
+    let stacks = Stacks::new(&p, None).unwrap();
+    let names = |i: usize| -> Vec<String> {
+        stacks.samples[i]
+            .frames
+            .iter()
+            .map(|f| f.function.clone())
+            .collect()
+    };
+    assert_eq!(names(0), ["app::load", "app::main"]);
+    assert_eq!(names(1), ["app::load", "app::main"]);
+    assert_eq!(top::by_flat(&stacks)[0].name, "app::load");
+    // A pattern that does not compile drops nothing.
+    p.drop_frames = b_string(&mut p, "(unclosed");
+    assert_eq!(Stacks::new(&p, None).unwrap().samples[0].frames.len(), 4);
+}
+
+/// Adds `s` to `p`'s string table; its index.
+fn b_string(p: &mut hopless_prof::proto::Profile, s: &str) -> i64 {
+    p.string_table.push(s.to_string());
+    p.string_table.len() as i64 - 1
+}
