@@ -65,9 +65,10 @@ pub struct AllocArgs {
     /// With --c-abi: another build of libhopless.so, as the column "before".
     #[arg(long, requires = "c_abi", value_name = "PATH")]
     before: Option<PathBuf>,
-    /// With --c-abi: another libhopless.so column, run with KEY=VALUE in its environment (repeatable),
-    /// e.g. owned=HOPLESS_OWNED_SLABS=1.
-    #[arg(long = "variant", requires = "c_abi", value_name = "NAME=KEY=VALUE")]
+    /// With --c-abi: another libhopless.so column (or, with NAME:LIB, of another library), run with
+    /// KEY=VALUE in its environment (repeatable), e.g. owned=HOPLESS_OWNED_SLABS=1 or
+    /// je-prof:jemalloc=MALLOC_CONF=prof:true.
+    #[arg(long = "variant", requires = "c_abi", value_name = "NAME[:LIB]=KEY=VALUE")]
     variants: Vec<alloc::Variant>,
     /// The grid instead of the workloads: n blocks of one size (16, 32, 64, 256, 1024 B) allocated, then
     /// half freed oldest first and half newest first, never written, for n = 1 to 10 000; in these

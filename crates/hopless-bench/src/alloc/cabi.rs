@@ -25,7 +25,8 @@
 //!
 //! `--variant NAME=KEY=VALUE` adds a column: `libhopless.so` again, with `KEY=VALUE` in the child's
 //! environment (an option such as `HOPLESS_OWNED_SLABS=1` measured beside the default in the same
-//! alternating runs). `--before PATH` adds another build of the library as the column `before` (a change
+//! alternating runs); `NAME:LIB=KEY=VALUE` does the same for another library of the table (the peers'
+//! heap profiling: `jemalloc-prof:jemalloc=MALLOC_CONF=prof:true,lg_prof_sample:19`). `--before PATH` adds another build of the library as the column `before` (a change
 //! measured against the build without it). `--lib-dir` says where the other libraries are, for a machine
 //! without Debian's packages.
 
@@ -103,10 +104,13 @@ impl Lib {
     }
 }
 
-/// A `--variant`: another `libhopless.so` column, with one variable set in its children's environment.
+/// A `--variant`: another column of a library of the table (`libhopless.so` unless named), with one
+/// variable set in its children's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Variant {
     pub name: String,
+    /// The library it runs (a name of [`LIBS`]).
+    pub base: String,
     pub key: String,
     pub value: String,
 }
@@ -114,24 +118,30 @@ pub struct Variant {
 impl std::str::FromStr for Variant {
     type Err = String;
 
-    /// `NAME=KEY=VALUE`, e.g. `owned=HOPLESS_OWNED_SLABS=1`.
+    /// `NAME=KEY=VALUE` (of `libhopless.so`) or `NAME:LIB=KEY=VALUE`, e.g. `owned=HOPLESS_OWNED_SLABS=1`.
     fn from_str(s: &str) -> Result<Variant, String> {
         let mut parts = s.splitn(3, '=');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some(name), Some(key), Some(value))
-                if !name.is_empty() && !key.is_empty() && !name.contains(':') =>
-            {
-                if name == "before" || LIBS.iter().any(|(n, _)| *n == name) {
-                    return Err(format!("variant name {name:?} is a library's; choose another"));
+            (Some(label), Some(key), Some(value)) if !label.is_empty() && !key.is_empty() => {
+                let (name, base) = label.split_once(':').unwrap_or((label, "hopless"));
+                if name.is_empty() || name == "before" || LIBS.iter().any(|(n, _)| *n == name) {
+                    return Err(format!(
+                        "variant name {name:?} is empty or a library's; choose another"
+                    ));
+                }
+                if !LIBS.iter().any(|(n, _)| *n == base) {
+                    return Err(format!("variant {name:?}: no library {base:?} in the table"));
                 }
                 Ok(Variant {
                     name: name.to_string(),
+                    base: base.to_string(),
                     key: key.to_string(),
                     value: value.to_string(),
                 })
             }
             _ => Err(format!(
-                "bad variant {s:?}: expected NAME=KEY=VALUE (NAME without ':'), e.g. owned=HOPLESS_OWNED_SLABS=1"
+                "bad variant {s:?}: expected NAME=KEY=VALUE or NAME:LIB=KEY=VALUE, e.g. \
+                 owned=HOPLESS_OWNED_SLABS=1"
             )),
         }
     }
@@ -180,11 +190,11 @@ fn installed_libs(
             skipped.push(format!("before: {} not found", b.display()));
         }
     }
-    if let Some(hopless) = libs.iter().find(|l| l.name == "hopless").cloned() {
-        for v in variants {
+    for v in variants {
+        if let Some(base) = libs.iter().find(|l| l.name == v.base).cloned() {
             libs.push(Lib {
                 env: vec![(v.key.clone(), v.value.clone())],
-                ..Lib::plain(&v.name, hopless.path.clone())
+                ..Lib::plain(&v.name, base.path.clone())
             });
         }
     }
@@ -408,14 +418,20 @@ mod tests {
         std::fs::write(dir.join("libmimalloc.so.2"), b"").unwrap();
         std::fs::write(dir.join("old.so"), b"").unwrap();
         let owned: Variant = "owned=HOPLESS_OWNED_SLABS=1".parse().unwrap();
+        let mi: Variant = "mi-verbose:mimalloc=MIMALLOC_VERBOSE=1".parse().unwrap();
+        let je: Variant = "je-prof:jemalloc=MALLOC_CONF=prof:true".parse().unwrap();
         let before = dir.join("old.so");
-        let (libs, skipped) = installed_libs(&dir.join("hopless"), Some(&dir), Some(&before), &[owned]);
+        let (libs, skipped) =
+            installed_libs(&dir.join("hopless"), Some(&dir), Some(&before), &[owned, mi, je]);
         let names: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
+        // jemalloc is not installed there, so neither is its variant.
         assert_eq!(
             names,
-            ["glibc", "mimalloc", "hopless", "before", "owned"],
+            ["glibc", "mimalloc", "hopless", "before", "owned", "mi-verbose"],
             "{skipped:?}"
         );
+        assert_eq!(libs[5].path, libs[1].path);
+        assert_eq!(libs[5].env, [("MIMALLOC_VERBOSE".to_string(), "1".to_string())]);
         assert_eq!(libs[3].path.as_deref(), Some(before.as_path()));
         assert!(libs[3].env.is_empty());
         assert_eq!(libs[4].path, libs[2].path);
@@ -435,8 +451,15 @@ mod tests {
     fn variants_are_name_key_value_and_never_a_library_name() {
         let v: Variant = "x=K=a=b".parse().unwrap();
         assert_eq!(
-            (v.name.as_str(), v.key.as_str(), v.value.as_str()),
-            ("x", "K", "a=b")
+            (v.name.as_str(), v.base.as_str(), v.key.as_str(), v.value.as_str()),
+            ("x", "hopless", "K", "a=b")
+        );
+        let v: Variant = "jp:jemalloc=MALLOC_CONF=prof:true,lg_prof_sample:19"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            (v.name.as_str(), v.base.as_str(), v.value.as_str()),
+            ("jp", "jemalloc", "prof:true,lg_prof_sample:19")
         );
         for bad in [
             "owned",
@@ -444,6 +467,7 @@ mod tests {
             "=K=1",
             "o=",
             "a:b=K=1",
+            ":jemalloc=K=1",
             "hopless=K=1",
             "mimalloc=K=1",
             "before=K=1",
