@@ -21,6 +21,10 @@ min-max over the rounds: the spread says how far one run's geomean can be truste
 --before adds another libhopless.so (an earlier build) as the peer "hopless-before", run in the same
 alternating rounds, for before/after comparisons of a change.
 
+--profiling adds two peers that sample heap profiles at the same mean interval, 512 KiB: "hopless-prof"
+(HOPLESS_PROF=1) and "jemalloc-prof" (MALLOC_CONF=prof:true,lg_prof_sample:19), neither writing a dump;
+a last line gives each one's per-round geomean against itself without profiling.
+
 Peers are Debian's libjemalloc2 and libmimalloc2.0 (apt-get install libjemalloc2 libmimalloc2.0).
 """
 import argparse
@@ -49,6 +53,15 @@ PEERS = {
 GNU_TIME = "/usr/bin/time"
 
 
+class Preload(str):
+    """A library to preload, with environment variables the allocator reads (profiling settings)."""
+
+    def __new__(cls, path, env=None):
+        obj = super().__new__(cls, path)
+        obj.env = env or {}
+        return obj
+
+
 def run_rusage(cmd, preload, cwd=None, env_extra=None):
     """Runs cmd with `preload`; returns (seconds, the program's own peak RSS, its stdout, its stderr).
 
@@ -60,6 +73,7 @@ def run_rusage(cmd, preload, cwd=None, env_extra=None):
     env.pop("LD_PRELOAD", None)
     if preload:
         env["LD_PRELOAD"] = preload
+        env.update(getattr(preload, "env", {}))
     env.update(env_extra or {})
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile(mode="r") as rss:
@@ -189,6 +203,7 @@ class Redis(Workload):
         env.pop("LD_PRELOAD", None)
         if preload:
             env["LD_PRELOAD"] = preload
+            env.update(getattr(preload, "env", {}))
         server = subprocess.Popen(
             ["redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
              "--dir", self.tmp, "--enable-debug-command", "local"], env=env, stdout=subprocess.DEVNULL)
@@ -245,6 +260,8 @@ def main():
     ap.add_argument("--so", help="the libhopless.so to test (default: the release build, built if missing)")
     ap.add_argument("--before", help="an earlier libhopless.so, run as the peer hopless-before")
     ap.add_argument("--only", help="comma-separated workloads")
+    ap.add_argument("--profiling", action="store_true",
+                    help="add hopless and jemalloc sampling heap profiles at 512 KiB as peers")
     ap.add_argument("--scratch", help="where the programs' files go (default: /dev/shm if a writable tmpfs, "
                                       "else the system's temporary directory)")
     args = ap.parse_args()
@@ -258,6 +275,9 @@ def main():
     peers["hopless"] = args.so
     if args.before:
         peers["hopless-before"] = args.before
+    if args.profiling:
+        peers["hopless-prof"] = Preload(args.so, {"HOPLESS_PROF": "1"})
+        peers["jemalloc-prof"] = Preload(PEERS["jemalloc"], {"MALLOC_CONF": "prof:true,lg_prof_sample:19"})
     for name, path in peers.items():
         if path and not os.path.exists(path):
             sys.exit(f"{name}: {path} is missing (apt-get install libjemalloc2 libmimalloc2.0)")
@@ -329,6 +349,13 @@ def main():
         print(f"{statistics.median(pr):>6.3f}x [{min(pr):.2f}-{max(pr):.2f}]", end=" ")
     print("\n(ratios: relative to mimalloc in the same run; lower is better. Per-round: time only, median "
           "[min-max] over rounds)")
+    if args.profiling:
+        for prof, plain in (("hopless-prof", "hopless"), ("jemalloc-prof", "jemalloc")):
+            pr = [geomean([samples[(w.name, prof)][r][0] / samples[(w.name, plain)][r][0] for w in workloads])
+                  for r in range(rounds)]
+            per_round[f"{prof}/{plain}"] = pr
+            print(f"profiling cost, {prof} / {plain} per round: {statistics.median(pr):.3f}x "
+                  f"[{min(pr):.3f}-{max(pr):.3f}]")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
