@@ -636,3 +636,51 @@ fn hardened_mode_passes_the_reliability_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Heap profiling on, sampling every 4 KiB on average (many blocks become sampled large blocks): the same
+// bad frees are caught (a sampled block's as a large block's), and the rest runs clean.
+
+#[test]
+fn profiling_passes_the_reliability_cases() {
+    const PROFILING: &[(&str, &str)] = &[("HOPLESS_PROF", "1"), ("HOPLESS_PROF_SAMPLE", "4k")];
+    let mut failures = Vec::new();
+    for args in [
+        &["df_immediate"][..],
+        &["df_delayed"],
+        &["df_interleaved"],
+        &["df_cross_thread"],
+        &["df_after_thread_exit"],
+        &["df_sizes", "24"],
+        &["df_sizes", "5000"],
+        &["df_large"],
+        &["invalid_interior"],
+        &["invalid_stack"],
+        &["invalid_never_allocated"],
+    ] {
+        if let Err(e) = abort_report(How::Preload, args, PROFILING, &[]) {
+            failures.push(e);
+        }
+    }
+    for args in [
+        &["no_false_positive"][..],
+        &["large_churn"],
+        &["large_threads"],
+        &["fork_atfork_before"],
+        &["fork_atfork_after"],
+        &["fork_threads"],
+        &["many_keys", "200"],
+        &["many_threads"],
+        &["thread_churn"],
+        &["segments_threads_fork"],
+        &["aligned_many"],
+        &["realloc_grow"],
+        &["tsd_late_round"],
+    ] {
+        let r = run(How::Preload, args, PROFILING);
+        if !(r.status.success() && r.stdout.ends_with("ok\n")) {
+            failures.push(r.describe());
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
