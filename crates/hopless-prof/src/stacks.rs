@@ -76,6 +76,13 @@ impl Stacks {
                     frames.drain(..=i);
                 }
             }
+            // The allocator's own code inlined into the program's function (a Rust program built with
+            // LTO), whose debug info gives bare names (`alloc_small`) that no pattern can tell apart:
+            // known by its source files instead.
+            let own = frames.iter().take_while(|f| in_allocator(f)).count();
+            if own < frames.len() {
+                frames.drain(..own);
+            }
             samples.push(Stack { frames, value });
         }
         Ok(Stacks {
@@ -92,6 +99,21 @@ impl Stacks {
             unreadable: symbolizer.unreadable(),
         })
     }
+}
+
+/// Whether `f` is code of the hopless allocator crate itself, by its source file: in this repository
+/// (`crates/hopless/src/`) or as a dependency from crates.io (`hopless-X.Y.Z/src/`).
+fn in_allocator(f: &Frame) -> bool {
+    let Some(file) = f.file.as_deref() else {
+        return false;
+    };
+    if file.contains("crates/hopless/src/") {
+        return true;
+    }
+    file.split('/').any(|part| {
+        part.strip_prefix("hopless-")
+            .is_some_and(|v| v.split('.').count() == 3 && v.split('.').all(|n| n.parse::<u32>().is_ok()))
+    }) && file.contains("/src/")
 }
 
 /// The profile's `drop_frames` as a regular expression matching a whole name; `None` when it has none

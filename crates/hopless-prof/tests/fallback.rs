@@ -170,3 +170,36 @@ fn b_string(p: &mut hopless_prof::proto::Profile, s: &str) -> i64 {
     p.string_table.push(s.to_string());
     p.string_table.len() as i64 - 1
 }
+
+#[test]
+fn the_allocators_inlined_frames_go_by_their_files() {
+    let mut b = Builder::hopless_heap(4096);
+    let pop = b.function("counted_pop", "/work/main/crates/hopless/src/fast.rs");
+    let small = b.function(
+        "alloc_small",
+        "/home/u/.cargo/registry/src/index/hopless-0.1.0/src/fast.rs",
+    );
+    let user = b.function("app::load", "/src/app/src/main.rs");
+    let other = b.function("push", "/src/hopless-kv/src/list.rs");
+    // One location: the allocator's code inlined into the program's function.
+    let inlined = b.symbolized_location(0, 0x1000, &[(pop, 1), (small, 2), (user, 7)]);
+    let kv = b.symbolized_location(0, 0x2000, &[(other, 3)]);
+    b.sample(&[inlined], &[1, 64, 1, 64]);
+    b.sample(&[kv, inlined], &[1, 32, 1, 32]);
+    // Nothing but the allocator's frames: kept, rather than an empty stack.
+    let only = b.symbolized_location(0, 0x3000, &[(pop, 1)]);
+    b.sample(&[only], &[1, 16, 1, 16]);
+    let p = b.finish();
+    let stacks = Stacks::new(&p, None).unwrap();
+    let names = |i: usize| -> Vec<String> {
+        stacks.samples[i]
+            .frames
+            .iter()
+            .map(|f| f.function.clone())
+            .collect()
+    };
+    assert_eq!(names(0), ["app::load"]);
+    // Only the innermost run goes: a crate whose name starts alike (hopless-kv) stays.
+    assert_eq!(names(1), ["push", "counted_pop", "alloc_small", "app::load"]);
+    assert_eq!(names(2), ["counted_pop"]);
+}
