@@ -242,7 +242,11 @@ mod tests {
         let mut out = [0usize; 64];
         let n = inner(&mut out);
         assert!(n >= 3, "only {n} frames");
-        // The innermost frame is `inner`'s call into `walk`.
+        // The innermost frame is `inner`'s call into `walk` (named through `dladdr`, which a static musl
+        // program does not have).
+        if cfg!(target_env = "musl") {
+            return;
+        }
         let at = super::super::stack::place_of(out[0]).expect("a loaded module holds the frame");
         let (name, _) = super::super::stack::function_of(&at, out[0]).expect("a function name");
         let name = core::str::from_utf8(name).unwrap();
