@@ -2,7 +2,8 @@
 //! keeps, by the function that allocated them, within the sampling error; a vector grown by pushes
 //! (reallocs that move or grow large blocks in place) counts at its full size; freed blocks leave the
 //! in-use profile and stay in the allocation profile; sized frees and reallocs of sampled blocks work.
-//! Own binary, one test: sampling is the process's.
+//! Own binary, one test: sampling is the process's. Here rather than in `hopless`, so that the
+//! allocator's tests on other targets (musl, aarch64 under qemu) do not build this crate.
 
 use std::collections::HashMap;
 use std::ffi::CString;
