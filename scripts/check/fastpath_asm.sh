@@ -220,14 +220,27 @@ for name, limit in LIMITS.items():
         # (a load indexed by the count, which waits for the count's load first): the last instruction
         # before the ret that writes the return register is such a load. A compiler that turned the
         # pop's test of the copy into a select would hand out the slot, and pay that wait again.
-        ret_reg = "%rax" if arch == "x86_64" else "x0"
-        def writes(l):
-            ops = [a.strip() for a in re.split(r",(?![^(\[]*[)\]])", l.split(None, 1)[1].split("//")[0])] if " " in l or "\t" in l else []
+        # A register copy into the return register (`mov x0, x8`, where x0 held the cache for the
+        # out-of-line calls) is followed back to the instruction that wrote its source.
+        def operands(l):
+            return [a.strip() for a in re.split(r",(?![^(\[]*[)\]])", l.split(None, 1)[1].split("//")[0])] if " " in l or "\t" in l else []
+        def writes(l, reg):
+            ops = operands(l)
             dst = ops[-1] if arch == "x86_64" else (ops[0] if ops else "")
-            return dst == ret_reg and not l.startswith(("cmp", "test", "str", "st"))
-        last = next((l for l in reversed(straight[:-1]) if writes(l)), None)
-        fixed = last is not None and (re.search(r"-?(0x[0-9a-f]+)?\(%\w+\),%rax$", last) if arch == "x86_64"
-                                      else re.search(r"^ldr\s+x0, \[x\d+(, #\d+)?\]!?$", last))
+            return dst == reg and not l.startswith(("cmp", "test", "str", "st"))
+        reg = "%rax" if arch == "x86_64" else "x0"
+        body_before = straight[:-1]
+        last = None
+        while True:
+            i = next((k for k in range(len(body_before) - 1, -1, -1) if writes(body_before[k], reg)), None)
+            last = body_before[i] if i is not None else None
+            ops = operands(last) if last else []
+            if last and last.startswith("mov") and len(ops) == 2 and re.fullmatch(r"%?[rx]\w+", ops[0 if arch == "x86_64" else 1]):
+                reg, body_before = ops[0 if arch == "x86_64" else 1], body_before[:i]
+                continue
+            break
+        fixed = last is not None and (re.search(r"-?(0x[0-9a-f]+)?\(%\w+\),%r\w+$", last) if arch == "x86_64"
+                                      else re.search(r"^ldr\s+x\d+, \[x\d+(, #\d+)?\]!?$", last))
         if not fixed:
             sys.exit(f"FAIL: malloc returns {last!r}, not a load of the magazine's top copy at a fixed offset")
         print(f"ok: malloc returns the magazine's top copy ({' '.join(last.split())}), a load the count does not gate")
