@@ -24,7 +24,11 @@ macro_rules! fail_at_limit {
 /// Allocates blocks of `layout` until one is refused; checks each success kept the count within the
 /// limit and the refusal was one the limit had to make (`need`: what the block would have counted).
 fn fill(layout: Layout, limit: u64, need: u64) -> Vec<*mut u8> {
-    let mut got = Vec::with_capacity(100_000);
+    fill_into(Vec::with_capacity(100_000), layout, limit, need)
+}
+
+/// `fill` into a list allocated before the limit is near (pushes must not reallocate it).
+fn fill_into(mut got: Vec<*mut u8>, layout: Layout, limit: u64, need: u64) -> Vec<*mut u8> {
     loop {
         // Read before: a refusal may follow a trim (the allocating thread's, or the background
         // thread's after it), which only lowers the count, so a refusal must be one even this count
@@ -38,6 +42,9 @@ fn fill(layout: Layout, limit: u64, need: u64) -> Vec<*mut u8> {
                 fail_at_limit!("refused with {before} B held, {need} B more would fit under {limit}");
             }
             return got;
+        }
+        if got.len() == got.capacity() {
+            fail_at_limit!("{} blocks: the list would reallocate near the limit", got.len());
         }
         if now > limit {
             fail_at_limit!("{now} B held past the limit {limit} after {} blocks", got.len());
@@ -129,11 +136,17 @@ fn allocations_past_the_limit_fail_and_nothing_before_them() {
     // SAFETY: live with `layout`.
     unsafe { dealloc(p, layout) };
 
-    // Threads racing for the last bytes: the count never passes the limit.
+    // Threads racing for the last bytes: the count never passes the limit. Each thread allocates its
+    // list and every thread is spawned before any of them fills: a spawn or a list allocated after
+    // another thread took the last bytes would be refused too.
+    let start_line = std::sync::Arc::new(std::sync::Barrier::new(4));
     let threads: Vec<_> = (0..4)
         .map(|_| {
+            let start_line = start_line.clone();
             std::thread::spawn(move || {
-                let blocks = fill(big, limit, need);
+                let got = Vec::with_capacity(100_000);
+                start_line.wait();
+                let blocks = fill_into(got, big, limit, need);
                 let n = blocks.len();
                 free_all(blocks, big);
                 n
