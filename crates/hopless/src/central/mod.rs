@@ -7,7 +7,8 @@
 //! dirty list, where each waits, resident, for the purge delay ([`PURGE_DELAY_MS`](pool::PURGE_DELAY_MS)).
 //! A dirty slab is purged (`madvise(MADV_DONTNEED)`, with no lock held, then kept as a clean slab: zero,
 //! not resident) once it has stayed on the list that long, or at once when the list is longer than its
-//! cap ([`SlabPool::max_dirty`]). `trim` purges them all.
+//! cap ([`SlabPool::max_dirty`]). `trim` purges them all. A small segment whose every slab is clean sleeps: its slab
+//! headers past its first page go back too (`sleep.rs`).
 //!
 //! # Why purges wait
 //!
@@ -31,11 +32,13 @@
 //! | `flush.rs` | blocks and slabs coming back to a class: the flush's lock-free check, then its locked half; a slab handed over |
 //! | `pool.rs` | [`SlabPool`]: the slabs of one segment kind that belong to no class (dirty and clean lists, new segments) |
 //! | `purge.rs` | giving a pool's slabs back to the OS: purges in address order, the huge-page record of each segment |
+//! | `sleep.rs` | segments whose every slab is clean: their slab headers back to the OS too, until `get` wakes one |
 
 mod class_heap;
 mod flush;
 mod pool;
 mod purge;
+mod sleep;
 
 pub(crate) use class_heap::Checks;
 pub use class_heap::ClassHeap;

@@ -8,8 +8,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 use crate::lock::SpinLock;
 use crate::platform::{now_ms, PageSource, Reservation};
 use crate::segment::{
-    SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS, MEDIUM_SLAB_SHIFT,
-    SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
+    segment_of, SegmentHeader, SegmentKind, Slab, SlabList, SlabState, HEADER_AREA, MAX_SLABS,
+    MEDIUM_SLAB_SHIFT, SEGMENT_MAGIC, SEGMENT_MAP, SEGMENT_SIZE, SLAB_POOLED, SMALL_SLAB_SHIFT,
 };
 
 /// How long a dirty slab waits in its pool before it is purged: about the large blocks' budget window
@@ -38,8 +38,11 @@ pub struct SlabPool {
 }
 
 /// A pool's lists, under the pool lock. Invariants (relied on by `get`, `put` and `take_expired`):
-/// - every slab on `dirty` or `clean` is in state `Pooled` with `carved == 0`; a slab taken off to be
-///   purged is `Purging` and on no list until `purge` files it as clean;
+/// - every slab on `dirty` is in state `Pooled`, every slab on `clean` in state `Clean`, each with
+///   `carved == 0`; a slab taken off to be purged is `Purging` and on no list until `purge` files it
+///   as clean;
+/// - `sleeping` holds the first slab (state `Asleep`) of each sleeping segment, whose other slabs are
+///   on no list (`central::sleep`);
 /// - `dirty` is ordered by the time each slab went there (kept in its `hint`), newest at the head: `get` takes the head (the warmest), the
 ///   purges take the tail (the one unused longest).
 pub struct PoolInner {
@@ -47,6 +50,8 @@ pub struct PoolInner {
     pub dirty: SlabList,
     /// Purged or never touched.
     pub clean: SlabList,
+    /// Segments whose every slab is clean, with their slab headers decommitted.
+    pub sleeping: SlabList,
     pub segments: u64,
     pub purged: u64,
     /// Every segment this pool reserved.
@@ -68,6 +73,7 @@ impl SlabPool {
             inner: SpinLock::new(PoolInner {
                 dirty: SlabList::new(),
                 clean: SlabList::new(),
+                sleeping: SlabList::new(),
                 segments: 0,
                 purged: 0,
                 all: ptr::null_mut(),
@@ -84,6 +90,11 @@ impl SlabPool {
 
     pub const fn slot_size(&self) -> usize {
         1 << self.slab_shift()
+    }
+
+    /// A segment's first slab slot: the first one the header area leaves.
+    pub const fn first_slot(&self) -> usize {
+        HEADER_AREA.div_ceil(self.slot_size())
     }
 
     /// Dirty slabs kept resident at most, however recently used: 16 MiB of each kind. A producer/consumer
@@ -125,9 +136,10 @@ impl SlabPool {
         g.dirty.len > cap || (now as u32).wrapping_sub(since) >= delay
     }
 
-    /// Takes a slab (dirty first: it is warm), reserving a new segment when the pool is empty. Null when
-    /// the page source has no memory, or the slab would pass the memory limit (`crate::limit`: a slab is
-    /// counted from here until [`SlabPool::put`] takes it back).
+    /// Takes a slab (dirty first: it is warm, then clean, then a sleeping segment's), reserving a new
+    /// segment when the pool has none. Null when the page source has no memory, or the slab would pass
+    /// the memory limit (`crate::limit`: a slab is counted from here until [`SlabPool::put`] takes it
+    /// back).
     pub fn get<P: PageSource>(&self, source: &P) -> *mut Slab {
         if !crate::limit::take(self.slot_size()) {
             return ptr::null_mut();
@@ -141,24 +153,27 @@ impl SlabPool {
 
     /// [`SlabPool::get`] once the slab is counted against the limit.
     fn get_counted<P: PageSource>(&self, source: &P) -> *mut Slab {
-        {
+        let sleeper = {
             let mut g = self.inner.lock();
-            // SAFETY: we hold the pool lock, which owns both lists.
-            let s = unsafe {
+            // SAFETY: we hold the pool lock, which owns the lists.
+            unsafe {
                 let s = g.dirty.pop_front();
-                if s.is_null() {
-                    let c = g.clean.pop_front();
-                    if !c.is_null() {
-                        self.clean_taken.store(true, Ordering::Relaxed);
-                    }
-                    c
-                } else {
-                    s
+                if !s.is_null() {
+                    return s;
                 }
-            };
-            if !s.is_null() {
-                return s;
+                let c = g.clean.pop_front();
+                if !c.is_null() {
+                    self.clean_taken.store(true, Ordering::Relaxed);
+                    return c;
+                }
+                g.sleeping.pop_front()
             }
+        };
+        if !sleeper.is_null() {
+            self.clean_taken.store(true, Ordering::Relaxed);
+            // SAFETY: off the sleeping list, the segment and all its slabs are ours (`central::sleep`);
+            // its segment header and granule table are as `carve` left them when it was made.
+            return unsafe { self.carve(segment_of((*sleeper).start)) };
         }
         let base = source.reserve(SEGMENT_SIZE, SEGMENT_SIZE);
         if base.is_null() {
@@ -176,17 +191,15 @@ impl SlabPool {
         // SAFETY: the whole reservation just made.
         unsafe { source.advise_huge(base, SEGMENT_SIZE, self.holds) };
         let shift = self.slab_shift();
-        let first_slot = HEADER_AREA.div_ceil(1 << shift);
-        let slots = SEGMENT_SIZE >> shift;
-        debug_assert!(slots <= MAX_SLABS);
+        debug_assert!(SEGMENT_SIZE >> shift <= MAX_SLABS);
         // SAFETY: `base` is a fresh, zeroed, 4 MiB-aligned reservation that only this thread knows; the
-        // header area fits before `first_slot`.
+        // header area fits before the first slot.
         unsafe {
             seg.write(SegmentHeader {
                 magic: SEGMENT_MAGIC,
                 kind: self.kind,
                 slab_shift: shift,
-                first_slot: first_slot as u32,
+                first_slot: self.first_slot() as u32,
                 sample: 0,
                 map_len: SEGMENT_SIZE,
                 data_offset: 0,
@@ -195,24 +208,15 @@ impl SlabPool {
                 left_huge: AtomicU64::new(0),
             });
             crate::segment::init_granules(seg, shift);
-            let slabs = crate::segment::slabs_of(seg);
-            for slot in first_slot..slots {
-                let s = slabs.add(slot);
-                (&raw mut (*s).magic).write(SLAB_POOLED);
-                (&raw mut (*s).state).write(SlabState::Pooled);
-                (&raw mut (*s).start).write(base.add(slot << shift));
-            }
             self.reserved.fetch_add(1, Ordering::Relaxed);
             self.clean_taken.store(true, Ordering::Relaxed);
-            let mut g = self.inner.lock();
-            g.segments += 1;
-            (*seg).next = g.all;
-            g.all = seg;
-            // Hand out the lowest slot; queue the rest so lower addresses go first.
-            for slot in (first_slot + 1..slots).rev() {
-                g.clean.push_front(slabs.add(slot));
+            {
+                let mut g = self.inner.lock();
+                g.segments += 1;
+                (*seg).next = g.all;
+                g.all = seg;
             }
-            slabs.add(first_slot)
+            self.carve(seg)
         }
     }
 
@@ -313,5 +317,6 @@ impl SlabPool {
         g.all = ptr::null_mut();
         g.dirty = SlabList::new();
         g.clean = SlabList::new();
+        g.sleeping = SlabList::new();
     }
 }

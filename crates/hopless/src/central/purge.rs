@@ -129,14 +129,21 @@ impl SlabPool {
         }
         for &s in slabs.iter() {
             // SAFETY: as above.
-            unsafe { (*s).state = SlabState::Pooled };
+            unsafe { (*s).state = SlabState::Clean };
         }
-        let mut g = self.inner.lock();
-        g.purged += slabs.len() as u64;
-        for &s in slabs.iter() {
-            // SAFETY: pool lock held; `s` is on no list.
-            unsafe { g.clean.push_front(s) };
-        }
+        let mut sleepers = [ptr::null_mut::<Slab>(); PURGE_BATCH];
+        let n = {
+            let mut g = self.inner.lock();
+            g.purged += slabs.len() as u64;
+            for &s in slabs.iter() {
+                // SAFETY: pool lock held; `s` is on no list.
+                unsafe { g.clean.push_front(s) };
+            }
+            // SAFETY: pool lock held (`g`); the slabs were just filed clean, sorted by address above.
+            unsafe { self.take_sleepers(&mut g, slabs, &mut sleepers) }
+        };
+        // SAFETY: the first `n` came from `take_sleepers` just now, each once; no lock is held.
+        unsafe { self.put_to_sleep(source, sleepers.get(..n).unwrap_or_default()) };
     }
 
     /// Gives every segment of this pool reserved so far the huge-page advice for what it holds (see

@@ -46,6 +46,8 @@ mod owned_tests;
 #[cfg(test)]
 mod purge_tests;
 mod registry;
+#[cfg(test)]
+mod sleep_tests;
 mod stats;
 #[cfg(test)]
 mod tests;

@@ -100,7 +100,8 @@ pub const SLABS_OFFSET: usize = GRANULES_OFFSET + MAX_SLABS * core::mem::size_of
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum SlabState {
-    /// In its segment pool's dirty or clean list; belongs to no class.
+    /// In its segment pool's dirty list; belongs to no class. (Also what a slab header of a sleeping
+    /// segment reads: its page is decommitted, so zero.)
     Pooled = 0,
     /// Belongs to a class and is on its partial list (it has free blocks).
     Partial = 1,
@@ -111,6 +112,11 @@ pub enum SlabState {
     /// Belongs to a class and is owned by a thread cache (`owner`): on that cache's list of owned
     /// slabs (linked through `prev` and `next`), not on the class's.
     Owned = 4,
+    /// In its segment pool's clean list (purged, or never touched); belongs to no class.
+    Clean = 5,
+    /// The first slab of a sleeping segment, on its pool's sleeping list: every slab of the segment was
+    /// clean, and the headers past the segment's first page are decommitted (`central::sleep`).
+    Asleep = 6,
 }
 
 /// A slab header. Lives in the segment's header area, never in block memory.
