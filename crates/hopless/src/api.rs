@@ -357,10 +357,20 @@ impl Hopless {
         for_each_cache_of_thread(|tc| unsafe { HEAP.flush_all(tc) });
     }
 
-    /// Flushes the calling thread's cache, then gives every fully free slab and every cached large
-    /// mapping back to the OS (like `malloc_trim`).
+    /// Flushes the calling thread's cache and the caches of threads that no longer exist (a `fork`
+    /// child's copies of its parent's other threads), then gives every fully free slab and every cached
+    /// large mapping back to the OS (like `malloc_trim`). Caches of other live threads keep their
+    /// blocks.
     pub fn trim() {
         Self::flush_thread_cache();
+        // The calling thread's caches are its own whatever thread id they recorded (a child made by a
+        // `clone` that ran no fork handler has its parent's): `retire_orphans` must not take them.
+        let tid = crate::platform::current_tid();
+        // SAFETY: the thread's own live caches; `owner_tid` is an atomic.
+        for_each_cache_of_thread(|tc| unsafe {
+            (*tc).owner_tid.store(tid, core::sync::atomic::Ordering::Relaxed)
+        });
+        HEAP.retire_orphans();
         HEAP.trim();
     }
 

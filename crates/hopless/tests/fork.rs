@@ -114,6 +114,8 @@ fn fork_while_threads_own_slabs_leaves_the_child_able_to_free_their_blocks() {
                     ok &= b.iter().all(|&x| x == b[0]);
                 }
             }
+            // The trim retires the dead threads' caches, whose owned slabs may be half-changed.
+            Hopless::trim();
             let v: Vec<Box<Block>> = (0..20_000).map(|i| Box::new([i as u8; 96])).collect();
             ok &= v.iter().enumerate().all(|(i, b)| b[95] == i as u8);
             // qemu-user (CI's only aarch64) cannot start threads in the child of a threaded process
@@ -162,4 +164,64 @@ fn fork_while_threads_own_slabs_leaves_the_child_able_to_free_their_blocks() {
     for w in workers {
         w.join().unwrap();
     }
+}
+
+/// Slabs of the 3 KiB class held: only blocks in some thread's magazine keep any (nothing else in this
+/// binary uses the class).
+fn slabs_of_3k() -> u64 {
+    let st = Hopless::stats();
+    st.classes.iter().find(|c| c.size >= 3000).map_or(0, |c| c.slabs)
+}
+
+/// A fork child's trim gives back the blocks in its copies of the parent's other threads' caches (no
+/// thread of the child will take them); the parent's trim leaves a live thread's cache alone.
+#[test]
+fn a_trim_in_a_fork_child_empties_the_caches_of_the_parents_threads() {
+    let layout = Layout::from_size_align(3000, 8).unwrap();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        let mut blocks = vec![std::ptr::null_mut(); 300];
+        assert_eq!(Hopless.alloc_batch(layout, &mut blocks), blocks.len());
+        // SAFETY: the blocks just allocated with `layout`, freed once; some stay in this thread's
+        // magazine.
+        unsafe { Hopless.free_batch(layout, &blocks) };
+        ready_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+    });
+    ready_rx.recv().unwrap();
+    Hopless::trim();
+    let held = slabs_of_3k();
+    assert!(held > 0, "the worker's magazine keeps its blocks' slabs");
+    // SAFETY: the child only reads stats, trims and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let before = slabs_of_3k();
+        Hopless::trim();
+        let after = slabs_of_3k();
+        let code = if before == 0 {
+            2
+        } else if after != 0 {
+            3
+        } else {
+            0
+        };
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child exit {} (2: no slabs held, 3: the trim left them)",
+        libc::WEXITSTATUS(status)
+    );
+    Hopless::trim();
+    assert_eq!(slabs_of_3k(), held, "the live worker's cache is left alone");
+    done_tx.send(()).unwrap();
+    worker.join().unwrap();
+    Hopless::trim();
+    assert_eq!(slabs_of_3k(), 0, "its exit gave the blocks back");
 }

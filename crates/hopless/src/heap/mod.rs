@@ -420,8 +420,8 @@ impl<P: PageSource> Heap<P> {
 
     /// Gives back to the OS everything it can: the fully free slabs every class keeps, every dirty slab
     /// in the pools, the large-mapping cache, and the magazine pages parked caches keep for the next
-    /// threads. Blocks in thread caches stay there
-    /// (flush your own first).
+    /// threads. Blocks in thread caches stay there (flush your own first, and retire dead threads'
+    /// caches with [`Heap::retire_orphans`]).
     pub fn trim(&self) {
         for class in 0..NUM_CLASSES {
             let pool = self.pool(class);

@@ -118,6 +118,61 @@ impl<P: PageSource> Heap<P> {
         ptr::null_mut()
     }
 
+    /// Retires every live cache whose thread no longer exists (see [`Heap::find_orphan`]): its blocks
+    /// go back to their classes and it is parked. `trim` calls it: a `fork` child keeps the caches of
+    /// the parent's other threads, full of blocks that no thread of the child will take until it makes
+    /// as many threads. A cache of a live thread stays as it is: its owner pops and pushes without
+    /// atomics, so no other thread may take its blocks.
+    ///
+    /// The calling thread's own caches must record its thread id (a child made by `clone` without
+    /// `fork`'s handlers still has its parent's): `Hopless::trim` writes it first.
+    pub(crate) fn retire_orphans(&self) {
+        loop {
+            let mut found = [ptr::null_mut::<ThreadCache>(); 16];
+            let mut n = 0;
+            {
+                let g = self.caches.lock();
+                let mut tc = g.all;
+                // SAFETY: caches on `all` are mapped while the registry lock is held.
+                unsafe {
+                    while !tc.is_null() && n < found.len() {
+                        if (*tc).live.load(Ordering::Relaxed)
+                            && !self.source.thread_alive((*tc).owner_tid.load(Ordering::Relaxed))
+                        {
+                            // Claimed: an owner id of 0 reads as alive, so `find_orphan` leaves it.
+                            (*tc).owner_tid.store(0, Ordering::Relaxed);
+                            if let Some(slot) = found.get_mut(n) {
+                                *slot = tc;
+                            }
+                            n += 1;
+                        }
+                        tc = (*tc).next_all;
+                    }
+                }
+            }
+            for &tc in found.get(..n).unwrap_or_default() {
+                // SAFETY: its thread is gone and the claim above gave it to this thread alone: as for an
+                // orphan a new thread takes (`new_thread_cache`), the owned slabs of a parent's thread
+                // are forgotten first. Then it is retired as an exiting thread's cache is.
+                unsafe {
+                    if ThreadCache::held_before_fork(tc) {
+                        self.forget_owned(tc);
+                        ThreadCache::renew_token(tc);
+                        self.flush_all(tc);
+                    } else {
+                        self.flush_all(tc);
+                        self.hand_over_owned(tc);
+                        ThreadCache::renew_token(tc);
+                    }
+                    self.retire_thread_cache(tc);
+                }
+            }
+            if n < found.len() {
+                return;
+            }
+        }
+    }
+
     /// Returns every block of a cache to the central heap.
     ///
     /// # Safety

@@ -122,6 +122,8 @@ extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
         passes_until_idle();
         // Asleep from here: a poke during the trim below finds ASLEEP, wakes us, and we go round again.
         STATE.store(ASLEEP, Ordering::Relaxed);
+        // This thread's own cache recorded its id when it was made (threads made by `pthread_create`).
+        HEAP.retire_orphans();
         HEAP.trim();
         while STATE.load(Ordering::Relaxed) == ASLEEP {
             crate::platform::futex_wait(&STATE, ASLEEP);
