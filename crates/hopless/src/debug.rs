@@ -11,9 +11,9 @@
 //! - freed blocks (and new slabs) are filled with `0xDD`; an allocation checks its block is still all
 //!   poison, so a write after free is reported with its offset when the block is handed out again;
 //! - a lock-free ring of the last 256 operations (pointer, class, thread, operation, and for a free its
-//!   call stack of up to 12 return addresses from glibc's `backtrace`) is kept; reports list the entries
-//!   for the faulting pointer, then the call stacks of the operation refused and of the pointer's last
-//!   free (`platform::stack`).
+//!   call stack of up to 12 return addresses from the C runtime's unwinder) is kept; reports list the
+//!   entries for the faulting pointer, then the call stacks of the operation refused and of the
+//!   pointer's last free (`platform::stack`).
 //!
 //! Every report is one block on stderr written without allocating, then `abort()`.
 //!

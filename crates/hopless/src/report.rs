@@ -207,7 +207,7 @@ fn thread_id() -> u64 {
 
 /// Records one operation; a free with the caller's call stack (for callers that hold no allocator
 /// lock). Allocations keep none: a report names the stacks of frees, and a stack costs about as much as
-/// the rest of a debug-mode operation several times over (glibc's `backtrace`, 1-2 µs).
+/// the rest of a debug-mode operation several times over (the unwinder's walk, 1-2 µs).
 #[inline(never)]
 pub fn record(kind: OpKind, p: *mut u8, class: usize) {
     let from = if kind == OpKind::Free {
@@ -311,7 +311,7 @@ fn write_stack(m: &mut Msg, s: &Stack) {
         shown += 1;
     }
     if shown == 0 {
-        m.str("\n    (no call stack: taken only in debug mode, with glibc's backtrace)");
+        m.str("\n    (no call stack: taken only in debug mode, where the C runtime's unwinder is found)");
     }
 }
 

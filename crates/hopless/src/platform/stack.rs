@@ -1,15 +1,14 @@
-//! Call stacks for the checked modes' reports: the return addresses of the calling thread, taken with
-//! the C library's `backtrace` (glibc's walks the unwind tables, `.eh_frame`, which every program built
-//! for a distribution carries: right without frame pointers), and each address named: its module with
-//! `dladdr`, its function from the module file's symbol table (`elf_symbols`), or else the nearest
-//! symbol the module exports.
+//! Call stacks for the checked modes' reports: the return addresses of the calling thread, walked by
+//! the C runtime's unwinder (`platform::unwind`: libgcc's `_Unwind_Backtrace`, which reads the unwind
+//! tables, `.eh_frame`, every program built for a distribution carries: right without frame pointers),
+//! and each address named: its module with `dladdr`, its function from the module file's symbol table
+//! (`elf_symbols`), or else the nearest symbol the module exports.
 //!
-//! glibc's `backtrace` loads `libgcc_s` with `dlopen` on its first call, which allocates. So nothing is
-//! taken until [`warm`] has made that first call from a place that holds no allocator lock: the
-//! allocations it makes run as the program's would (and take no stack). From then on `backtrace`
-//! neither allocates nor takes a lock an allocation path holds. Stacks are taken on x86-64 with glibc
-//! only: musl has no `backtrace`, and on aarch64 glibc's first `backtrace` call crashed a Rust test
-//! binary under qemu-user (not tried on aarch64 hardware); elsewhere stacks are empty.
+//! With glibc the unwinder may have to be loaded (`dlopen` of `libgcc_s`), which allocates. So nothing
+//! is taken until [`warm`] has found it from a place that holds no allocator lock: the allocations the
+//! loader makes run as the program's would (and take no stack). From then on a walk neither allocates
+//! nor takes a lock an allocation path holds. Where no unwinder is found (and under Miri) stacks are
+//! empty.
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
@@ -41,14 +40,9 @@ const WARM: u8 = 2;
 /// Whether `backtrace` has been called once (see the module's docs).
 static STATE: AtomicU8 = AtomicU8::new(COLD);
 
-#[cfg(all(target_env = "gnu", target_arch = "x86_64", not(miri)))]
-extern "C" {
-    fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
-}
-
-/// Makes the first `backtrace` call, if none was made: the caller holds no allocator lock. Concurrent
-/// callers (and the allocations the first call makes) go on without waiting: they take no stacks until
-/// it is done.
+/// Finds the unwinder, if no caller has yet: the caller holds no allocator lock. Concurrent callers
+/// (and the allocations a first `dlopen` makes) go on without waiting: they take no stacks until it is
+/// done.
 pub fn warm() {
     if STATE.load(Ordering::Acquire) != COLD
         || STATE
@@ -57,41 +51,25 @@ pub fn warm() {
     {
         return;
     }
-    #[cfg(all(target_env = "gnu", target_arch = "x86_64", not(miri)))]
-    {
-        let mut buf = [core::ptr::null_mut::<libc::c_void>(); 2];
-        // SAFETY: `buf` has room for the 2 entries asked for.
-        unsafe { backtrace(buf.as_mut_ptr(), 2) };
-    }
+    super::unwind::resolve();
     STATE.store(WARM, Ordering::Release);
 }
 
-/// The calling thread's stack, the innermost `skip` frames left out; empty before [`warm`] is done.
+/// The calling thread's stack (return addresses), the innermost `skip` frames left out; empty before
+/// [`warm`] is done or where there is no unwinder.
 #[inline(never)]
 pub fn capture(skip: usize) -> Stack {
     if STATE.load(Ordering::Acquire) != WARM {
         return Stack::EMPTY;
     }
-    #[cfg_attr(
-        not(all(target_env = "gnu", target_arch = "x86_64", not(miri))),
-        allow(unused_mut)
-    )]
     let mut s = Stack::EMPTY;
-    #[cfg(all(target_env = "gnu", target_arch = "x86_64", not(miri)))]
-    {
-        // This frame too: `capture` is never inlined.
-        let mut buf = [core::ptr::null_mut::<libc::c_void>(); FRAMES + 8];
-        let want = (FRAMES + 1 + skip).min(buf.len());
-        // SAFETY: `buf` has room for `want` entries; `backtrace` writes at most that many.
-        let n = unsafe { backtrace(buf.as_mut_ptr(), want as libc::c_int) }.max(0) as usize;
-        let from = (1 + skip).min(n);
-        for (d, p) in s.pcs.iter_mut().zip(buf.iter().take(n).skip(from)) {
-            *d = p.addr();
-        }
-        s.len = (n - from).min(FRAMES);
+    // This frame too: `capture` is never inlined.
+    s.len = super::unwind::walk(&mut s.pcs, skip + 1);
+    // The walk gives call sites (each return address less one): back to return addresses, which the
+    // report names by the byte before them.
+    for pc in s.pcs.iter_mut().take(s.len) {
+        *pc += 1;
     }
-    #[cfg(not(all(target_env = "gnu", target_arch = "x86_64", not(miri))))]
-    let _ = skip;
     s
 }
 

@@ -78,7 +78,7 @@ fn write_site(s: &Site) {
         }
     }
     if s.depth == 0 {
-        m.str("\n    (no call stack: the table of sites was full)");
+        m.str("\n    (no call stack: sampled before the unwinder was found, or the table of sites was full)");
     }
     m.str("\n").emit();
 }
