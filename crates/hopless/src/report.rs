@@ -291,27 +291,34 @@ fn write_stack(m: &mut Msg, s: &Stack) {
         if shown == 0 && stack::in_own_library(pc) {
             continue;
         }
-        m.str("\n    #").dec(shown).str(" ").hex(pc);
         // A return address is just past its call: named by the byte before it.
-        match stack::place_of(pc.wrapping_sub(1)) {
-            Some(at) => {
-                if let Some((name, addr)) = stack::function_of(&at, pc.wrapping_sub(1)) {
-                    m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
-                }
-                m.str(" (")
-                    .bytes(at.module)
-                    .str("+")
-                    .hex(pc.wrapping_sub(at.base))
-                    .str(")");
-            }
-            None => {
-                m.str(" (?)");
-            }
-        }
+        write_frame(m, shown, pc, pc.wrapping_sub(1));
         shown += 1;
     }
     if shown == 0 {
         m.str("\n    (no call stack: taken only in debug mode, where the C runtime's unwinder is found)");
+    }
+}
+
+/// One frame of a call stack on its own line: `#i`, the address, its function and the offset in it,
+/// then its module and the offset in that (for `addr2line`); `named_by` is the address looked up (the
+/// byte before a return address, or a call site itself).
+pub(crate) fn write_frame(m: &mut Msg, i: u64, pc: usize, named_by: usize) {
+    m.str("\n    #").dec(i).str(" ").hex(pc);
+    match stack::place_of(named_by) {
+        Some(at) => {
+            if let Some((name, addr)) = stack::function_of(&at, named_by) {
+                m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
+            }
+            m.str(" (")
+                .bytes(at.module)
+                .str("+")
+                .hex(pc.wrapping_sub(at.base))
+                .str(")");
+        }
+        None => {
+            m.str(" (?)");
+        }
     }
 }
 

@@ -3,8 +3,7 @@
 //! theirs (the module's symbol table, through `dladdr`). Written to standard error without allocating.
 
 use super::table::{Site, Tables};
-use crate::platform::stack;
-use crate::report::Msg;
+use crate::report::{write_frame, Msg};
 
 /// Sites shown at most.
 const SHOWN: usize = 10;
@@ -65,17 +64,7 @@ fn write_site(s: &Site) {
         .take(FRAMES_SHOWN)
         .enumerate()
     {
-        m.str("\n    #").dec(i as u64).str(" ").hex(pc);
-        if let Some(at) = stack::place_of(pc) {
-            if let Some((name, addr)) = stack::function_of(&at, pc) {
-                m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
-            }
-            m.str(" (")
-                .bytes(at.module)
-                .str("+")
-                .hex(pc.wrapping_sub(at.base))
-                .str(")");
-        }
+        write_frame(&mut m, i as u64, pc, pc);
     }
     if s.depth == 0 {
         m.str("\n    (no call stack: sampled before the unwinder was found, or the table of sites was full)");
