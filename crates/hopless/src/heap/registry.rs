@@ -42,21 +42,8 @@ impl<P: PageSource> Heap<P> {
             self.find_orphan(&mut g, tid)
         };
         if !orphan.is_null() {
-            // SAFETY: its thread is gone and the registry handed it to us alone: its blocks are free
-            // blocks nobody else can reach, and its owned slabs are consistent, unless its thread was
-            // one of a parent process's (a `fork` child), which may have been changing them: those
-            // are forgotten first, and the flush frees into them remotely.
-            unsafe {
-                if ThreadCache::held_before_fork(orphan) {
-                    self.forget_owned(orphan);
-                    ThreadCache::renew_token(orphan);
-                    self.flush_all(orphan);
-                } else {
-                    self.flush_all(orphan);
-                    self.hand_over_owned(orphan);
-                    ThreadCache::renew_token(orphan);
-                }
-            }
+            // SAFETY: its thread is gone and the registry handed it to us alone.
+            unsafe { self.empty_orphan(orphan) };
             return orphan;
         }
         let tc = self.source.reserve(CACHE_BYTES, PAGE_SIZE).cast::<ThreadCache>();
@@ -151,24 +138,38 @@ impl<P: PageSource> Heap<P> {
                 }
             }
             for &tc in found.get(..n).unwrap_or_default() {
-                // SAFETY: its thread is gone and the claim above gave it to this thread alone: as for an
-                // orphan a new thread takes (`new_thread_cache`), the owned slabs of a parent's thread
-                // are forgotten first. Then it is retired as an exiting thread's cache is.
+                // SAFETY: its thread is gone and the claim above gave it to this thread alone; emptied,
+                // it is retired as an exiting thread's cache is.
                 unsafe {
-                    if ThreadCache::held_before_fork(tc) {
-                        self.forget_owned(tc);
-                        ThreadCache::renew_token(tc);
-                        self.flush_all(tc);
-                    } else {
-                        self.flush_all(tc);
-                        self.hand_over_owned(tc);
-                        ThreadCache::renew_token(tc);
-                    }
+                    self.empty_orphan(tc);
                     self.retire_thread_cache(tc);
                 }
             }
             if n < found.len() {
                 return;
+            }
+        }
+    }
+
+    /// Empties the cache of a thread that no longer exists and gives it a token for its next holder.
+    ///
+    /// # Safety
+    ///
+    /// `tc` is a live cache whose thread is gone, handed to the calling thread alone. Its blocks are
+    /// then free blocks nobody else can reach, and its owned slabs are consistent, unless its thread was
+    /// one of a parent process's (a `fork` child), which may have been changing them: those are
+    /// forgotten first, and the flush frees into them remotely.
+    unsafe fn empty_orphan(&self, tc: *mut ThreadCache) {
+        // SAFETY: per the caller.
+        unsafe {
+            if ThreadCache::held_before_fork(tc) {
+                self.forget_owned(tc);
+                ThreadCache::renew_token(tc);
+                self.flush_all(tc);
+            } else {
+                self.flush_all(tc);
+                self.hand_over_owned(tc);
+                ThreadCache::renew_token(tc);
             }
         }
     }
