@@ -9,6 +9,7 @@
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::platform;
+use crate::platform::place;
 use crate::platform::stack::{self, Stack, FRAMES};
 use crate::segment::{segment_of, slab_of, FreeError, SegmentKind, Slab, SEGMENT_MAP};
 use crate::size_class::{self, class_size, NUM_CLASSES};
@@ -288,7 +289,7 @@ fn write_history(m: &mut Msg, p: *mut u8) -> Option<(u64, u64, Stack)> {
 fn write_stack(m: &mut Msg, s: &Stack) {
     let mut shown = 0;
     for &pc in s.frames() {
-        if shown == 0 && stack::in_own_library(pc) {
+        if shown == 0 && place::in_own_library(pc) {
             continue;
         }
         // A return address is just past its call: named by the byte before it.
@@ -305,9 +306,9 @@ fn write_stack(m: &mut Msg, s: &Stack) {
 /// byte before a return address, or a call site itself).
 pub(crate) fn write_frame(m: &mut Msg, i: u64, pc: usize, named_by: usize) {
     m.str("\n    #").dec(i).str(" ").hex(pc);
-    match stack::place_of(named_by) {
+    match place::place_of(named_by) {
         Some(at) => {
-            if let Some((name, addr)) = stack::function_of(&at, named_by) {
+            if let Some((name, addr)) = place::function_of(&at, named_by) {
                 m.str(" ").bytes(name).str("+").hex(pc.wrapping_sub(addr));
             }
             m.str(" (")

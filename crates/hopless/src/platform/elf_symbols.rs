@@ -143,7 +143,7 @@ mod tests {
             core::hint::black_box(7)
         }
         let pc = a_function_with_a_name as fn() -> usize as usize;
-        let at = super::super::stack::place_of(pc).expect("dladdr knows the test binary");
+        let at = super::super::place::place_of(pc).expect("dladdr knows the test binary");
         let (name, start) =
             super::function_at(b"/proc/self/exe", at.base, pc).expect("the test binary has a symbol table");
         let name = core::str::from_utf8(name).unwrap();

@@ -13,8 +13,9 @@
 //! | `huge.rs` | the transparent-huge-page policy: the setting, which reservations ask, the mark [`HugePages::Auto`] waits for |
 //! | `pages.rs` | the sources: [`OsPages`] (`mmap`, `madvise`, `mremap`) and [`SystemPages`] (the C library's allocator) |
 //! | `threads.rs` | thread ids and liveness, the futex, thread keys, a detached thread |
-//! | `stack.rs` | call stacks for the checked modes' reports: `backtrace`, named with `dladdr` |
-//! | `unwind.rs` | call stacks for heap profiles: the C runtime's unwinder, hopless's own frames left out |
+//! | `stack.rs` | call stacks for the checked modes' reports, walked by `unwind` |
+//! | `place.rs` | what an address is: its module (`dladdr`), its function (`elf_symbols`), whether it is hopless's own |
+//! | `unwind.rs` | the C runtime's unwinder (heap profiles, and the checked modes through `stack`), hopless's own frames left out |
 //! | `elf_symbols.rs` | a code address's function from its module file's symbol table (`.symtab`) |
 //! | `os.rs` | `errno` kept, stderr, the clock, abort, the environment, `AT_RANDOM`, fork handlers, signals |
 
@@ -22,6 +23,7 @@ mod elf_symbols;
 mod huge;
 mod os;
 mod pages;
+pub mod place;
 mod source;
 pub mod stack;
 mod threads;

@@ -184,9 +184,9 @@ fn find_own_library() -> (usize, usize) {
     if cfg!(miri) {
         return (0, 0);
     }
-    let here = super::stack::place_of(own_library as fn() -> (usize, usize) as usize);
+    let here = super::place::place_of(own_library as fn() -> (usize, usize) as usize);
     // SAFETY: getauxval has no preconditions; AT_ENTRY is the program's entry point (or 0).
-    let program = super::stack::place_of(unsafe { libc::getauxval(libc::AT_ENTRY) } as usize);
+    let program = super::place::place_of(unsafe { libc::getauxval(libc::AT_ENTRY) } as usize);
     let base = match (here, program) {
         (Some(h), Some(p)) if h.base != p.base => h.base,
         _ => return (0, 0),
@@ -247,8 +247,8 @@ mod tests {
         if cfg!(target_env = "musl") {
             return;
         }
-        let at = super::super::stack::place_of(out[0]).expect("a loaded module holds the frame");
-        let (name, _) = super::super::stack::function_of(&at, out[0]).expect("a function name");
+        let at = super::super::place::place_of(out[0]).expect("a loaded module holds the frame");
+        let (name, _) = super::super::place::function_of(&at, out[0]).expect("a function name");
         let name = core::str::from_utf8(name).unwrap();
         assert!(name.contains("inner"), "innermost frame is {name}");
     }
