@@ -39,6 +39,8 @@ mod flush;
 mod pool;
 mod purge;
 mod sleep;
+#[cfg(test)]
+pub use sleep::{SLEPT, WOKEN};
 
 pub(crate) use class_heap::Checks;
 pub use class_heap::ClassHeap;

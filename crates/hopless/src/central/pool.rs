@@ -40,7 +40,7 @@ pub struct SlabPool {
 /// A pool's lists, under the pool lock. Invariants (relied on by `get`, `put` and `take_expired`):
 /// - every slab on `dirty` is in state `Pooled`, every slab on `clean` in state `Clean`, each with
 ///   `carved == 0`; a slab taken off to be purged is `Purging` and on no list until `purge` files it
-///   as clean;
+///   as clean; a segment's `clean` counts its slabs on `clean`;
 /// - `sleeping` holds the first slab (state `Asleep`) of each sleeping segment, whose other slabs are
 ///   on no list (`central::sleep`);
 /// - `dirty` is ordered by the time each slab went there (kept in its `hint`), newest at the head: `get` takes the head (the warmest), the
@@ -163,6 +163,7 @@ impl SlabPool {
                 }
                 let c = g.clean.pop_front();
                 if !c.is_null() {
+                    (*segment_of((*c).start)).clean -= 1;
                     self.clean_taken.store(true, Ordering::Relaxed);
                     return c;
                 }
@@ -170,6 +171,8 @@ impl SlabPool {
             }
         };
         if !sleeper.is_null() {
+            #[cfg(test)]
+            super::sleep::WOKEN.fetch_add(1, Ordering::Relaxed);
             self.clean_taken.store(true, Ordering::Relaxed);
             // SAFETY: off the sleeping list, the segment and all its slabs are ours (`central::sleep`);
             // its segment header and granule table are as `carve` left them when it was made.
@@ -199,7 +202,8 @@ impl SlabPool {
                 magic: SEGMENT_MAGIC,
                 kind: self.kind,
                 slab_shift: shift,
-                first_slot: self.first_slot() as u32,
+                first_slot: self.first_slot() as u16,
+                clean: 0,
                 sample: 0,
                 map_len: SEGMENT_SIZE,
                 data_offset: 0,
@@ -272,7 +276,7 @@ impl SlabPool {
     /// Takes the clean slab at the tail, for the caller to [`SlabPool::purge`] (which files it at the
     /// head), or null: `trim`'s pass over slabs that a huge page may have made resident.
     pub fn take_clean(&self) -> *mut Slab {
-        self.take_to_purge(|g| &mut g.clean)
+        self.take_to_purge(true)
     }
 
     /// How many slabs are on the clean list.
@@ -282,17 +286,24 @@ impl SlabPool {
 
     /// Takes one dirty slab to purge (for trimming), or null.
     pub fn take_dirty(&self) -> *mut Slab {
-        self.take_to_purge(|g| &mut g.dirty)
+        self.take_to_purge(false)
     }
 
-    /// Takes the slab at the tail of the list `list` picks, marked `Purging`, or null.
-    fn take_to_purge(&self, list: impl FnOnce(&mut PoolInner) -> &mut SlabList) -> *mut Slab {
+    /// Takes the slab at the tail of the clean list (`clean`) or the dirty one, marked `Purging`, or null.
+    fn take_to_purge(&self, clean: bool) -> *mut Slab {
         let mut g = self.inner.lock();
+        let list = if clean { &mut g.clean } else { &mut g.dirty };
         // SAFETY: pool lock held.
-        let v = unsafe { list(&mut g).pop_back() };
+        let v = unsafe { list.pop_back() };
         if !v.is_null() {
-            // SAFETY: `v` is off every list; we own it now.
-            unsafe { (*v).state = SlabState::Purging };
+            // SAFETY: `v` is off every list now, ours; its segment is a live one of this pool, whose
+            // count of clean slabs the pool lock (held) covers: it drops in the same hold as the list.
+            unsafe {
+                (*v).state = SlabState::Purging;
+                if clean {
+                    (*segment_of((*v).start)).clean -= 1;
+                }
+            }
         }
         v
     }

@@ -127,17 +127,18 @@ impl SlabPool {
             }
             rest = rest.get(n..).unwrap_or_default();
         }
-        for &s in slabs.iter() {
-            // SAFETY: as above.
-            unsafe { (*s).state = SlabState::Clean };
-        }
         let mut sleepers = [ptr::null_mut::<Slab>(); PURGE_BATCH];
         let n = {
             let mut g = self.inner.lock();
             g.purged += slabs.len() as u64;
             for &s in slabs.iter() {
-                // SAFETY: pool lock held; `s` is on no list.
-                unsafe { g.clean.push_front(s) };
+                // SAFETY: pool lock held; `s` is ours and on no list (as above); its segment is a live
+                // one of this pool, whose count the pool lock covers.
+                unsafe {
+                    (*s).state = SlabState::Clean;
+                    g.clean.push_front(s);
+                    (*segment_of((*s).start)).clean += 1;
+                }
             }
             // SAFETY: pool lock held (`g`); the slabs were just filed clean, sorted by address above.
             unsafe { self.take_sleepers(&mut g, slabs, &mut sleepers) }

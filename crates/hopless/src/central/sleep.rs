@@ -24,6 +24,12 @@ use crate::segment::{
     segment_of, slabs_of, SegmentHeader, Slab, SlabState, SEGMENT_SIZE, SLABS_OFFSET, SLAB_POOLED,
 };
 
+/// Segments put to sleep and woken, in every pool of the process (for tests).
+#[cfg(test)]
+pub static SLEPT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+#[cfg(test)]
+pub static WOKEN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
 impl SlabPool {
     /// The header bytes a sleep decommits: from the first OS page boundary past the first slab's header
     /// (which stands for the sleeping segment) to the end of the page that holds the last one. Empty
@@ -70,10 +76,8 @@ impl SlabPool {
             // released while their pool lives); `first_slot` is fixed at its creation.
             let first = unsafe { (*seg).first_slot } as usize;
             let headers = slabs_of(seg);
-            // SAFETY: slots `first..slots` are the segment's slabs; none of them sleeps (one was just
-            // filed clean, and a sleeping segment's slabs are on no list), so every header is resident
-            // and written; the pool lock (held, per the caller) covers `state` of pooled slabs.
-            let all_clean = (first..slots).all(|i| unsafe { (*headers.add(i)).state } == SlabState::Clean);
+            // SAFETY: the count is written only under the pool lock, held (per the caller).
+            let all_clean = unsafe { (*seg).clean } as usize == slots - first;
             let Some(slot) = out.get_mut(n) else {
                 break;
             };
@@ -81,9 +85,12 @@ impl SlabPool {
                 continue;
             }
             for i in first..slots {
-                // SAFETY: every slab of the segment is clean, so on the clean list (pool lock held).
+                // SAFETY: every slab of the segment is on the clean list (its count says so: every
+                // filing and taking of a clean slab moves it under the pool lock, held).
                 unsafe { g.clean.remove(headers.add(i)) };
             }
+            // SAFETY: as above.
+            unsafe { (*seg).clean = 0 };
             // SAFETY: `first` is a slab of the segment; off every list now, it is ours until it sleeps.
             let stand_in = unsafe { headers.add(first) };
             // SAFETY: as above.
@@ -112,6 +119,8 @@ impl SlabPool {
                 source.decommit(seg.cast::<u8>().add(from), to - from);
             }
         }
+        #[cfg(test)]
+        SLEPT.fetch_add(sleepers.len(), core::sync::atomic::Ordering::Relaxed);
         let mut g = self.inner.lock();
         for &s in sleepers {
             // SAFETY: pool lock held; `s` is on no list, and its header is on the segment's first page,
@@ -136,11 +145,17 @@ impl SlabPool {
         for slot in first..slots {
             // SAFETY: per the caller, the headers are ours alone; zeroing one sets every field as a new
             // segment's (a sleeping segment's headers on its first page still hold their pooled state).
+            // The first is handed out, so it is not filed clean.
             unsafe {
                 let s = slabs.add(slot);
                 ptr::write_bytes(s, 0, 1);
                 (&raw mut (*s).magic).write(SLAB_POOLED);
-                (&raw mut (*s).state).write(SlabState::Clean);
+                let state = if slot == first {
+                    SlabState::Pooled
+                } else {
+                    SlabState::Clean
+                };
+                (&raw mut (*s).state).write(state);
                 (&raw mut (*s).start).write(seg.cast::<u8>().add(slot << shift));
             }
         }
@@ -150,6 +165,9 @@ impl SlabPool {
             // SAFETY: pool lock held; each header was written above and is on no list.
             unsafe { g.clean.push_front(slabs.add(slot)) };
         }
+        // SAFETY: the count is written only under the pool lock, held; the segment is ours (per the
+        // caller) until its slabs are on the list.
+        unsafe { (*seg).clean = (slots - first - 1) as u16 };
         // SAFETY: `first < slots`: the header area is smaller than a segment.
         unsafe { slabs.add(first) }
     }

@@ -160,3 +160,58 @@ fn sleeping_segments_wake_before_new_ones_are_reserved() {
     // SAFETY: each freed once.
     unsafe { heap.flush(class, &c) };
 }
+
+/// Threads that fill and empty whole segments while others trim, with no purge delay: segments go to
+/// sleep and wake all the time, beside slabs taken, purged and filed clean by other threads. Every
+/// block comes back whole, and afterwards every segment can be filled again.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn segments_sleep_and_wake_under_threads_that_trim() {
+    let heap = Heap::new(SystemPages);
+    heap.set_purge_delay_ms(0);
+    let class = class_for(4096, 8).unwrap();
+    let stop = core::sync::atomic::AtomicBool::new(false);
+    let (slept, woken) = (
+        crate::central::SLEPT.load(Ordering::Relaxed),
+        crate::central::WOKEN.load(Ordering::Relaxed),
+    );
+    std::thread::scope(|sc| {
+        for t in 0..3u8 {
+            let (heap, stop) = (&heap, &stop);
+            sc.spawn(move || {
+                let mut round = 0u8;
+                while !stop.load(Ordering::Relaxed) {
+                    let n = PER_SLAB * SLABS / 2 + usize::from(round) % PER_SLAB;
+                    let mut blocks = vec![core::ptr::null_mut(); n];
+                    assert_eq!(heap.refill(class, &mut blocks), n);
+                    for (i, &p) in blocks.iter().enumerate() {
+                        fill(p, 64, (i as u8) ^ t ^ round | 1);
+                    }
+                    for (i, &p) in blocks.iter().enumerate() {
+                        check(p, 64, (i as u8) ^ t ^ round | 1);
+                    }
+                    // SAFETY: each freed once.
+                    unsafe { heap.flush(class, &blocks) };
+                    round = round.wrapping_add(1);
+                }
+            });
+        }
+        let heap = &heap;
+        sc.spawn(move || {
+            for _ in 0..200 {
+                heap.trim();
+                std::thread::yield_now();
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let slept = crate::central::SLEPT.load(Ordering::Relaxed) - slept;
+    let woken = crate::central::WOKEN.load(Ordering::Relaxed) - woken;
+    assert!(slept > 10 && woken > 10, "slept {slept} times, woken {woken}");
+    heap.trim();
+    let mut all = vec![core::ptr::null_mut(); PER_SLAB * SLABS * 4];
+    assert_eq!(heap.refill(class, &mut all), all.len());
+    // SAFETY: each freed once.
+    unsafe { heap.flush(class, &all) };
+}

@@ -93,6 +93,7 @@ pub(super) const fn large_header(len: usize, off: usize, usable: usize) -> Segme
         kind: SegmentKind::Large,
         slab_shift: 0,
         first_slot: 0,
+        clean: 0,
         sample: 0,
         map_len: len,
         data_offset: off,

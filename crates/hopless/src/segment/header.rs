@@ -51,7 +51,10 @@ pub struct SegmentHeader {
     /// log2 of the slab slot size (small and medium segments).
     pub slab_shift: u32,
     /// First slot not covered by the headers.
-    pub first_slot: u32,
+    pub first_slot: u16,
+    /// Small and medium segments: how many of its slabs are on its pool's clean list, under the pool
+    /// lock (`central::sleep`: the segment sleeps when all of them are).
+    pub clean: u16,
     /// Large blocks: the profile's record of the block when it was sampled (`profile::table`), else 0.
     /// (In the padding before `map_len`: the header keeps its size.)
     pub sample: u32,
