@@ -171,12 +171,9 @@ impl SlabPool {
             }
         };
         if !sleeper.is_null() {
-            #[cfg(test)]
-            super::sleep::WOKEN.fetch_add(1, Ordering::Relaxed);
             self.clean_taken.store(true, Ordering::Relaxed);
-            // SAFETY: off the sleeping list, the segment and all its slabs are ours (`central::sleep`);
-            // its segment header and granule table are as `carve` left them when it was made.
-            return unsafe { self.carve(segment_of((*sleeper).start)) };
+            // SAFETY: just taken off the sleeping list.
+            return unsafe { self.wake(sleeper) };
         }
         let base = source.reserve(SEGMENT_SIZE, SEGMENT_SIZE);
         if base.is_null() {

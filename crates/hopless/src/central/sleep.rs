@@ -129,6 +129,20 @@ impl SlabPool {
         }
     }
 
+    /// Wakes the sleeping segment `sleeper` stands for: its headers written as a new segment's; returns
+    /// its first slab.
+    ///
+    /// # Safety
+    ///
+    /// `sleeper` was just taken off this pool's sleeping list.
+    pub(super) unsafe fn wake(&self, sleeper: *mut Slab) -> *mut Slab {
+        #[cfg(test)]
+        WOKEN.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        // SAFETY: off the sleeping list, the segment and all its slabs are ours; its segment header and
+        // granule table are as they were made, and `start` of its first slab is on its first page.
+        unsafe { self.carve(segment_of((*sleeper).start)) }
+    }
+
     /// Writes the slab headers of `seg` as a new segment's (every slab clean), files all but the
     /// first on the clean list and returns the first.
     ///
