@@ -208,7 +208,13 @@ fn segments_sleep_and_wake_under_threads_that_trim() {
     });
     let slept = crate::central::SLEPT.load(Ordering::Relaxed) - slept;
     let woken = crate::central::WOKEN.load(Ordering::Relaxed) - woken;
-    assert!(slept > 10 && woken > 10, "slept {slept} times, woken {woken}");
+    // Where a small segment's headers fit its first page (64 KiB pages) segments never sleep.
+    let headers_end = SLABS_OFFSET + 64 * core::mem::size_of::<Slab>();
+    if crate::platform::os_page_size() < headers_end {
+        assert!(slept > 0 && woken > 0, "slept {slept} times, woken {woken}");
+    } else {
+        assert_eq!((slept, woken), (0, 0));
+    }
     heap.trim();
     let mut all = vec![core::ptr::null_mut(); PER_SLAB * SLABS * 4];
     assert_eq!(heap.refill(class, &mut all), all.len());
